@@ -1,0 +1,156 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include "log.h"
+
+int log_verbose;
+
+static char progname[64] = "petrel";
+static enum { TO_STDERR, TO_SYSLOG, TO_FILE } target = TO_STDERR;
+static int log_fd = -1;
+static int also_stderr;
+static void (*fatal_hook)(void);
+static int in_fatal;
+
+void log_init(const char *name)
+{
+	snprintf(progname, sizeof(progname), "%s", name);
+}
+
+const char *log_progname(void)
+{
+	return progname;
+}
+
+void log_to_stderr(void)
+{
+	target = TO_STDERR;
+}
+
+void log_to_syslog(void)
+{
+	openlog(progname, LOG_PID | LOG_NDELAY, LOG_MAIL);
+	target = TO_SYSLOG;
+}
+
+int log_to_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (log_fd >= 0)
+		close(log_fd);
+	log_fd = fd;
+	target = TO_FILE;
+	return 0;
+}
+
+void log_also_stderr(int on)
+{
+	also_stderr = on;
+}
+
+void log_set_fatal_hook(void (*hook)(void))
+{
+	fatal_hook = hook;
+}
+
+static const char *const lvl_prefix[] = {
+	[LOG_LVL_DEBUG] = "", [LOG_LVL_INFO] = "",
+	[LOG_LVL_WARNING] = "warning: ", [LOG_LVL_ERROR] = "error: ",
+	[LOG_LVL_FATAL] = "fatal: ", [LOG_LVL_PANIC] = "panic: ",
+};
+
+static const int lvl_syslog[] = {
+	[LOG_LVL_DEBUG] = LOG_DEBUG, [LOG_LVL_INFO] = LOG_INFO,
+	[LOG_LVL_WARNING] = LOG_WARNING, [LOG_LVL_ERROR] = LOG_ERR,
+	[LOG_LVL_FATAL] = LOG_CRIT, [LOG_LVL_PANIC] = LOG_CRIT,
+};
+
+/* Writes the whole buffer; log output must not be lost to a short write. */
+static void write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
+{
+	char text[4096];
+	char line[4400];
+	int saved = errno;
+	size_t len;
+
+	if (lvl == LOG_LVL_DEBUG && log_verbose == 0)
+		return;
+	vsnprintf(text, sizeof(text), fmt, ap);
+	/* Control characters from untrusted input must not forge log lines. */
+	for (char *p = text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+
+	if (target == TO_SYSLOG) {
+		syslog(lvl_syslog[lvl], "%s%s", lvl_prefix[lvl], text);
+	} else {
+		char stamp[32] = "";
+		char host[64] = "localhost";
+		if (target == TO_FILE) {
+			time_t now = time(NULL);
+			struct tm tm;
+			localtime_r(&now, &tm);
+			strftime(stamp, sizeof(stamp), "%b %e %H:%M:%S ", &tm);
+			gethostname(host, sizeof(host) - 1);
+			host[sizeof(host) - 1] = 0;
+			snprintf(line, sizeof(line), "%s%s %s[%ld]: %s%s\n", stamp,
+			    host, progname, (long)getpid(), lvl_prefix[lvl], text);
+		} else {
+			snprintf(line, sizeof(line), "%s[%ld]: %s%s\n", progname,
+			    (long)getpid(), lvl_prefix[lvl], text);
+		}
+		len = strlen(line);
+		write_all(target == TO_FILE ? log_fd : 2, line, len);
+	}
+	if (also_stderr && target != TO_STDERR) {
+		snprintf(line, sizeof(line), "%s: %s%s\n", progname,
+		    lvl_prefix[lvl], text);
+		write_all(2, line, strlen(line));
+	}
+	errno = saved;
+}
+
+#define LOG_BODY(lvl) do { va_list ap; va_start(ap, fmt); \
+	log_vmsg(lvl, fmt, ap); va_end(ap); } while (0)
+
+void log_debug(const char *fmt, ...) { LOG_BODY(LOG_LVL_DEBUG); }
+void log_info(const char *fmt, ...) { LOG_BODY(LOG_LVL_INFO); }
+void log_warning(const char *fmt, ...) { LOG_BODY(LOG_LVL_WARNING); }
+void log_error(const char *fmt, ...) { LOG_BODY(LOG_LVL_ERROR); }
+
+void log_fatal(const char *fmt, ...)
+{
+	LOG_BODY(LOG_LVL_FATAL);
+	if (fatal_hook && !in_fatal) {
+		in_fatal = 1;
+		fatal_hook();
+	}
+	exit(1);
+}
+
+void log_panic(const char *fmt, ...)
+{
+	LOG_BODY(LOG_LVL_PANIC);
+	abort();
+}

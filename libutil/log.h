@@ -1,0 +1,39 @@
+/* Logging to syslog (mail facility), a file, or stderr.
+ *
+ * Lines follow Postfix's layout so log tools read them:
+ *   "Nov 22 10:30:00 host petrel/qmgr[123]: warning: text"
+ * (the date/host prefix only for file output; syslog adds its own).
+ * log_fatal() logs and exits 1 (a clean exit: configuration or input the
+ * process cannot work with); log_panic() logs and aborts (a broken
+ * invariant: a bug). */
+#ifndef PETREL_LOG_H
+#define PETREL_LOG_H
+#include <stdarg.h>
+
+enum log_level { LOG_LVL_DEBUG, LOG_LVL_INFO, LOG_LVL_WARNING,
+	LOG_LVL_ERROR, LOG_LVL_FATAL, LOG_LVL_PANIC };
+
+/* Program name in log lines, e.g. "petrel/qmgr".  Logging goes to stderr
+ * until one of the log_to_* calls says otherwise. */
+void log_init(const char *progname);
+const char *log_progname(void);
+void log_to_stderr(void);
+void log_to_syslog(void);
+/* Appends to a file (maillog_file); returns -1 with errno on failure. */
+int log_to_file(const char *path);
+/* Also copy every line to stderr (for commands run by a person). */
+void log_also_stderr(int on);
+/* 0 = no debug lines; each -v adds one. */
+extern int log_verbose;
+/* Hook called by log_fatal before exit (e.g. remove a pid file). */
+void log_set_fatal_hook(void (*hook)(void));
+
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void log_panic(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void log_vmsg(enum log_level lvl, const char *fmt, va_list ap);
+
+#endif
