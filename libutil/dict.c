@@ -349,8 +349,8 @@ int dict_mem_add(dict_t *d, const char *key, const char *value,
 		} else {
 			str_t q = STR_INIT;
 			str_quote_printable(&q, k, klen);
-			log_warning("%s: duplicate key \"%s\" in %s: keeping the first value",
-			    where, str_cstr(&q), d->spec);
+			log_warning("%s: duplicate key \"%s\": keeping the first value",
+			    where, str_cstr(&q));
 			str_release(&q);
 		}
 		free(k);
