@@ -68,6 +68,18 @@ typedef struct dict_hash {
 	str_t wkey, wval;	/* walk results */
 } dict_hash_t;
 
+/* Closes a handle even after Berkeley DB "panicked" on a damaged page:
+ * without DB_NOPANIC close gives up early and leaks the handle's private
+ * environment. */
+static void close_db(DB *db)
+{
+	DB_ENV *env = db->get_env(db);
+
+	if (env != NULL)
+		env->set_flags(env, DB_NOPANIC, 1);
+	db->close(db, 0);
+}
+
 /* Opens path read-only and records what file it is. */
 static DB *open_db(const char *path, struct stat *st, str_t *why)
 {
@@ -89,7 +101,7 @@ static DB *open_db(const char *path, struct stat *st, str_t *why)
 		ret = errno;
 	if (ret != 0) {
 		bdb_error(why, what, ret, &detail);
-		db->close(db, 0);
+		close_db(db);
 		db = NULL;
 	}
 	str_release(&detail);
@@ -123,20 +135,20 @@ static int hash_check(dict_hash_t *h, bool force)
 			 * deferring mail makes it visible. */
 			str_setf(&h->why, "cannot open %s: %s", h->path, strerror(errno));
 			if (h->db) {
-				h->db->close(h->db, 0);
+				close_db(h->db);
 				h->db = NULL;
 			}
 		} else if (h->db == NULL || !same_file(&st, &h->st)) {
 			if ((db = open_db(h->path, &st, &h->why)) != NULL) {
 				if (h->db) {
-					h->db->close(h->db, 0);
+					close_db(h->db);
 					log_info("%s: reopened rebuilt file %s",
 					    h->d.spec, h->path);
 				}
 				h->db = db;
 				h->st = st;
 			} else if (h->db) {
-				h->db->close(h->db, 0);
+				close_db(h->db);
 				h->db = NULL;
 			}
 		}
@@ -264,7 +276,7 @@ static void hash_free(dict_t *d)
 	dict_hash_t *h = (dict_hash_t *)d;
 
 	if (h->db)
-		h->db->close(h->db, 0);
+		close_db(h->db);
 	free(h->path);
 	str_release(&h->why);
 	str_release(&h->val);
@@ -355,7 +367,7 @@ dict_writer_t *dict_writer_open(const char *spec, int flags, str_t *err)
 		bdb_sink = NULL;
 		if (ret == 0)
 			break;
-		db->close(db, 0);
+		close_db(db);
 		db = NULL;
 		if (ret != EEXIST)
 			break;
@@ -459,7 +471,7 @@ void dict_writer_abort(dict_writer_t *w)
 	if (w == NULL)
 		return;
 	if (w->db)
-		w->db->close(w->db, 0);
+		close_db(w->db);
 	unlink(w->tmp);
 	writer_free(w);
 }
