@@ -198,9 +198,13 @@ static enum dict_status hash_get(dict_t *d, const char *key, const char **value)
 	}
 	str_release(&detail);
 	if (!record_ok(&v, DICT_VALUE_MAX, true)) {
+		/* The key may come from the network: quote it for the log. */
+		str_t q = STR_INIT;
+		str_quote_printable(&q, key, strlen(key) > 100 ? 100 : strlen(key));
 		dict_set_error(d, "%s: %s: damaged value for key \"%s\" (%u bytes%s)",
-		    d->spec, h->path, key, (unsigned)v.size,
+		    d->spec, h->path, str_cstr(&q), (unsigned)v.size,
 		    v.size > DICT_VALUE_MAX ? ", too long" : ", NUL byte");
+		str_release(&q);
 		return DICT_STAT_ERROR;
 	}
 	str_reset(&h->val);

@@ -362,6 +362,27 @@ ATF_TC_BODY(reopen_after_rebuild, tc)
 	str_release(&out);
 }
 
+ATF_TC_WITHOUT_HEAD(reopen_by_itself);
+ATF_TC_BODY(reopen_by_itself, tc)
+{
+	/* Without forcing, a rebuilt file is seen once the once-a-second
+	 * check comes round: poll (bounded, 3 s) instead of assuming when. */
+	build("hash:map", 0, "k", "v1", NULL);
+	dict_t *d = open_ok("hash:map", 0);
+	check_value(d, "k", "v1");
+	build("hash:map", 0, "k", "v2", NULL);
+	const char *v = NULL;
+	for (int i = 0; i < 30; i++) {
+		v = dict_lookup(d, "k");
+		ATF_REQUIRE_MSG(v != NULL, "%s", dict_errmsg(d));
+		if (strcmp(v, "v2") == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	ATF_CHECK_STREQ(v, "v2");
+	dict_close(d);
+}
+
 ATF_TC_WITHOUT_HEAD(missing_and_damaged);
 ATF_TC_BODY(missing_and_damaged, tc)
 {
@@ -388,6 +409,15 @@ ATF_TC_BODY(missing_and_damaged, tc)
 	close(fd);
 	ATF_CHECK(dict_open("hash:text", 0, &err) == NULL);
 	ATF_CHECK_MSG(strstr(str_cstr(&err), "cannot open text.db") != NULL,
+	    "%s", str_cstr(&err));
+
+	/* A Berkeley DB file of another type. */
+	DB *db;
+	ATF_REQUIRE_EQ(db_create(&db, NULL, 0), 0);
+	ATF_REQUIRE_EQ(db->open(db, NULL, "btree.db", NULL, DB_BTREE, DB_CREATE, 0644), 0);
+	db->close(db, 0);
+	ATF_CHECK(dict_open("hash:btree", 0, &err) == NULL);
+	ATF_CHECK_MSG(strstr(str_cstr(&err), "cannot open btree.db") != NULL,
 	    "%s", str_cstr(&err));
 
 	/* A directory. */
@@ -488,6 +518,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, on_disk_encoding);
 	ATF_TP_ADD_TC(tp, db_load_compatible);
 	ATF_TP_ADD_TC(tp, reopen_after_rebuild);
+	ATF_TP_ADD_TC(tp, reopen_by_itself);
 	ATF_TP_ADD_TC(tp, missing_and_damaged);
 	ATF_TP_ADD_TC(tp, bad_records);
 	ATF_TP_ADD_TC(tp, corrupted_pages);
