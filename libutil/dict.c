@@ -1,0 +1,492 @@
+/* Lookup tables: spec parsing, dispatch to back ends, error state, the
+ * in-memory table shared by texthash: and inline:, and the text format
+ * reader shared by texthash: and postmap. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "dict.h"
+#include "htable.h"
+#include "log.h"
+#include "mem.h"
+
+static const struct dict_type {
+	const char *name;
+	dict_t *(*open)(const char *spec, const char *name, int flags, str_t *err);
+} dict_types[] = {
+	{ "hash", dict_hash_open },
+	{ "texthash", dict_texthash_open },
+	{ "inline", dict_inline_open },
+	{ "static", dict_static_open },
+};
+
+#define NTYPES (sizeof(dict_types) / sizeof(dict_types[0]))
+
+static bool type_char(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'
+	    || c == '-';
+}
+
+dict_t *dict_open(const char *spec, int flags, str_t *err)
+{
+	const char *colon;
+	size_t tlen;
+
+	str_reset(err);
+	if (spec == NULL || *spec == 0) {
+		str_set(err, "empty lookup table name: expected type:name");
+		return NULL;
+	}
+	colon = strchr(spec, ':');
+	if (colon == NULL || colon == spec) {
+		str_set(err, "malformed lookup table \"");
+		str_quote_printable(err, spec, strlen(spec));
+		str_cat(err, "\": expected type:name");
+		return NULL;
+	}
+	tlen = (size_t)(colon - spec);
+	for (size_t i = 0; i < tlen; i++) {
+		if (!type_char((unsigned char)spec[i])) {
+			str_set(err, "malformed lookup table \"");
+			str_quote_printable(err, spec, strlen(spec));
+			str_cat(err, "\": bad character in table type");
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < NTYPES; i++) {
+		if (strlen(dict_types[i].name) != tlen
+		    || memcmp(dict_types[i].name, spec, tlen) != 0)
+			continue;
+		if (colon[1] == 0) {
+			str_setf(err, "malformed lookup table \"%s\": missing name after \"%.*s:\"",
+			    spec, (int)tlen, spec);
+			return NULL;
+		}
+		return dict_types[i].open(spec, colon + 1, flags, err);
+	}
+	str_setf(err, "unsupported lookup table type \"%.*s\" in \"", (int)tlen, spec);
+	str_quote_printable(err, spec, strlen(spec));
+	str_cat(err, "\" (known types:");
+	for (size_t i = 0; i < NTYPES; i++)
+		str_catf(err, " %s", dict_types[i].name);
+	str_cat(err, ")");
+	return NULL;
+}
+
+dict_t *dict_alloc(size_t size, const char *spec, int flags)
+{
+	dict_t *d = xcalloc(1, size);
+	const char *colon = strchr(spec, ':');
+
+	if (colon == NULL || size < sizeof(*d))
+		log_panic("dict_alloc: bad arguments");
+	d->spec = xstrdup(spec);
+	d->type = xstrndup(spec, (size_t)(colon - spec));
+	d->name = xstrdup(colon + 1);
+	d->flags = flags;
+	return d;
+}
+
+void dict_close(dict_t *d)
+{
+	if (d == NULL)
+		return;
+	if (d->free)
+		d->free(d);
+	free(d->spec);
+	free(d->type);
+	free(d->name);
+	str_release(&d->errmsg);
+	str_release(&d->logged);
+	str_release(&d->keybuf);
+	free(d);
+}
+
+void dict_set_error(dict_t *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	d->error = true;
+	str_reset(&d->errmsg);
+	va_start(ap, fmt);
+	str_vcatf(&d->errmsg, fmt, ap);
+	va_end(ap);
+	/* A table that stays broken would otherwise log on every lookup. */
+	if (str_len(&d->logged) == 0
+	    || strcmp(str_cstr(&d->logged), str_cstr(&d->errmsg)) != 0) {
+		log_warning("%s", str_cstr(&d->errmsg));
+		str_set(&d->logged, str_cstr(&d->errmsg));
+	}
+}
+
+void dict_clear_error(dict_t *d)
+{
+	d->error = false;
+	str_reset(&d->errmsg);
+	if (str_len(&d->logged) != 0) {
+		log_info("%s: lookup table is readable again", d->spec);
+		str_reset(&d->logged);
+	}
+}
+
+bool dict_fold_key(str_t *buf, const char *key, int flags)
+{
+	size_t len = strnlen(key, DICT_KEY_MAX + 1);
+
+	if (len == 0 || len > DICT_KEY_MAX)
+		return false;
+	str_reset(buf);
+	str_append(buf, key, len);
+	if ((flags & DICT_FLAG_CASE_SENSITIVE) == 0)
+		str_lower(buf->buf);
+	return true;
+}
+
+enum dict_status dict_get(dict_t *d, const char *key, const char **value)
+{
+	const char *v = NULL;
+	enum dict_status st;
+
+	if (value)
+		*value = NULL;
+	d->error = false;
+	str_reset(&d->errmsg);
+	if (key == NULL)
+		return DICT_STAT_NOTFOUND;
+	if (!d->any_key) {
+		/* Keys that no table can hold are not looked up at all: this
+		 * also bounds the work an attacker's key can cause. */
+		if (!dict_fold_key(&d->keybuf, key, d->flags))
+			return DICT_STAT_NOTFOUND;
+		key = str_cstr(&d->keybuf);
+	}
+	st = d->get(d, key, &v);
+	if (st == DICT_STAT_ERROR) {
+		if (!d->error)	/* back ends always say why; be safe */
+			dict_set_error(d, "%s: lookup failed", d->spec);
+		return st;
+	}
+	if (str_len(&d->logged) != 0)
+		dict_clear_error(d);
+	if (st == DICT_STAT_FOUND && value)
+		*value = v;
+	return st;
+}
+
+const char *dict_lookup(dict_t *d, const char *key)
+{
+	const char *v;
+
+	return dict_get(d, key, &v) == DICT_STAT_FOUND ? v : NULL;
+}
+
+bool dict_error(const dict_t *d)
+{
+	return d->error;
+}
+
+const char *dict_errmsg(const dict_t *d)
+{
+	return str_cstr(&d->errmsg);
+}
+
+int dict_walk(dict_t *d, dict_walk_fn fn, void *ctx)
+{
+	int r;
+
+	d->error = false;
+	str_reset(&d->errmsg);
+	if (d->walk == NULL) {
+		d->error = true;
+		str_setf(&d->errmsg, "%s: a %s: table cannot be listed",
+		    d->spec, d->type);
+		return -1;
+	}
+	r = d->walk(d, fn, ctx);
+	if (r < 0 && !d->error)
+		dict_set_error(d, "%s: listing failed", d->spec);
+	return r;
+}
+
+int dict_refresh(dict_t *d)
+{
+	d->error = false;
+	str_reset(&d->errmsg);
+	if (d->refresh == NULL)
+		return 0;
+	if (d->refresh(d) < 0) {
+		if (!d->error)
+			dict_set_error(d, "%s: table unavailable", d->spec);
+		return -1;
+	}
+	if (str_len(&d->logged) != 0)
+		dict_clear_error(d);
+	return 0;
+}
+
+const char *dict_spec(const dict_t *d)
+{
+	return d->spec;
+}
+
+const char *dict_type(const dict_t *d)
+{
+	return d->type;
+}
+
+const char *dict_name(const dict_t *d)
+{
+	return d->name;
+}
+
+int dict_flags(const dict_t *d)
+{
+	return d->flags;
+}
+
+/* ---- Memory tables ---- */
+
+typedef struct dict_mem {
+	dict_t d;
+	htable_t *index;	/* folded key -> entry number + 1 */
+	char **keys;
+	char **values;
+	size_t n, cap;
+} dict_mem_t;
+
+static enum dict_status mem_get(dict_t *d, const char *key, const char **value)
+{
+	dict_mem_t *m = (dict_mem_t *)d;
+	uintptr_t i = (uintptr_t)htable_get(m->index, key);
+
+	if (i == 0)
+		return DICT_STAT_NOTFOUND;
+	*value = m->values[i - 1];
+	return DICT_STAT_FOUND;
+}
+
+static int mem_walk(dict_t *d, dict_walk_fn fn, void *ctx)
+{
+	dict_mem_t *m = (dict_mem_t *)d;
+
+	/* Entries are only added while building, so indexes stay valid
+	 * even if fn looks keys up. */
+	for (size_t i = 0; i < m->n; i++)
+		if (fn(m->keys[i], m->values[i], ctx) != 0)
+			return 1;
+	return 0;
+}
+
+static void mem_free(dict_t *d)
+{
+	dict_mem_t *m = (dict_mem_t *)d;
+
+	htable_free(m->index, NULL);
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->keys[i]);
+		free(m->values[i]);
+	}
+	free(m->keys);
+	free(m->values);
+}
+
+dict_t *dict_mem_new(const char *spec, int flags)
+{
+	dict_mem_t *m = (dict_mem_t *)dict_alloc(sizeof(*m), spec, flags);
+
+	m->index = htable_new(16, 0);
+	m->d.get = mem_get;
+	m->d.walk = mem_walk;
+	m->d.free = mem_free;
+	return &m->d;
+}
+
+int dict_mem_add(dict_t *d, const char *key, const char *value,
+    const char *where, str_t *err)
+{
+	dict_mem_t *m = (dict_mem_t *)d;
+	size_t klen = strlen(key), vlen = strlen(value);
+	uintptr_t i;
+	char *k;
+
+	if (klen == 0) {
+		str_setf(err, "%s: empty key", where);
+		return -1;
+	}
+	if (klen > DICT_KEY_MAX) {
+		str_setf(err, "%s: key too long (%zu bytes, at most %d)",
+		    where, klen, DICT_KEY_MAX);
+		return -1;
+	}
+	if (vlen == 0) {
+		str_setf(err, "%s: missing value for key \"", where);
+		str_quote_printable(err, key, klen);
+		str_cat(err, "\"");
+		return -1;
+	}
+	if (vlen > DICT_VALUE_MAX) {
+		str_setf(err, "%s: value too long (%zu bytes, at most %d)",
+		    where, vlen, DICT_VALUE_MAX);
+		return -1;
+	}
+	k = xstrdup(key);
+	if ((d->flags & DICT_FLAG_CASE_SENSITIVE) == 0)
+		str_lower(k);
+	i = (uintptr_t)htable_get(m->index, k);
+	if (i != 0) {
+		if (d->flags & DICT_FLAG_DUP_ERROR) {
+			str_setf(err, "%s: duplicate key \"", where);
+			str_quote_printable(err, k, klen);
+			str_cat(err, "\"");
+			free(k);
+			return -1;
+		}
+		if (d->flags & DICT_FLAG_DUP_REPLACE) {
+			free(m->values[i - 1]);
+			m->values[i - 1] = xstrdup(value);
+		} else {
+			str_t q = STR_INIT;
+			str_quote_printable(&q, k, klen);
+			log_warning("%s: duplicate key \"%s\": keeping the first value",
+			    where, str_cstr(&q));
+			str_release(&q);
+		}
+		free(k);
+		return 0;
+	}
+	if (m->n == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 16;
+		m->keys = xreallocarray(m->keys, m->cap, sizeof(*m->keys));
+		m->values = xreallocarray(m->values, m->cap, sizeof(*m->values));
+	}
+	m->keys[m->n] = k;
+	m->values[m->n] = xstrdup(value);
+	m->n++;
+	htable_add(m->index, k, (void *)(uintptr_t)m->n);
+	return 0;
+}
+
+/* ---- The text format ---- */
+
+/* A logical line may hold a longest key and a longest value. */
+#define TEXT_LINE_MAX (DICT_KEY_MAX + DICT_VALUE_MAX + 64)
+
+static bool ascii_space(int c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v'
+	    || c == '\f';
+}
+
+int dict_text_lines(const char *path, dict_line_fn fn, void *ctx, str_t *err)
+{
+	FILE *fp;
+	char *buf = NULL;
+	size_t bufsize = 0;
+	ssize_t n;
+	str_t logical = STR_INIT;
+	int lineno = 0, start = 0, rc = 0;
+	bool have = false;
+
+	str_reset(err);
+	if ((fp = fopen(path, "r")) == NULL) {
+		str_setf(err, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		errno = 0;
+		n = getline(&buf, &bufsize, fp);
+		if (n < 0) {
+			if (ferror(fp)) {
+				str_setf(err, "%s:%d: read error: %s", path,
+				    lineno + 1, strerror(errno ? errno : EIO));
+				rc = -1;
+			}
+			break;
+		}
+		lineno++;
+		if (memchr(buf, 0, (size_t)n) != NULL) {
+			str_setf(err, "%s:%d: NUL byte in line", path, lineno);
+			rc = -1;
+			break;
+		}
+		size_t i = 0;
+		while (i < (size_t)n && ascii_space((unsigned char)buf[i]))
+			i++;
+		if (i == (size_t)n || buf[i] == '#')
+			continue;	/* blank or comment */
+		if (i > 0) {
+			/* Leading white space: continues the logical line. */
+			if (!have) {
+				str_setf(err, "%s:%d: line starts with white space but continues no line",
+				    path, lineno);
+				rc = -1;
+				break;
+			}
+		} else if (have) {
+			if ((rc = fn(str_trim(logical.buf), path, start, ctx, err)) != 0)
+				break;
+			str_reset(&logical);
+			have = false;
+		}
+		if (!have) {
+			have = true;
+			start = lineno;
+		}
+		/* Drop the line end (and trailing blanks): a continuation
+		 * brings its own leading white space as the separator, and
+		 * values never contain newlines. */
+		while (n > 0 && ascii_space((unsigned char)buf[n - 1]))
+			n--;
+		if (str_len(&logical) + (size_t)n > TEXT_LINE_MAX) {
+			str_setf(err, "%s:%d: line too long (more than %d bytes)",
+			    path, start, TEXT_LINE_MAX);
+			rc = -1;
+			break;
+		}
+		str_append(&logical, buf, (size_t)n);
+	}
+	if (rc == 0 && have)
+		rc = fn(str_trim(logical.buf), path, start, ctx, err);
+	if (rc != 0 && str_len(err) == 0)
+		str_setf(err, "%s:%d: stopped", path, start);
+	free(buf);
+	str_release(&logical);
+	fclose(fp);
+	return rc != 0 ? -1 : 0;
+}
+
+struct pair_ctx {
+	dict_pair_fn fn;
+	void *ctx;
+};
+
+static int split_pair(char *line, const char *file, int lineno, void *ctx,
+    str_t *err)
+{
+	struct pair_ctx *pc = ctx;
+	char *key = line, *value = line;
+
+	while (*value && !ascii_space((unsigned char)*value))
+		value++;
+	if (*value)
+		*value++ = 0;
+	while (ascii_space((unsigned char)*value))
+		value++;
+	/* The line is trimmed, so value has no trailing white space. */
+	if (*value == 0) {
+		str_setf(err, "%s:%d: missing value for key \"", file, lineno);
+		str_quote_printable(err, key, strlen(key));
+		str_cat(err, "\" (expected \"key value\")");
+		return -1;
+	}
+	return pc->fn(key, value, file, lineno, pc->ctx, err);
+}
+
+int dict_text_parse(const char *path, dict_pair_fn fn, void *ctx, str_t *err)
+{
+	struct pair_ctx pc = { fn, ctx };
+
+	return dict_text_lines(path, split_pair, &pc, err);
+}

@@ -1,0 +1,546 @@
+/* hash: Berkeley DB 5.3 hash files, read side and write side.
+ *
+ * hash:/path/file reads /path/file.db.  Records are plain BDB hash
+ * records: the key is the table key (lower-cased unless the table is case
+ * sensitive) and the value the table value, both without a trailing NUL;
+ * doc/lookup-tables.md has the details.
+ *
+ * Readers never lock: writers build a new file and rename it over the old
+ * one, so an open handle keeps reading the old, complete file.  A reader
+ * notices the rename (or any other change of inode, size or mtime) at its
+ * next check, at most once a second, and reopens transparently.  Files are
+ * read without mmap so that a file truncated in place by a careless
+ * rebuild gives read errors, not SIGBUS. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <db.h>
+#include "dict.h"
+#include "log.h"
+#include "mem.h"
+
+/* Berkeley DB reports details through a callback without a context
+ * pointer; the callers are single-threaded, so a static sink is enough. */
+static str_t *bdb_sink;
+
+static void bdb_errcall(const DB_ENV *env, const char *pfx, const char *msg)
+{
+	(void)env;
+	(void)pfx;
+	if (bdb_sink == NULL || msg == NULL)
+		return;
+	if (str_len(bdb_sink) != 0)
+		str_cat(bdb_sink, "; ");
+	str_cat(bdb_sink, msg);
+}
+
+/* why = "what: DB error (details from Berkeley DB)". */
+static void bdb_error(str_t *why, const char *what, int ret, str_t *detail)
+{
+	str_setf(why, "%s: %s", what, db_strerror(ret));
+	if (detail && str_len(detail) != 0)
+		str_catf(why, " (%s)", str_cstr(detail));
+}
+
+static time_t now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* ---- Reader ---- */
+
+typedef struct dict_hash {
+	dict_t d;
+	char *path;		/* name + ".db" */
+	DB *db;			/* NULL while the file cannot be opened */
+	struct stat st;		/* of the file db reads */
+	time_t checked;		/* monotonic second of the last check */
+	bool walking;		/* no reopen under a cursor */
+	str_t why;		/* why db is NULL */
+	str_t val;		/* lookup result */
+	str_t wkey, wval;	/* walk results */
+} dict_hash_t;
+
+/* Closes a handle even after Berkeley DB "panicked" on a damaged page:
+ * without DB_NOPANIC close gives up early and leaks the handle's private
+ * environment. */
+static void close_db(DB *db)
+{
+	DB_ENV *env = db->get_env(db);
+
+	if (env != NULL)
+		env->set_flags(env, DB_NOPANIC, 1);
+	db->close(db, 0);
+}
+
+/* Opens path read-only and records what file it is. */
+static DB *open_db(const char *path, struct stat *st, str_t *why)
+{
+	str_t detail = STR_INIT;
+	char what[64 + 4096];
+	DB *db;
+	int ret, fd;
+
+	bfmt(what, sizeof(what), "cannot open %s", path);
+	if ((ret = db_create(&db, NULL, 0)) != 0) {
+		bdb_error(why, what, ret, NULL);
+		return NULL;
+	}
+	db->set_errcall(db, bdb_errcall);
+	bdb_sink = &detail;
+	ret = db->open(db, NULL, path, NULL, DB_HASH, DB_RDONLY | DB_NOMMAP, 0);
+	bdb_sink = NULL;
+	if (ret == 0 && (ret = db->fd(db, &fd)) == 0 && fstat(fd, st) < 0)
+		ret = errno;
+	if (ret != 0) {
+		bdb_error(why, what, ret, &detail);
+		close_db(db);
+		db = NULL;
+	}
+	str_release(&detail);
+	return db;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino
+	    && a->st_size == b->st_size
+	    && a->st_mtim.tv_sec == b->st_mtim.tv_sec
+	    && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Reopens the file if it changed; -1 (with the error set) when the table
+ * cannot be read.  Unless forced, looks at the file at most once a
+ * second. */
+static int hash_check(dict_hash_t *h, bool force)
+{
+	struct stat st;
+	time_t now;
+	DB *db;
+
+	if (h->walking)
+		return 0;
+	now = now_seconds();
+	if (force || (h->d.flags & DICT_FLAG_RECHECK_ALWAYS) || now != h->checked) {
+		h->checked = now;
+		if (stat(h->path, &st) < 0) {
+			/* Removed: serving stale data would hide the problem;
+			 * deferring mail makes it visible. */
+			str_setf(&h->why, "cannot open %s: %s", h->path, strerror(errno));
+			if (h->db) {
+				close_db(h->db);
+				h->db = NULL;
+			}
+		} else if (h->db == NULL || !same_file(&st, &h->st)) {
+			if ((db = open_db(h->path, &st, &h->why)) != NULL) {
+				if (h->db) {
+					close_db(h->db);
+					log_info("%s: reopened rebuilt file %s",
+					    h->d.spec, h->path);
+				}
+				h->db = db;
+				h->st = st;
+			} else if (h->db) {
+				close_db(h->db);
+				h->db = NULL;
+			}
+		}
+	}
+	if (h->db == NULL) {
+		dict_set_error(&h->d, "%s: %s", h->d.spec, str_cstr(&h->why));
+		return -1;
+	}
+	return 0;
+}
+
+/* A stored key or value is checked before use: a damaged or foreign file
+ * must give an error, never a surprise in the caller. */
+static bool record_ok(const DBT *t, size_t max, bool empty_ok)
+{
+	return t->size <= max && (empty_ok || t->size > 0)
+	    && (t->size == 0 || memchr(t->data, 0, t->size) == NULL);
+}
+
+static enum dict_status hash_get(dict_t *d, const char *key, const char **value)
+{
+	dict_hash_t *h = (dict_hash_t *)d;
+	str_t detail = STR_INIT;
+	DBT k, v;
+	int ret;
+
+	if (hash_check(h, false) < 0)
+		return DICT_STAT_ERROR;
+	memset(&k, 0, sizeof(k));
+	memset(&v, 0, sizeof(v));
+	k.data = (void *)key;
+	k.size = (u_int32_t)strlen(key);
+	bdb_sink = &detail;
+	ret = h->db->get(h->db, NULL, &k, &v, 0);
+	bdb_sink = NULL;
+	if (ret == DB_NOTFOUND) {
+		str_release(&detail);
+		return DICT_STAT_NOTFOUND;
+	}
+	if (ret != 0) {
+		str_t why = STR_INIT;
+		bdb_error(&why, "lookup error", ret, &detail);
+		dict_set_error(d, "%s: %s: %s", d->spec, h->path, str_cstr(&why));
+		str_release(&why);
+		str_release(&detail);
+		return DICT_STAT_ERROR;
+	}
+	str_release(&detail);
+	if (!record_ok(&v, DICT_VALUE_MAX, true)) {
+		/* The key may come from the network: quote it for the log. */
+		str_t q = STR_INIT;
+		str_quote_printable(&q, key, strlen(key) > 100 ? 100 : strlen(key));
+		dict_set_error(d, "%s: %s: damaged value for key \"%s\" (%u bytes%s)",
+		    d->spec, h->path, str_cstr(&q), (unsigned)v.size,
+		    v.size > DICT_VALUE_MAX ? ", too long" : ", NUL byte");
+		str_release(&q);
+		return DICT_STAT_ERROR;
+	}
+	str_reset(&h->val);
+	str_append(&h->val, v.data, v.size);
+	*value = str_cstr(&h->val);
+	return DICT_STAT_FOUND;
+}
+
+static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
+{
+	dict_hash_t *h = (dict_hash_t *)d;
+	str_t detail = STR_INIT, why = STR_INIT;
+	DBC *c = NULL;
+	DBT k, v;
+	int ret, rc = 0;
+
+	if (hash_check(h, false) < 0)
+		return -1;
+	bdb_sink = &detail;
+	if ((ret = h->db->cursor(h->db, NULL, &c, 0)) != 0) {
+		bdb_sink = NULL;
+		bdb_error(&why, "cannot read", ret, &detail);
+		dict_set_error(d, "%s: %s: %s", d->spec, h->path, str_cstr(&why));
+		rc = -1;
+		goto out;
+	}
+	h->walking = true;
+	for (;;) {
+		memset(&k, 0, sizeof(k));
+		memset(&v, 0, sizeof(v));
+		bdb_sink = &detail;
+		ret = c->get(c, &k, &v, DB_NEXT);
+		bdb_sink = NULL;
+		if (ret == DB_NOTFOUND)
+			break;
+		if (ret != 0) {
+			bdb_error(&why, "read error", ret, &detail);
+			dict_set_error(d, "%s: %s: %s", d->spec, h->path, str_cstr(&why));
+			rc = -1;
+			break;
+		}
+		if (!record_ok(&k, DICT_KEY_MAX, false) || !record_ok(&v, DICT_VALUE_MAX, true)) {
+			dict_set_error(d, "%s: %s: damaged record (key %u bytes, value %u bytes)",
+			    d->spec, h->path, (unsigned)k.size, (unsigned)v.size);
+			rc = -1;
+			break;
+		}
+		str_reset(&h->wkey);
+		str_append(&h->wkey, k.data, k.size);
+		str_reset(&h->wval);
+		str_append(&h->wval, v.data, v.size);
+		if (fn(str_cstr(&h->wkey), str_cstr(&h->wval), ctx) != 0) {
+			rc = 1;
+			break;
+		}
+	}
+	h->walking = false;
+	c->close(c);
+out:
+	bdb_sink = NULL;
+	str_release(&detail);
+	str_release(&why);
+	return rc;
+}
+
+static int hash_refresh(dict_t *d)
+{
+	return hash_check((dict_hash_t *)d, true);
+}
+
+static void hash_free(dict_t *d)
+{
+	dict_hash_t *h = (dict_hash_t *)d;
+
+	if (h->db)
+		close_db(h->db);
+	free(h->path);
+	str_release(&h->why);
+	str_release(&h->val);
+	str_release(&h->wkey);
+	str_release(&h->wval);
+}
+
+static char *db_path(const char *name)
+{
+	str_t p = STR_INIT;
+
+	str_setf(&p, "%s.db", name);
+	return str_steal(&p);
+}
+
+dict_t *dict_hash_open(const char *spec, const char *name, int flags,
+    str_t *err)
+{
+	dict_hash_t *h;
+	char *path = db_path(name);
+	struct stat st;
+	str_t why = STR_INIT;
+	DB *db;
+
+	if ((db = open_db(path, &st, &why)) == NULL) {
+		str_setf(err, "%s: %s", spec, str_cstr(&why));
+		str_release(&why);
+		free(path);
+		return NULL;
+	}
+	str_release(&why);
+	h = (dict_hash_t *)dict_alloc(sizeof(*h), spec, flags);
+	h->path = path;
+	h->db = db;
+	h->st = st;
+	h->checked = now_seconds();
+	h->d.get = hash_get;
+	h->d.walk = hash_walk;
+	h->d.refresh = hash_refresh;
+	h->d.free = hash_free;
+	return &h->d;
+}
+
+/* ---- Writer ---- */
+
+struct dict_writer {
+	char *path;		/* final name.db */
+	char *tmp;		/* what we write */
+	DB *db;
+	int flags;
+	str_t key;
+};
+
+dict_writer_t *dict_writer_open(const char *spec, int flags, str_t *err)
+{
+	static unsigned serial;
+	const char *colon = spec ? strchr(spec, ':') : NULL;
+	str_t detail = STR_INIT, tmp = STR_INIT;
+	dict_writer_t *w;
+	DB *db = NULL;
+	int ret = 0;
+
+	str_reset(err);
+	if (colon == NULL || colon == spec || colon[1] == 0) {
+		str_setf(err, "malformed lookup table \"%s\": expected hash:/path/file",
+		    spec ? spec : "");
+		return NULL;
+	}
+	if ((size_t)(colon - spec) != 4 || strncmp(spec, "hash", 4) != 0) {
+		str_setf(err, "%s: cannot write tables of type \"%.*s\" (only hash:)",
+		    spec, (int)(colon - spec), spec);
+		return NULL;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->path = db_path(colon + 1);
+	w->flags = flags;
+	/* A fresh name each time: DB_EXCL refuses to reuse a leftover of a
+	 * crashed run, and two writers of one table do not collide. */
+	for (int tries = 0; tries < 100; tries++) {
+		str_setf(&tmp, "%s.tmp.%ld.%u", w->path, (long)getpid(), serial++);
+		if ((ret = db_create(&db, NULL, 0)) != 0)
+			break;
+		db->set_errcall(db, bdb_errcall);
+		str_reset(&detail);
+		bdb_sink = &detail;
+		ret = db->open(db, NULL, str_cstr(&tmp), NULL, DB_HASH,
+		    DB_CREATE | DB_EXCL, 0644);
+		bdb_sink = NULL;
+		if (ret == 0)
+			break;
+		close_db(db);
+		db = NULL;
+		if (ret != EEXIST)
+			break;
+	}
+	if (db == NULL) {
+		char what[64 + 4096];
+		bfmt(what, sizeof(what), "cannot create %s", str_cstr(&tmp));
+		bdb_error(err, what, ret, &detail);
+		str_release(&detail);
+		str_release(&tmp);
+		free(w->path);
+		free(w);
+		return NULL;
+	}
+	str_release(&detail);
+	w->db = db;
+	w->tmp = str_steal(&tmp);
+	return w;
+}
+
+const char *dict_writer_path(const dict_writer_t *w)
+{
+	return w->tmp;
+}
+
+enum dict_put_status dict_writer_put(dict_writer_t *w, const char *key,
+    const char *value, str_t *err)
+{
+	str_t detail = STR_INIT;
+	size_t klen, vlen;
+	DBT k, v, old;
+	int ret;
+	bool existed = false;
+
+	str_reset(err);
+	if (key == NULL || *key == 0) {
+		str_set(err, "empty key");
+		return DICT_PUT_ERROR;
+	}
+	if (value == NULL || *value == 0) {
+		str_set(err, "missing value for key \"");
+		str_quote_printable(err, key, strlen(key));
+		str_cat(err, "\"");
+		return DICT_PUT_ERROR;
+	}
+	if ((klen = strlen(key)) > DICT_KEY_MAX) {
+		str_setf(err, "key too long (%zu bytes, at most %d)", klen, DICT_KEY_MAX);
+		return DICT_PUT_ERROR;
+	}
+	if ((vlen = strlen(value)) > DICT_VALUE_MAX) {
+		str_setf(err, "value too long (%zu bytes, at most %d)", vlen, DICT_VALUE_MAX);
+		return DICT_PUT_ERROR;
+	}
+	dict_fold_key(&w->key, key, w->flags);
+	memset(&k, 0, sizeof(k));
+	memset(&v, 0, sizeof(v));
+	memset(&old, 0, sizeof(old));
+	k.data = w->key.buf;
+	k.size = (u_int32_t)klen;
+	v.data = (void *)value;
+	v.size = (u_int32_t)vlen;
+	bdb_sink = &detail;
+	if (w->flags & DICT_FLAG_DUP_REPLACE) {
+		ret = w->db->get(w->db, NULL, &k, &old, 0);
+		if (ret == 0)
+			existed = true;
+		if (ret == 0 || ret == DB_NOTFOUND)
+			ret = w->db->put(w->db, NULL, &k, &v, 0);
+	} else {
+		ret = w->db->put(w->db, NULL, &k, &v, DB_NOOVERWRITE);
+	}
+	bdb_sink = NULL;
+	if (ret == DB_KEYEXIST) {
+		str_set(err, "duplicate key \"");
+		str_quote_printable(err, w->key.buf, klen);
+		str_cat(err, "\": keeping the first value");
+		str_release(&detail);
+		return DICT_PUT_DUPLICATE;
+	}
+	if (ret != 0) {
+		char what[64 + 4096];
+		bfmt(what, sizeof(what), "cannot write %s", w->tmp);
+		bdb_error(err, what, ret, &detail);
+		str_release(&detail);
+		return DICT_PUT_ERROR;
+	}
+	str_release(&detail);
+	return existed ? DICT_PUT_REPLACED : DICT_PUT_NEW;
+}
+
+static void writer_free(dict_writer_t *w)
+{
+	free(w->path);
+	free(w->tmp);
+	str_release(&w->key);
+	free(w);
+}
+
+void dict_writer_abort(dict_writer_t *w)
+{
+	if (w == NULL)
+		return;
+	if (w->db)
+		close_db(w->db);
+	unlink(w->tmp);
+	writer_free(w);
+}
+
+/* fsync a file or directory by name. */
+static int sync_path(const char *path, int flags, str_t *err)
+{
+	int fd = open(path, O_RDONLY | flags);
+
+	if (fd < 0) {
+		str_setf(err, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fsync(fd) < 0) {
+		str_setf(err, "cannot fsync %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int dict_writer_commit(dict_writer_t *w, str_t *err)
+{
+	str_t detail = STR_INIT;
+	const char *slash;
+	char *dir;
+	int ret;
+
+	str_reset(err);
+	/* close writes every dirty page back to the file. */
+	bdb_sink = &detail;
+	ret = w->db->close(w->db, 0);
+	bdb_sink = NULL;
+	w->db = NULL;
+	if (ret != 0) {
+		char what[64 + 4096];
+		bfmt(what, sizeof(what), "cannot write %s", w->tmp);
+		bdb_error(err, what, ret, &detail);
+		goto fail;
+	}
+	/* Data on disk before the name points at it. */
+	if (sync_path(w->tmp, 0, err) < 0)
+		goto fail;
+	if (rename(w->tmp, w->path) < 0) {
+		str_setf(err, "cannot rename %s to %s: %s", w->tmp, w->path,
+		    strerror(errno));
+		goto fail;
+	}
+	/* And the rename itself survives a crash. */
+	slash = strrchr(w->path, '/');
+	if (slash == NULL)
+		dir = xstrdup(".");
+	else if (slash == w->path)
+		dir = xstrdup("/");
+	else
+		dir = xstrndup(w->path, (size_t)(slash - w->path));
+	ret = sync_path(dir, O_DIRECTORY, err);
+	free(dir);
+	str_release(&detail);
+	writer_free(w);
+	return ret;
+fail:
+	str_release(&detail);
+	unlink(w->tmp);
+	writer_free(w);
+	return -1;
+}
