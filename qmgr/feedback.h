@@ -49,6 +49,15 @@
  * dead) and starts the single probe delivery; its outcome then either
  * revives the queue (positive: window = initial, FB_REVIVED) or kills it
  * again at once (negative: window 0, FB_DEAD), whatever the cohort count.
+ * A positive event on a dead queue that is not probing (a delivery that
+ * was in flight when the site was declared dead got through) revives it
+ * too, as Postfix does; the caller then also clears the DSC entry.
+ * Negative events on a dead queue change nothing.
+ *
+ * Rounding: sums of 1/N steps are not exact in floating point (six times
+ * 1/6 is 0.9999999999999999), so the comparisons above allow an error of
+ * 1e-9 (success >= 1 - 1e-9, failure < -1e-9, fail_cohorts > limit +
+ * 1e-9); otherwise a run would sometimes be one event too long.
  *
  * Debug logging (settings.debug, destination_concurrency_feedback_debug):
  * every feedback event logs one line through log_info, e.g.
