@@ -18,6 +18,12 @@
  *                     died_at), i.e. the configured back-off function per
  *                     consecutive failure, clamped to [minimal_backoff_time,
  *                     maximal_backoff_time] (+ jitter if configured).
+ *                     With the postfix function the "age" is the time since
+ *                     died_at, so the interval doubles: MIN, MIN, 2 MIN ...
+ *                     A report while the entry is SUSPENDED and before
+ *                     retry_at (a delivery that was in flight when the site
+ *                     died) only refreshes the reason: it does not count
+ *                     as a new consecutive failure.
  *   dsc_check()       before handing out mail for a destination:
  *                       DSC_DELIVER   not in the cache: deliver normally;
  *                       DSC_SUSPENDED defer now, reason in the entry;
@@ -26,7 +32,10 @@
  *                                     message with window 1 (feedback.h
  *                                     fb_probe_start); until the outcome
  *                                     is reported every other check says
- *                                     DSC_SUSPENDED.
+ *                                     DSC_SUSPENDED (a probe that has not
+ *                                     reported after maximal_backoff_time
+ *                                     is presumed lost: the next check
+ *                                     hands out a new one).
  *   dsc_probe_ok()    the probe (or any delivery) succeeded: entry removed.
  *   dsc_mark_dead()   the probe failed: entry extended (longer interval).
  *   dsc_probe_abort() the probe ended without a verdict (agent crash,
@@ -41,7 +50,8 @@
  *
  * Entries whose retry time passed more than maximal_backoff_time ago
  * without anyone asking for a probe are stale (no mail for that site);
- * dsc_expire() drops them, so the cache stays short-lived.
+ * dsc_expire() (O(n), for periodic housekeeping) drops them, so the
+ * cache stays short-lived.
  *
  * Pointers to entries stay valid until the next call that may remove
  * entries (dsc_mark_dead on a full cache, dsc_probe_ok, dsc_clear*,
@@ -119,9 +129,12 @@ bool dsc_probe_abort(dsc_t *dsc, const char *transport, const char *nexthop,
 /* The deferral text "delivery temporarily suspended: REASON" into out
  * (replacing its contents); returns str_cstr(out). */
 const char *dsc_suspend_text(const dsc_entry_t *e, str_t *out);
-/* One line for `postq -D`: "TRANSPORT NEXTHOP[ EXTRA] state=suspended|
- * probing failures=N died=T retry_in=S reason=TEXT" (times relative to
- * now, in whole seconds, reason last). */
+/* One line for `postq -D`:
+ *   "TRANSPORT NEXTHOP[ EXTRA] state=suspended|probing failures=N
+ *    probes=P age=A retry_in=R reason=TEXT"
+ * A = whole seconds since died_at, R = seconds until retry_at rounded up
+ * (0 when due or probing); reason last; non-printable bytes escaped so it
+ * stays one line.  Replaces out's contents; returns str_cstr(out). */
 const char *dsc_format_entry(const dsc_entry_t *e, double now, str_t *out);
 
 /* Calls fn for every entry, most recently used first; fn must not modify
