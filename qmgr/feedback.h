@@ -1,0 +1,186 @@
+/* Per-destination concurrency feedback (SCHEDULER.md section 4, the
+ * Postfix 2.5 scheduler) and destination_rate_delay.
+ *
+ * Pure logic, TIME UNIT: double seconds (virtual clock; only the rate
+ * delay uses time).  One fb_state_t lives in each destination queue
+ * (transport x nexthop); one fb_settings_t per transport, filled by the
+ * caller from main.cf (TRANSPORT_X overriding default_X).
+ *
+ * The caller's protocol for one delivery:
+ *     if (fb_can_start(&q->fb, set, now)) {
+ *         fb_delivery_start(&q->fb, set, now);   busy++, remembers now
+ *         ... hand the entry to a delivery agent ...
+ *     }
+ *     ... later, when the agent reports:
+ *     fb_delivery_done(&q->fb, set, now, FB_POSITIVE);  or FB_NEGATIVE
+ *                                                   or FB_NONE
+ * fb_delivery_done applies the feedback while the finished delivery still
+ * counts as busy (as Postfix does) and then decrements busy.  Callers
+ * that track busy themselves may set st->busy and call fb_positive() /
+ * fb_negative() directly.
+ *
+ * Positive feedback = a delivery that did not fail while connecting or in
+ * the handshake (rejected recipients included: the server talked to us).
+ * Negative feedback = connect refused/timed out, no greeting, 421 at the
+ * greeting, TLS handshake failure, connection dropped before the first
+ * reply.  Other failures are FB_NONE.
+ *
+ * The algorithm, N = window, g/f = positive/negative feedback function:
+ *   positive: fail_cohorts = 0;
+ *             if (window < busy + initial) {
+ *                 success += g(N);
+ *                 while (success >= 1) window++, failure = 0, success -= 1;
+ *             }
+ *             window = min(window, limit)          (limit 0 = no limit)
+ *   negative: if (window > 0) {
+ *                 fail_cohorts += 1 / window;
+ *                 if (fail_cohorts > failed_cohort_limit) window = 0: dead
+ *             }
+ *             if (window > 0) {
+ *                 failure -= f(N);
+ *                 while (failure < 0) window--, failure += 1, success = 0;
+ *                 window = max(window, 1);
+ *             }
+ * g and f are evaluated with N = the window before the event.
+ *
+ * Dead destinations and probes: when fb_negative reports FB_DEAD the
+ * caller enters the destination in the DSC (dsc.h) and defers its mail.
+ * At the DSC retry time the caller calls fb_probe_start() (window 1, not
+ * dead) and starts the single probe delivery; its outcome then either
+ * revives the queue (positive: window = initial, FB_REVIVED) or kills it
+ * again at once (negative: window 0, FB_DEAD), whatever the cohort count.
+ * A positive event on a dead queue that is not probing (a delivery that
+ * was in flight when the site was declared dead got through) revives it
+ * too, as Postfix does; the caller then also clears the DSC entry.
+ * Negative events on a dead queue change nothing.
+ *
+ * Rounding: sums of 1/N steps are not exact in floating point (six times
+ * 1/6 is 0.9999999999999999), so the comparisons above allow an error of
+ * 1e-9 (success >= 1 - 1e-9, failure < -1e-9, fail_cohorts > limit +
+ * 1e-9); otherwise a run would sometimes be one event too long.
+ *
+ * Debug logging (settings.debug, destination_concurrency_feedback_debug):
+ * every feedback event logs one line through log_info, e.g.
+ *   "feedback: smtp:example.com positive: window 5->6 busy 5
+ *    success 0.00 failure 0.00 fail_cohorts 0.00"
+ * (one line; see feedback.c for the exact fields). */
+#ifndef PETREL_QMGR_FEEDBACK_H
+#define PETREL_QMGR_FEEDBACK_H
+#include <stdbool.h>
+#include "str.h"
+
+/* A feedback function: g(N) = x/N, x/sqrt(N) or the constant x. */
+typedef enum fb_kind {
+	FB_KIND_CONSTANT = 0,		/* "x" */
+	FB_KIND_INVERSE,		/* "x/concurrency" */
+	FB_KIND_INVERSE_SQRT,		/* "x/sqrt_concurrency" */
+} fb_kind_t;
+
+typedef struct fb_func {
+	fb_kind_t kind;
+	double x;			/* in [0, 1] */
+} fb_func_t;
+
+/* Parse "1/concurrency", "1/sqrt_concurrency", "0.5/concurrency", "1",
+ * "0.25", ... (blanks allowed around '/', names case-insensitive).  The
+ * number must be in [0, 1].  On error returns false, leaves *out alone and
+ * puts a one-line reason in err (if not NULL), naming 'param' (the
+ * parameter being parsed, e.g. "smtp_destination_concurrency_positive_
+ * feedback"; may be NULL). */
+bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
+    str_t *err);
+/* Value for window N (N < 1 is treated as 1, so nothing divides by 0). */
+double fb_func_eval(const fb_func_t *fn, int window);
+/* Canonical text ("1/concurrency", "0.5/sqrt_concurrency", "1") into out
+ * (replacing its contents); returns str_cstr(out). */
+const char *fb_func_format(const fb_func_t *fn, str_t *out);
+
+/* Defaults as in Postfix / SCHEDULER.md. */
+#define FB_DEF_INITIAL_CONCURRENCY	5	/* initial_destination_concurrency */
+#define FB_DEF_CONCURRENCY_LIMIT	20	/* default_destination_concurrency_limit */
+#define FB_DEF_FAILED_COHORT_LIMIT	1.0	/* ..._failed_cohort_limit */
+#define FB_DEF_RATE_DELAY		0.0	/* destination_rate_delay, s */
+
+/* Per-transport settings, filled by the caller. */
+typedef struct fb_settings {
+	int initial_concurrency;	/* >= 1 */
+	int concurrency_limit;		/* >= 0; 0 = no limit (as Postfix) */
+	double failed_cohort_limit;	/* >= 0 */
+	fb_func_t positive;		/* destination_concurrency_positive_feedback */
+	fb_func_t negative;		/* destination_concurrency_negative_feedback */
+	double rate_delay;		/* destination_rate_delay, s, >= 0 */
+	bool debug;			/* destination_concurrency_feedback_debug */
+} fb_settings_t;
+
+/* Defaults: initial 5, limit 20, cohort limit 1, both feedbacks the
+ * constant 1, no rate delay, no debug. */
+void fb_settings_init(fb_settings_t *s);
+/* Range checks; false with a one-line reason in err on error. */
+bool fb_settings_check(const fb_settings_t *s, str_t *err);
+
+/* Per-destination state.  Fields are public for reading (reports,
+ * simulator statistics); change them only through the functions below,
+ * except busy for callers that count in-flight deliveries themselves. */
+typedef struct fb_state {
+	int window;			/* concurrency allowed now; 0 = dead */
+	int busy;			/* deliveries in flight */
+	double success;			/* positive feedback accumulator */
+	double failure;			/* negative feedback accumulator (<= 0 .. 1) */
+	double fail_cohorts;		/* failed cohorts since the last success */
+	bool dead;			/* fail_cohorts exceeded the limit */
+	bool probing;			/* half-open: one probe delivery allowed */
+	bool started;			/* a delivery has been started */
+	double last_start;		/* start time of the latest delivery */
+	const char *name;		/* for debug logs; borrowed, may be NULL */
+} fb_state_t;
+
+/* What an event did (bit flags; 0 = nothing changed in the window). */
+enum {
+	FB_GREW = 1,			/* window went up */
+	FB_SHRANK = 2,			/* window went down (still >= 1) */
+	FB_DEAD = 4,			/* destination declared dead, window 0 */
+	FB_REVIVED = 8,			/* probe succeeded, window = initial */
+};
+
+/* Outcome of a delivery, for fb_delivery_done. */
+typedef enum fb_outcome {
+	FB_NONE = 0,			/* no feedback (e.g. agent crashed) */
+	FB_POSITIVE,
+	FB_NEGATIVE,
+} fb_outcome_t;
+
+/* window = initial clamped to the limit (and to >= 1), accumulators 0,
+ * busy 0, not dead.  name (e.g. "smtp:example.com") is only used in debug
+ * logs and must outlive the state (the queue's own name string). */
+void fb_init(fb_state_t *st, const fb_settings_t *s, const char *name);
+
+/* The two feedback events; return FB_* flags. */
+int fb_positive(fb_state_t *st, const fb_settings_t *s);
+int fb_negative(fb_state_t *st, const fb_settings_t *s);
+
+/* Half-open state for a DSC probe: window 1, not dead, accumulators 0,
+ * probing.  The next fb_positive revives (window = initial), the next
+ * fb_negative kills at once. */
+void fb_probe_start(fb_state_t *st, const fb_settings_t *s);
+/* Declare dead now (e.g. the DSC already knows the destination is down):
+ * window 0, dead, not probing. */
+void fb_kill(fb_state_t *st, const fb_settings_t *s);
+
+/* The concurrency that may actually be used: 0 if dead, min(window, 1)
+ * with a rate delay, else window. */
+int fb_effective_window(const fb_state_t *st, const fb_settings_t *s);
+/* Earliest time a new delivery may start because of the rate delay:
+ * last_start + rate_delay, or -HUGE_VAL if there is no rate delay or no
+ * delivery was started yet.  (It says nothing about busy/window.) */
+double fb_next_start_time(const fb_state_t *st, const fb_settings_t *s);
+/* May one more delivery start now?  busy < effective window, and with a
+ * rate delay also busy == 0 and now >= fb_next_start_time(). */
+bool fb_can_start(const fb_state_t *st, const fb_settings_t *s, double now);
+/* A delivery starts: busy++, last_start = now. */
+void fb_delivery_start(fb_state_t *st, const fb_settings_t *s, double now);
+/* A delivery ended: apply the outcome's feedback (busy still counting the
+ * finished delivery), then busy-- (never below 0).  Returns FB_* flags. */
+int fb_delivery_done(fb_state_t *st, const fb_settings_t *s, double now,
+    fb_outcome_t outcome);
+
+#endif
