@@ -102,9 +102,13 @@ double backoff_curve(const backoff_params_t *p, int attempt)
 
 	switch (p->function) {
 	case BACKOFF_LINEAR: {
-		/* The seed's interval is (MAX - MIN) / NUM, which contradicts its
-		 * own timeN = MAX; NUM - 1 steps join the two end points. */
-		double interval = (max - min) / (num - 1);
+		/* Literally the seed: interval = (MAX - MIN) / NUM,
+		 * time(n) = MIN + interval (n - 1) for n < NUM, and its separate
+		 * statement timeN = MAX for the last attempt (a final step of
+		 * two intervals).  Every equation of the seed holds this way. */
+		double interval = (max - min) / num;
+		if (n >= num)
+			return max;
 		return min + interval * (n - 1);
 	}
 	case BACKOFF_ARITHMETIC: {

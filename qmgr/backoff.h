@@ -10,7 +10,8 @@
  *   postfix      delay = age of the message at the failure, clamped to
  *                [MIN, MAX] (so the interval roughly doubles each time);
  *                n is ignored.
- *   linear       t(n) = MIN + (MAX - MIN) / (NUM - 1) * (n - 1)
+ *   linear       I = (MAX - MIN) / NUM; t(n) = MIN + I (n - 1) for n < NUM,
+ *                t(NUM) = MAX
  *   arithmetic   d = 2 (MAX - MIN) / (NUM (NUM - 1));
  *                t(n) = MIN + d n (n - 1) / 2
  *   geometric    K = 10^(lg(MAX/MIN) / (NUM - 1)); t(n) = MIN K^(n-1)
@@ -20,12 +21,10 @@
  *   NUM == 1 gives t(1) = MIN (the seed's time1) then MAX.
  *
  * Differences from SCHEDULER.md, taken from the seed (004_*.txt):
- *   - linear: the seed (and SCHEDULER.md) write LINEAR_INTERVAL =
- *     (MAX - MIN) / NUM but also require time1 = MIN and timeN = MAX,
- *     which that interval cannot satisfy (it gives t(NUM) = MAX -
- *     interval).  We keep the stated end points and the straight line,
- *     i.e. interval = (MAX - MIN) / (NUM - 1), like the other three
- *     functions, which all reach MAX exactly at n = NUM.
+ *   - linear: the seed writes LINEAR_INTERVAL = (MAX - MIN) / NUM,
+ *     timen = MIN + interval (n - 1) and separately timeN = MAX; taken
+ *     literally (as here) every one of those holds and the last step is
+ *     two intervals.
  *   - geometric and exponential are algebraically identical as derived in
  *     the seed (p k^n = MIN k^(n-1)); both are provided, each computed by
  *     its own formula, and the tests check they agree.

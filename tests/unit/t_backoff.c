@@ -81,36 +81,42 @@ ATF_TC_BODY(postfix_function, tc)
 	CHECK_NEAR(backoff_curve(&p, 5), 300);
 }
 
-/* Linear: t(n) = MIN + (MAX - MIN)/(NUM - 1) (n - 1); t(1) = MIN,
- * t(NUM) = MAX (the seed's stated end points; see backoff.h). */
+/* Linear, literally the seed: interval = (MAX - MIN)/NUM,
+ * t(n) = MIN + interval (n - 1) for n < NUM, t(NUM) = MAX. */
 ATF_TC_WITHOUT_HEAD(linear_function);
 ATF_TC_BODY(linear_function, tc)
 {
-	/* Hand-computed: MIN 100, MAX 1000, NUM 10: t(n) = 100 n. */
+	/* Hand-computed: MIN 100, MAX 1000, NUM 10: interval 90,
+	 * t(n) = 100 + 90 (n - 1) for n < 10, t(10) = 1000. */
 	backoff_params_t p = mk(BACKOFF_LINEAR, 100, 1000, 10);
-	for (int n = 1; n <= 10; n++)
-		CHECK_NEAR(backoff_delay(&p, n, 0), 100.0 * n);
+	for (int n = 1; n < 10; n++)
+		CHECK_NEAR(backoff_delay(&p, n, 0), 100.0 + 90.0 * (n - 1));
+	CHECK_NEAR(backoff_delay(&p, 10, 0), 1000);
 	CHECK_NEAR(backoff_delay(&p, 11, 0), 1000);
 	CHECK_NEAR(backoff_delay(&p, 1000, 0), 1000);
 	CHECK_NEAR(backoff_delay(&p, 0, 0), 100);	/* n < 1 counts as 1 */
 	CHECK_NEAR(backoff_delay(&p, -3, 0), 100);
 	/* Age is ignored by the seed functions. */
-	CHECK_NEAR(backoff_delay(&p, 3, 1e6), 300);
+	CHECK_NEAR(backoff_delay(&p, 3, 1e6), 280);
 
 	for (size_t s = 0; s < NSETS; s++) {
 		p = mk(BACKOFF_LINEAR, sets[s].min, sets[s].max, sets[s].num);
-		double step = (sets[s].max - sets[s].min) / (sets[s].num - 1);
+		double interval = (sets[s].max - sets[s].min) / sets[s].num;
 		CHECK_NEAR(backoff_curve(&p, 1), sets[s].min);
 		CHECK_NEAR(backoff_curve(&p, sets[s].num), sets[s].max);
 		CHECK_NEAR(backoff_curve(&p, sets[s].num + 1), sets[s].max);
-		for (int n = 2; n <= sets[s].num; n++)	/* constant step */
-			CHECK_NEAR(backoff_curve(&p, n) - backoff_curve(&p, n - 1), step);
+		for (int n = 2; n < sets[s].num; n++)	/* constant step */
+			CHECK_NEAR(backoff_curve(&p, n) - backoff_curve(&p, n - 1), interval);
+		if (sets[s].num >= 2)	/* the last step is two intervals */
+			CHECK_NEAR(backoff_curve(&p, sets[s].num) -
+			    backoff_curve(&p, sets[s].num - 1), sets[s].num == 2 ?
+			    sets[s].max - sets[s].min : 2 * interval);
 	}
-	/* The seed's literal interval (MAX - MIN)/NUM would give
-	 * t(NUM) = MAX - interval = 4000 - 370 = 3630; we give MAX. */
+	/* Defaults: interval 370, t(2) = 670, t(9) = 3260, t(10) = 4000. */
 	p = mk(BACKOFF_LINEAR, 300, 4000, 10);
+	CHECK_NEAR(backoff_curve(&p, 2), 670);
+	CHECK_NEAR(backoff_curve(&p, 9), 3260);
 	CHECK_NEAR(backoff_curve(&p, 10), 4000);
-	CHECK_NEAR(backoff_curve(&p, 2), 300 + 3700.0 / 9);
 }
 
 /* Arithmetic: d = 2 (MAX - MIN)/(NUM (NUM - 1)), t(n) = t(n-1) + d (n-1). */
@@ -248,7 +254,8 @@ ATF_TC_BODY(jitter, tc)
 {
 	double vals[] = { 0.0, 0.5, 0.75, 0.25, 0.999999 };
 	struct seq sq = { vals, 5, 0 };
-	backoff_params_t p = mk(BACKOFF_LINEAR, 100, 1000, 10);
+	/* NUM 9: interval 100, so t(5) = 500 and t(9..) = 1000. */
+	backoff_params_t p = mk(BACKOFF_LINEAR, 100, 1000, 9);
 	p.jitter = 10;
 	p.rand = seq_rand;
 	p.rand_ctx = &sq;

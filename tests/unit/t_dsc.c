@@ -154,7 +154,8 @@ ATF_TC_BODY(failure_extends_seed_functions, tc)
 		CHECK_NEAR(prev, 1000);		/* n > NUM: MAX */
 		dsc_free(dsc);
 	}
-	/* Linear by hand: 100, 325, 550, 775, 1000, 1000. */
+	/* Linear by hand (interval (1000 - 100) / 5 = 180, t(5) = MAX):
+	 * 100, 280, 460, 640, 1000, 1000. */
 	backoff_params_t bp;
 	backoff_params_init(&bp);
 	bp.function = BACKOFF_LINEAR;
@@ -162,7 +163,7 @@ ATF_TC_BODY(failure_extends_seed_functions, tc)
 	bp.max_time = 1000;
 	bp.retry_count = 5;
 	dsc_t *dsc = dsc_new(10, &bp);
-	double hand[] = { 100, 325, 550, 775, 1000, 1000 };
+	double hand[] = { 100, 280, 460, 640, 1000, 1000 };
 	double now = 0;
 	const dsc_entry_t *e = dsc_mark_dead(dsc, "smtp", "x", NULL, "r", now);
 	for (int i = 0; i < 6; i++) {
@@ -370,7 +371,7 @@ ATF_TC_BODY(jitter, tc)
 	bp.function = BACKOFF_LINEAR;
 	bp.min_time = 100;
 	bp.max_time = 1000;
-	bp.retry_count = 10;
+	bp.retry_count = 9;	/* interval 100: 100, 200, ... */
 	bp.jitter = 25;		/* factors exact in binary */
 	bp.rand = fixed_rand;
 	bp.rand_ctx = &r;
