@@ -997,7 +997,7 @@ int attr_write_fd(int fd, const void *buf, size_t len, int timeout_ms)
 	while (len > 0) {
 		ssize_t n;
 		if (sock) {
-			n = send(fd, p, len, MSG_NOSIGNAL);
+			n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n < 0 && errno == ENOTSOCK) {
 				sock = false;
 				continue;
