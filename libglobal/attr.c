@@ -32,6 +32,20 @@ const attr_limits_t attr_default_limits = {
 #define ARENA_BLOCK	4096
 #define ARENA_ALIGN	16
 
+/* Under AddressSanitizer every allocation gets its own block of the exact
+ * size, so that an overflow of a name or value is caught (inside a shared
+ * block it would not be). */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_EXACT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_EXACT 1
+#endif
+#endif
+#ifndef ARENA_EXACT
+#define ARENA_EXACT 0
+#endif
+
 struct arena_blk {
 	struct arena_blk *next;
 	size_t size;
@@ -45,6 +59,13 @@ static void *arena_alloc(struct arena_blk **head, size_t n)
 
 	if (n > SIZE_MAX - ARENA_ALIGN - sizeof(*b))
 		log_panic("attr: arena request too large");
+	if (ARENA_EXACT) {
+		b = xmalloc(sizeof(*b) + n);
+		b->size = b->used = n;
+		b->next = *head;
+		*head = b;
+		return b->data;
+	}
 	n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
 	if (b != NULL && b->size - b->used >= n) {
 		void *p = b->data + b->used;
