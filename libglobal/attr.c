@@ -758,6 +758,13 @@ static enum attr_result num_done(attr_reader_t *r)
 		r->st = r->vlen > 0 ? ST_VALUE : ST_VALUE_LF;
 		return ATTR_NEED_MORE;
 	case ATTR_TYPE_LIST: {
+		/* Each group costs memory even when empty (two bytes on the
+		 * wire), so groups count against the attribute limit. */
+		if (r->num > r->lim.max_attrs - r->nattrs)
+			return FAIL(r, ATTR_E_LIMIT,
+				"too many attributes and list groups in message (limit %zu)",
+				r->lim.max_attrs);
+		r->nattrs += (size_t)r->num;
 		attr_list_t *l = NULL;
 		if (!r->iskip) {
 			l = arena_alloc(&r->msg->arena, sizeof(*l));

@@ -36,7 +36,7 @@ enum attr_type {
 
 typedef struct attr_limits {
 	size_t max_value;	/* octets in one string or data value */
-	size_t max_attrs;	/* attributes in a message (and groups in a list) */
+	size_t max_attrs;	/* attributes and list groups in a message */
 	size_t max_group_attrs;	/* attributes in one group */
 	size_t max_total;	/* bytes in one encoded message */
 	int max_depth;		/* list nesting, 0..ATTR_DEPTH_CAP */
@@ -183,8 +183,9 @@ const char *attr_reader_error(const attr_reader_t *r);
 enum attr_err attr_reader_errcode(const attr_reader_t *r);
 
 /* Writes all of buf to fd, waiting at most timeout_ms in total (-1: no
- * limit).  Returns 0, or -1 with errno (ETIMEDOUT on timeout).  Does not
- * raise SIGPIPE on sockets. */
+ * limit).  Returns 0, or -1 with errno (ETIMEDOUT on timeout).  On a
+ * socket it never blocks past the deadline and never raises SIGPIPE; any
+ * other descriptor must be non-blocking for the timeout to hold. */
 int attr_write_fd(int fd, const void *buf, size_t len, int timeout_ms);
 
 #endif

@@ -444,18 +444,21 @@ ATF_TC_BODY(limits, tc)
 	};
 	EXPECT_ERROR("S u 5:abcde\n.\n", spec, ATTR_READ_LENIENT, l, ATTR_E_LIMIT, NULL);
 
-	/* Attributes per message, lists and their contents included. */
-	l = small_limits(100, 3, 100, 1000, 4);
+	/* Attributes per message: lists, their groups and contents included. */
+	l = small_limits(100, 4, 100, 1000, 4);
 	ATF_CHECK_EQ(DEC("I a 1\nN l 1\nI b 1\n.\n.\n", NULL, 0, l, NULL, NULL),
 		ATTR_DONE);
 	EXPECT_ERROR("I a 1\nN l 1\nI b 1\nI c 1\n.\n.\n", NULL, 0, l, ATTR_E_LIMIT,
-		"too many attributes in message (limit 3)");
+		"too many attributes in message (limit 4) (byte 21, attribute l[0].c)");
 	/* ... also in a skipped list. */
 	EXPECT_ERROR("N l 1\nI b 1\nI c 1\nI d 1\n.\n.\n", spec, ATTR_READ_LENIENT, l,
 		ATTR_E_LIMIT, "too many attributes in message");
-	/* The group count of a list is bounded by the same limit. */
+	/* Empty groups count, so many cheap groups cannot add up. */
 	ATF_CHECK_EQ(DEC("N l 3\n.\n.\n.\n.\n", NULL, 0, l, NULL, NULL), ATTR_DONE);
-	EXPECT_ERROR("N l 4\n", NULL, 0, l, ATTR_E_LIMIT, "list count exceeds limit 3");
+	EXPECT_ERROR("N l 4\n", NULL, 0, l, ATTR_E_LIMIT,
+		"too many attributes and list groups in message (limit 4) (byte 5, attribute l)");
+	EXPECT_ERROR("I a 1\nN l 3\n", NULL, 0, l, ATTR_E_LIMIT, "list groups");
+	EXPECT_ERROR("N l 5\n", NULL, 0, l, ATTR_E_LIMIT, "list count exceeds limit 4");
 	EXPECT_ERROR("N l 99999999999999999999999\n", NULL, 0, NULL, ATTR_E_LIMIT,
 		"list count exceeds limit 65536");
 
