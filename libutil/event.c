@@ -30,6 +30,12 @@ struct fdent {
 	uint32_t gen;
 	int events;		/* interest as the caller set it */
 	int kernel;		/* interest the backend currently has */
+#ifdef HAVE_KQUEUE
+	/* kqueue reports each direction separately: where in this round's
+	 * ready list the descriptor already is, to merge the two. */
+	uint64_t kq_round;
+	int kq_slot;
+#endif
 };
 
 /* An event collected by a backend wait, dispatched afterwards. */
@@ -57,6 +63,7 @@ struct event_loop {
 	bool pfd_dirty;
 	heap_t *timers;
 	uint64_t timer_seq;
+	uint64_t round;		/* backend waits so far */
 	bool dispatching;
 	volatile sig_atomic_t stop;
 };
@@ -314,7 +321,11 @@ static int kqueue_wait(event_loop_t *loop, int timeout)
 	n = kevent(loop->kfd, NULL, 0, evs, KQUEUE_BATCH, tsp);
 	if (n < 0)
 		return -1;
+	loop->round++;
 	for (int i = 0; i < n; i++) {
+		int fd = (int)evs[i].ident;
+		uint32_t gen = (uint32_t)(uintptr_t)evs[i].udata;
+		struct fdent *e;
 		int ev = 0;
 		if (evs[i].flags & EV_ERROR)
 			ev = EVENT_ERROR;
@@ -325,8 +336,18 @@ static int kqueue_wait(event_loop_t *loop, int timeout)
 			ev = EVENT_WRITE | ((evs[i].flags & EV_EOF) ? EVENT_ERROR : 0);
 		else
 			continue;
-		ready_add(loop, (int)evs[i].ident,
-		    (uint32_t)(uintptr_t)evs[i].udata, ev);
+		/* One callback per descriptor and round, as with the others. */
+		e = fd >= 0 && fd < loop->nfds ? &loop->fds[fd] : NULL;
+		if (e != NULL && e->kq_round == loop->round &&
+		    loop->ready[e->kq_slot].gen == gen) {
+			loop->ready[e->kq_slot].events |= ev;
+			continue;
+		}
+		if (e != NULL) {
+			e->kq_round = loop->round;
+			e->kq_slot = loop->nready;
+		}
+		ready_add(loop, fd, gen, ev);
 	}
 	return 0;
 }
