@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -228,7 +227,8 @@ int sock_unix_listen(const char *path, int backlog, mode_t mode)
 	if ((fd = mksock(AF_UNIX, SOCK_STREAM, false)) < 0)
 		return -1;
 	/* bind() creates the file subject to the umask; narrow it so the
-	 * socket is never more open than asked, then set mode exactly. */
+	 * socket is never more open than asked, then set mode exactly.  The
+	 * umask is process-wide: fine for Petrel's single-threaded daemons. */
 	old = umask(~mode & 0777);
 	r = bind(fd, (struct sockaddr *)&sun, len);
 	umask(old);
