@@ -1,0 +1,95 @@
+/* Sockets: UNIX-domain and TCP listen/connect, descriptor flags, passing
+ * descriptors, and numeric address parsing and formatting.
+ *
+ * Only numeric addresses are handled here ("127.0.0.1", "[::1]"); host
+ * names belong to the DNS code.  Address specs are "host:port" and
+ * "[v6addr]:port" (an IPv6 address always goes in brackets, which also
+ * keeps its colons apart from the port's) and, for listening, "*:port" or
+ * ":port" for every address.
+ *
+ * Every socket made here is close-on-exec.  Listening sockets are
+ * blocking; sockets returned by the connect functions are non-blocking
+ * (give them to a stream with timeouts, or clear it with
+ * sock_set_nonblock()).
+ *
+ * Conventions: functions returning a descriptor return -1 with errno on
+ * failure; the connect functions return 0 or the errno value itself, so a
+ * caller can tell ECONNREFUSED from ETIMEDOUT from the rest at a glance. */
+#ifndef PETREL_SOCK_H
+#define PETREL_SOCK_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+/* Room for any text sock_addr_str()/sock_addr_port_str() produce for IP
+ * addresses, "[" addr "%" scope "]:" port and the NUL. */
+#define SOCK_ADDR_STRLEN 96
+/* Most sockets one sock_tcp_listen() spec opens ("*": IPv4 and IPv6). */
+#define SOCK_LISTEN_MAX 2
+
+/* UNIX domain.  Listen: binds path with permissions mode (exactly, not
+ * subject to the umask).  An existing socket file nobody listens on is
+ * removed first; a live socket gives EADDRINUSE and a file that is not a
+ * socket EEXIST (it is left alone).  ENAMETOOLONG if path does not fit. */
+int sock_unix_listen(const char *path, int backlog, mode_t mode);
+/* Connect, waiting up to timeout_ms (0 = no limit) if the listener's queue
+ * is full.  Returns 0 with *fdp set, or an errno value: ENOENT (no such
+ * socket), ECONNREFUSED (nobody listening), ETIMEDOUT, ... */
+int sock_unix_connect(const char *path, int timeout_ms, int *fdp);
+
+/* TCP listen on a spec; fills fds and returns how many sockets were opened
+ * (2 only for a wildcard host on a system with IPv6), or -1 with errno
+ * (EINVAL for a bad spec).  SO_REUSEADDR is set, and IPV6_V6ONLY on IPv6
+ * sockets, so IPv4 and IPv6 listeners never overlap. */
+int sock_tcp_listen(const char *spec, int backlog, int fds[SOCK_LISTEN_MAX]);
+/* Listen on n addresses; when their port is 0 they all get the port the
+ * first one was given.  Returns n with fds filled, or -1 with errno (and
+ * nothing left open). */
+int sock_tcp_listen_addrs(const struct sockaddr_storage *addrs, int n,
+    int backlog, int *fds);
+/* The local port of a bound IPv4/IPv6 socket, or -1 with errno. */
+int sock_local_port(int fd);
+/* accept() giving a close-on-exec descriptor; peer and len may be NULL.
+ * Retries on EINTR and on a connection aborted before it was accepted. */
+int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len);
+
+/* Non-blocking TCP connect with a timeout (0 = no limit).  Returns 0 with
+ * *fdp set, or an errno value: ECONNREFUSED, ETIMEDOUT, ENETUNREACH, ...
+ * (EINVAL for a bad spec or address). */
+int sock_tcp_connect(const struct sockaddr *sa, socklen_t len, int timeout_ms,
+    int *fdp);
+int sock_tcp_connect_str(const char *spec, int timeout_ms, int *fdp);
+
+/* Descriptor flags: 0, or -1 with errno. */
+int sock_set_nonblock(int fd, bool on);
+int sock_set_cloexec(int fd, bool on);
+
+/* Descriptor passing over a UNIX stream socket (one byte of data carries
+ * the SCM_RIGHTS message).  send: 0 or -1 with errno.  recv: the new
+ * descriptor (close-on-exec), or -1 with errno: ECONNRESET if the peer
+ * closed, EBADMSG if the message carried no descriptor or more than one
+ * (any received are closed), EAGAIN on a non-blocking socket. */
+int sock_send_fd(int sock, int fd);
+int sock_recv_fd(int sock);
+
+/* Splits a spec into host (without brackets) and port.  A spec without a
+ * port takes default_port, or is an error if default_port is negative.
+ * Returns 0, or -1 with errno EINVAL (syntax, port not a number from 0 to
+ * 65535, several colons without brackets) or ENAMETOOLONG (host does not
+ * fit in hsize). */
+int sock_split_hostport(const char *spec, int default_port, char *host,
+    size_t hsize, unsigned *port);
+/* A numeric spec to an address (AF_INET or AF_INET6, IPv6 with an optional
+ * "%scope"); *lenp gets its length if lenp is not NULL.  0, or -1 with
+ * errno EINVAL. */
+int sock_addr_parse(const char *spec, int default_port,
+    struct sockaddr_storage *ss, socklen_t *lenp);
+/* Address as text: "192.0.2.1", "2001:db8::1", a UNIX socket's path.
+ * sock_addr_port_str adds the port: "192.0.2.1:25", "[2001:db8::1]:25".
+ * Return false (with "?" in buf if it fits) for an unknown family or if
+ * the text was cut to fit size. */
+bool sock_addr_str(const struct sockaddr *sa, char *buf, size_t size);
+bool sock_addr_port_str(const struct sockaddr *sa, char *buf, size_t size);
+
+#endif
