@@ -156,22 +156,32 @@ static int show_table(void)
 		const param_def_t *d = sorted[i];
 		str_t info = STR_INIT;
 		if (d->type == PARAM_INT || d->type == PARAM_SIZE || d->type == PARAM_TIME) {
+			const char *u = d->type == PARAM_TIME ? " seconds" : d->type == PARAM_SIZE ? " bytes" : "";
 			if (d->max == LONG_MAX)
-				str_catf(&info, ">= %ld", d->min);
+				str_catf(&info, "at least %ld%s", d->min, u);
 			else
-				str_catf(&info, "%ld..%ld", d->min, d->max);
+				str_catf(&info, "%ld to %ld%s", d->min, d->max, u);
 			if (d->type == PARAM_TIME)
-				str_catf(&info, " s, bare number in %c", d->unit);
+				str_catf(&info, "; a bare number is in %s", d->unit == 's' ? "seconds" :
+				    d->unit == 'm' ? "minutes" : d->unit == 'h' ? "hours" :
+				    d->unit == 'd' ? "days" : "weeks");
 		}
 		if (d->choices)
-			str_catf(&info, "one of: %s", d->choices);
+			str_catf(&info, "%sone of: %s", str_len(&info) ? "; " : "", d->choices);
 		if (d->flags & PARAM_F_TRANSPORT)
 			str_catf(&info, "%sper transport: TRANSPORT_%s", str_len(&info) ? "; " : "",
 			    param_transport_suffix(d));
 		if (d->flags & PARAM_F_RAW)
 			str_catf(&info, "%snot expanded by the configuration", str_len(&info) ? "; " : "");
+		/* a default that is not a constant is described in parentheses */
+		str_t dflt = STR_INIT;
+		if (d->defdesc)
+			str_setf(&dflt, "(%s)", d->defdesc);
+		else
+			str_set(&dflt, d->defval);
 		printf("%s\t%s\t%s\t%s\t%s\n", d->name, param_type_name(d->type),
-		    d->defdesc ? d->defdesc : d->defval, str_cstr(&info), d->desc);
+		    str_cstr(&dflt), str_cstr(&info), d->desc);
+		str_release(&dflt);
 		str_release(&info);
 	}
 	free(sorted);
