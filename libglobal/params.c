@@ -73,7 +73,8 @@ static const param_def_t table[] = {
 	    "Where master keeps its lock and pid files, relative to queue_directory."),
 	P_STR("mail_name", "Petrel",
 	    "The name of the mail system, used in the SMTP greeting and in notices."),
-	P_STR("mail_version", PETREL_VERSION, "The version of the mail system."),
+	P_BUILD("mail_version", PETREL_VERSION, "the version of this build",
+	    "The version of the mail system."),
 
 	/* Identity of this host and of its mail domain. */
 	P_COMPUTED("myhostname", param_system_hostname,
