@@ -317,8 +317,8 @@ ATF_TC_BODY(expansion, tc)
 	ATF_CHECK_EQ(count_lines(w), 6);
 	ATF_CHECK(strstr(w, " a ") == NULL && strstr(w, " e ") == NULL);
 	str_t out = STR_INIT;
-	ATF_CHECK_EQ(config_expand("<$d${d}>", &out), 0);
-	ATF_CHECK_STREQ(str_cstr(&out), "<DD>");
+	ATF_CHECK_EQ(config_expand("<$d${d}$(d)>", &out), 0);
+	ATF_CHECK_STREQ(str_cstr(&out), "<DDD>");
 	str_release(&out);
 	/* the raw value is what was written */
 	ATF_CHECK_STREQ(config_get_raw("a"), "x$b${c}y");
