@@ -380,7 +380,7 @@ mastercf_t *mastercf_parse(const char *text, const char *filename, str_t *errors
 mastercf_t *mastercf_load(const char *path, str_t *errors)
 {
 	str_t text = STR_INIT;
-	if (file_read_all(path, &text, MASTER_CF_LIMIT) < 0) {
+	if (file_read_all_follow(path, &text, MASTER_CF_LIMIT) < 0) {
 		str_catf(errors, "%s: cannot read: %s\n", path,
 		    errno == EFBIG ? "file too large" : strerror(errno));
 		str_release(&text);

@@ -376,7 +376,8 @@ static const char *get_expanded(const char *name)
 	if (setting_of(cname) == NULL && def_of(cname) == NULL)
 		log_panic("configuration: unknown parameter %s requested", name);
 	str_t tmp = STR_INIT;
-	if (expand_name(cname, &tmp) < 0)
+	/* (during a check the loop is reported as an error already) */
+	if (expand_name(cname, &tmp) < 0 && xc == NULL)
 		log_warning("parameter %s: expansion loop; using '%s'", name, str_cstr(&tmp));
 	c = htable_get(cache, cname);
 	if (c == NULL) {
@@ -720,7 +721,7 @@ int config_load(const char *dir)
 	str_release(&mcf_errs);
 	str_setf(&path, "%s/main.cf", dir);
 	loaded_file = str_steal(&path);
-	if (file_read_all(loaded_file, &text, MAIN_CF_LIMIT) < 0) {
+	if (file_read_all_follow(loaded_file, &text, MAIN_CF_LIMIT) < 0) {
 		str_catf(&errors, "%s: cannot read: %s\n", loaded_file,
 		    errno == EFBIG ? "file too large" : strerror(errno));
 		str_release(&text);

@@ -20,12 +20,12 @@
 /* Keeps errno across cleanup calls (close, unlink) that may change it. */
 #define KEEP_ERRNO(stmt) do { int saved_ = errno; stmt; errno = saved_; } while (0)
 
-int file_open_read(const char *path, uid_t owner)
+static int open_regular(const char *path, uid_t owner, int extra)
 {
 	struct stat st;
 	/* O_NONBLOCK so that opening a FIFO planted in place of a file does
 	 * not hang; it is cleared again for a regular file. */
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | extra);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0) {
@@ -48,6 +48,16 @@ int file_open_read(const char *path, uid_t owner)
 		return -1;
 	}
 	return fd;
+}
+
+int file_open_read(const char *path, uid_t owner)
+{
+	return open_regular(path, owner, O_NOFOLLOW);
+}
+
+int file_open_read_follow(const char *path, uid_t owner)
+{
+	return open_regular(path, owner, 0);
 }
 
 int file_create_excl(const char *path, mode_t mode)
@@ -243,14 +253,23 @@ int file_read_fd(int fd, str_t *out, size_t limit)
 	return 0;
 }
 
-int file_read_all(const char *path, str_t *out, size_t limit)
+static int read_path(int fd, str_t *out, size_t limit)
 {
-	int fd = file_open_read(path, FILE_ANY_OWNER);
 	if (fd < 0)
 		return -1;
 	int rc = file_read_fd(fd, out, limit);
 	KEEP_ERRNO(close(fd));
 	return rc;
+}
+
+int file_read_all(const char *path, str_t *out, size_t limit)
+{
+	return read_path(file_open_read(path, FILE_ANY_OWNER), out, limit);
+}
+
+int file_read_all_follow(const char *path, str_t *out, size_t limit)
+{
+	return read_path(file_open_read_follow(path, FILE_ANY_OWNER), out, limit);
 }
 
 int file_mkdirs(const char *dir, mode_t mode)

@@ -22,6 +22,12 @@
  * The descriptor is close-on-exec. */
 int file_open_read(const char *path, uid_t owner);
 
+/* Like file_open_read, but a symbolic link is followed: for files only
+ * their (privileged) owner can put in place, such as main.cf, which
+ * configuration tools may install as links.  The file reached must still
+ * be a regular file. */
+int file_open_read_follow(const char *path, uid_t owner);
+
 /* Creates path for writing with O_CREAT|O_EXCL|O_NOFOLLOW: fails with
  * EEXIST if anything (even a dangling symlink) is there.  Close-on-exec. */
 int file_create_excl(const char *path, mode_t mode);
@@ -63,6 +69,8 @@ int file_lock(int fd, int how);
  * file_read_all opens with file_open_read (no symlinks, regular files). */
 int file_read_fd(int fd, str_t *out, size_t limit);
 int file_read_all(const char *path, str_t *out, size_t limit);
+/* The same through file_open_read_follow (symlinks followed). */
+int file_read_all_follow(const char *path, str_t *out, size_t limit);
 
 /* Creates dir and any missing parents with mode (subject to the umask);
  * an existing directory is fine, an existing non-directory is ENOTDIR. */

@@ -84,7 +84,7 @@ int postconf_edit_text(str_t *text, const char *name, const char *value)
 
 static int read_main_cf(const char *path, str_t *text)
 {
-	if (file_read_all(path, text, MAIN_CF_LIMIT) < 0) {
+	if (file_read_all_follow(path, text, MAIN_CF_LIMIT) < 0) {
 		if (errno == ENOENT) {
 			str_reset(text);
 			return 0;
@@ -148,8 +148,17 @@ static bool check_item(const char *item, char **name, char **value)
 	return ok;
 }
 
-int postconf_edit(const char *path, char **items, int n)
+/* The file to edit: a symbolic link is edited where it points, not
+ * replaced by a file.  Malloc'ed. */
+static char *edit_target(const char *path)
 {
+	char *real = realpath(path, NULL);
+	return real ? real : xstrdup(path);
+}
+
+int postconf_edit(const char *path_arg, char **items, int n)
+{
+	char *path = edit_target(path_arg);
 	str_t text = STR_INIT;
 	int rc = read_main_cf(path, &text);
 	char **names = xcalloc((size_t)n + 1, sizeof(char *));
@@ -169,14 +178,17 @@ int postconf_edit(const char *path, char **items, int n)
 	free(names);
 	free(values);
 	str_release(&text);
+	free(path);
 	return rc;
 }
 
-int postconf_remove(const char *path, char **names, int n)
+int postconf_remove(const char *path_arg, char **names, int n)
 {
+	char *path = edit_target(path_arg);
 	str_t text = STR_INIT;
 	if (read_main_cf(path, &text) < 0) {
 		str_release(&text);
+		free(path);
 		return -1;
 	}
 	int rc = 0;
@@ -192,5 +204,6 @@ int postconf_remove(const char *path, char **names, int n)
 		rc = write_main_cf(path, &text);
 	}
 	str_release(&text);
+	free(path);
 	return rc;
 }

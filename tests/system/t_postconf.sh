@@ -160,6 +160,13 @@ EOF
 	atf_check -s exit:0 -o inline:'relayhost =\n' $POSTCONF -c etc -n relayhost
 	# no temporary files left over
 	atf_check -s exit:0 -o inline:'main.cf\n' ls etc
+	# a main.cf that is a symbolic link is edited where it points
+	mkdir linked shared
+	echo 'max_use = 1' > shared/main.cf
+	ln -s ../shared/main.cf linked/main.cf
+	atf_check -s exit:0 $POSTCONF -c linked -e max_use=2
+	atf_check -s exit:0 test -L linked/main.cf
+	atf_check -s exit:0 -o inline:'max_use = 2\n' cat shared/main.cf
 	# a missing main.cf is created
 	mkdir new
 	atf_check -s exit:0 $POSTCONF -c new -e max_use=5
