@@ -668,7 +668,8 @@ static bool in_choices(const char *value, const char *choices)
 	size_t len = strlen(value);
 	for (const char *p = choices; *p;) {
 		size_t w = strcspn(p, " ");
-		if (w == len && strncasecmp(p, value, len) == 0)
+		/* exact case: programs compare the value with strcmp */
+		if (w == len && strncmp(p, value, len) == 0)
 			return true;
 		p += w;
 		while (*p == ' ')
@@ -743,8 +744,8 @@ bool param_check_value(const param_def_t *def, const char *name,
 /* Feedback: 1/concurrency, 1/sqrt_concurrency, or a number in [0, 1]. */
 static bool check_feedback(const char *value, str_t *why)
 {
-	if (strcasecmp(value, "1/concurrency") == 0 ||
-	    strcasecmp(value, "1/sqrt_concurrency") == 0)
+	if (strcmp(value, "1/concurrency") == 0 ||
+	    strcmp(value, "1/sqrt_concurrency") == 0)
 		return true;
 	char *end;
 	errno = 0;

@@ -240,7 +240,11 @@ static int expand_name(const char *name, str_t *out)
 		/* TRANSPORT_X not set: default_X */
 		rc = expand_name(d->name, &tmp);
 	} else {
+		/* A computed default lives in a buffer its function reuses:
+		 * keep a stable copy while it is expanded. */
 		const char *raw = s ? s->value : param_default(d);
+		if (s == NULL && raw && (d->flags & PARAM_F_COMPUTED))
+			raw = intern(raw);
 		if (d && (d->flags & PARAM_F_RAW))
 			str_cat(&tmp, raw);
 		else

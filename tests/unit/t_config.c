@@ -255,7 +255,7 @@ ATF_TC_BODY(typed_values, tc)
 	    "inet_protocols = ipv4\n"
 	    "default_destination_concurrency_negative_feedback = 1/sqrt_concurrency\n"
 	    "default_destination_concurrency_positive_feedback = 0.25\n"
-	    "backoff_function = Geometric\n";
+	    "backoff_function = geometric\n";
 	ATF_CHECK_EQ(load(text), 0);
 	ATF_CHECK_STREQ(config_errors(), "");
 	ATF_CHECK_EQ(config_get_time("queue_run_delay"), 600);
@@ -269,6 +269,28 @@ ATF_TC_BODY(typed_values, tc)
 	ATF_CHECK_EQ(config_get_size("message_size_limit"), 0);
 	ATF_CHECK_STREQ(config_get_str("default_destination_concurrency_negative_feedback"),
 	    "1/sqrt_concurrency");
+	ATF_CHECK_STREQ(config_get_str("backoff_function"), "geometric");
+	/* choices are exact, so programs can compare with strcmp */
+	str_t err = STR_INIT;
+	ATF_CHECK_EQ(config_override("backoff_function", "Geometric", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("smtp_tls_security_level", "MAY", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("inet_protocols", "IPv4", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("inet_protocols", "ipv4, ipv6", NULL, &err), 0);
+	ATF_CHECK_EQ(config_override("inet_protocols", "", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("smtp_host_lookup", "dns, nis", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("unknown_address_reject_code", "250", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("unknown_address_reject_code", "550", NULL, &err), 0);
+	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	    "1/Concurrency", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	    "1.5", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	    "nan", NULL, &err), -1);
+	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	    "1", NULL, &err), 0);
+	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	    "0", NULL, &err), 0);
+	str_release(&err);
 
 	long v;
 	ATF_CHECK(param_parse_time("0", 's', &v) && v == 0);
