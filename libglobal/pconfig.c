@@ -17,7 +17,9 @@
 #include "pconfig.h"
 
 #define MAIN_CF_LIMIT (4 << 20)	/* a main.cf larger than this is a mistake */
-#define EXPAND_DEPTH 64
+#define EXPAND_DEPTH 64		/* parameters within parameters */
+#define NEST_DEPTH 32		/* ${name?...} within ${name?...} */
+#define EXPAND_MAX (1 << 20)	/* longest value after expansion */
 
 struct setting {
 	char *name;		/* canonical (table) name */
@@ -286,11 +288,49 @@ static void syntax_warning(const char *what, const char *text)
 	str_release(&key);
 }
 
+/* Reports a value that cannot be expanded (too long, too deep) as an
+ * error of the parameter being expanded. */
+static void expand_error(const char *what)
+{
+	if (xc == NULL)
+		return;
+	const char *owner = xdepth > 0 ? xstack[xdepth - 1] : "";
+	str_t key = STR_INIT;
+	str_setf(&key, "error %s %s", owner, what);
+	if (!htable_find(xc->reported, str_cstr(&key))) {
+		htable_add(xc->reported, str_cstr(&key), NULL);
+		where(xc->errs, setting_of(owner));
+		str_catf(xc->errs, "parameter %s: %s\n", owner, what);
+	}
+	str_release(&key);
+}
+
+static int expand_text_nested(const char *t, str_t *out);
+
 static int expand_text(const char *t, str_t *out)
+{
+	/* Bounds, so that a hostile or mistaken value can neither exhaust
+	 * memory (each $name may double the length) nor the stack. */
+	static int nest;
+	if (nest >= NEST_DEPTH) {
+		expand_error("${...} nested too deeply");
+		return -1;
+	}
+	nest++;
+	int rc = expand_text_nested(t, out);
+	nest--;
+	if (rc == 0 && str_len(out) > EXPAND_MAX) {
+		expand_error("value too long after expansion (more than 1 MB)");
+		rc = -1;
+	}
+	return rc;
+}
+
+static int expand_text_nested(const char *t, str_t *out)
 {
 	int rc = 0;
 	const char *start = t;
-	while (*t) {
+	while (*t && str_len(out) <= EXPAND_MAX) {
 		if (*t != '$') {
 			size_t n = strcspn(t, "$");
 			str_append(out, t, n);
@@ -382,7 +422,8 @@ static const char *get_expanded(const char *name)
 	str_t tmp = STR_INIT;
 	/* (during a check the loop is reported as an error already) */
 	if (expand_name(cname, &tmp) < 0 && xc == NULL)
-		log_warning("parameter %s: expansion loop; using '%s'", name, str_cstr(&tmp));
+		log_warning("parameter %s: expansion failed (a loop, or a value far "
+		    "too long); using what could be expanded", name);
 	c = htable_get(cache, cname);
 	if (c == NULL) {
 		char *v = str_steal(&tmp);

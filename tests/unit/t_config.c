@@ -402,6 +402,36 @@ ATF_TC_BODY(expansion_loop_through_default, tc)
 	ATF_CHECK_STREQ(config_get_str("myorigin"), "mail.example.org");
 }
 
+/* Values that would expand without bound are errors, not a crash. */
+ATF_TC_WITHOUT_HEAD(expansion_bounds);
+ATF_TC_BODY(expansion_bounds, tc)
+{
+	str_t text = STR_INIT;
+	/* each level ten times the one below: 10^8 bytes at the top */
+	str_cat(&text, "l0 = 0123456789\n");
+	for (int i = 1; i <= 8; i++) {
+		str_catf(&text, "l%d =", i);
+		for (int j = 0; j < 10; j++)
+			str_catf(&text, " $l%d", i - 1);
+		str_putc(&text, '\n');
+	}
+	str_cat(&text, "top = $l8\n");
+	ATF_CHECK_EQ(load(str_cstr(&text)), -1);
+	ATF_CHECK_MSG(strstr(config_errors(),
+	    ": value too long after expansion (more than 1 MB)") != NULL, "%s", config_errors());
+	ATF_CHECK(strlen(config_get_str("top")) < 2 * (1 << 20));
+	/* conditionals nested far too deep */
+	str_set(&text, "x = 1\ndeep = ");
+	for (int i = 0; i < 100000; i++)
+		str_cat(&text, "${x?");
+	for (int i = 0; i < 100000; i++)
+		str_putc(&text, '}');
+	str_putc(&text, '\n');
+	ATF_CHECK_EQ(load(str_cstr(&text)), -1);
+	CHECK_LINE(config_errors(), "main.cf:2: parameter deep: ${...} nested too deeply");
+	str_release(&text);
+}
+
 ATF_TC_WITHOUT_HEAD(expanded_value_errors);
 ATF_TC_BODY(expanded_value_errors, tc)
 {
@@ -638,6 +668,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, expansion_unknown_and_unused);
 	ATF_TP_ADD_TC(tp, expansion_loop);
 	ATF_TP_ADD_TC(tp, expansion_loop_through_default);
+	ATF_TP_ADD_TC(tp, expansion_bounds);
 	ATF_TP_ADD_TC(tp, expanded_value_errors);
 	ATF_TP_ADD_TC(tp, mydomain_from_hostname);
 	ATF_TP_ADD_TC(tp, per_transport);
