@@ -210,11 +210,14 @@ static int expand_name(const char *name, str_t *out)
 		return 0;
 	}
 	int loop_at = -1;
+	bool too_deep = false;
 	for (int i = 0; i < xdepth && loop_at < 0; i++)
 		if (strcmp(xstack[i], cname) == 0)
 			loop_at = i;
-	if (loop_at < 0 && xdepth >= EXPAND_DEPTH)
-		loop_at = 0;	/* far too deep: report it as a loop */
+	if (loop_at < 0 && xdepth >= EXPAND_DEPTH) {
+		loop_at = 0;
+		too_deep = true;
+	}
 	if (loop_at >= 0) {
 		/* xstack[loop_at..] and back to cname */
 		if (xc) {
@@ -224,7 +227,8 @@ static int expand_name(const char *name, str_t *out)
 					seen = true;
 			if (!seen) {
 				where(xc->errs, setting_of(xstack[loop_at]));
-				str_cat(xc->errs, "parameter expansion loop: ");
+				str_cat(xc->errs, too_deep ? "parameters refer to parameters "
+				    "more than 64 deep: " : "parameter expansion loop: ");
 				for (int j = loop_at; j < xdepth; j++) {
 					str_catf(xc->errs, "$%s -> ", xstack[j]);
 					htable_put(xc->reported, xstack[j], NULL);
