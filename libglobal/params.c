@@ -3,12 +3,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <netdb.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "config.h"
+#include "file.h"
 #include "htable.h"
 #include "log.h"
 #include "mem.h"
@@ -78,7 +79,7 @@ static const param_def_t table[] = {
 
 	/* Identity of this host and of its mail domain. */
 	P_COMPUTED("myhostname", param_system_hostname,
-	    "the system's host name, fully qualified when the resolver knows it",
+	    "the system's host name, fully qualified from /etc/hosts when listed there (never DNS)",
 	    "The fully qualified name of this host."),
 	P_COMPUTED("mydomain", compute_mydomain,
 	    "$myhostname without its first label, or localdomain",
@@ -795,6 +796,44 @@ static bool check_reply_code(const char *value, str_t *why)
 	return false;
 }
 
+/* The first dotted name on an /etc/hosts line that lists short.  Only the
+ * hosts file is read: deriving a default must never send a DNS query
+ * (a resolver may be slow or absent, and tests must stay off the
+ * network).  A host not listed there keeps its short name and mydomain
+ * falls back to "localdomain". */
+char *hosts_file_fqdn(const char *path, const char *shortname)
+{
+	str_t text = STR_INIT;
+	char *result = NULL, *cp, *line;
+
+	if (file_read_all_follow(path, &text, 1024 * 1024) < 0) {
+		str_release(&text);
+		return NULL;
+	}
+	cp = text.buf;
+	while (result == NULL && (line = str_token(&cp, "\n")) != NULL) {
+		char *hash = strchr(line, '#'), *lp = line, *tok;
+		char *fqdn = NULL;
+		int listed = 0, first = 1;
+		if (hash)
+			*hash = 0;
+		while ((tok = str_token(&lp, " \t\r")) != NULL) {
+			if (first) {	/* the address */
+				first = 0;
+				continue;
+			}
+			if (strcasecmp(tok, shortname) == 0)
+				listed = 1;
+			else if (fqdn == NULL && strchr(tok, '.') && tok[strlen(tok) - 1] != '.')
+				fqdn = tok;
+		}
+		if (listed && fqdn)
+			result = xstrdup(fqdn);
+	}
+	str_release(&text);
+	return result;
+}
+
 const char *param_system_hostname(void)
 {
 	static char *name;
@@ -807,17 +846,11 @@ const char *param_system_hostname(void)
 	buf[sizeof(buf) - 1] = 0;
 	name = xstrdup(buf);
 	if (strchr(name, '.') == NULL) {
-		struct addrinfo hints, *res = NULL;
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_flags = AI_CANONNAME;
-		hints.ai_socktype = SOCK_STREAM;
-		if (getaddrinfo(name, NULL, &hints, &res) == 0 && res &&
-		    res->ai_canonname && strchr(res->ai_canonname, '.')) {
+		char *fqdn = hosts_file_fqdn(PARAM_HOSTS_FILE, name);
+		if (fqdn) {
 			free(name);
-			name = xstrdup(res->ai_canonname);
+			name = fqdn;
 		}
-		if (res)
-			freeaddrinfo(res);
 	}
 	str_lower(name);
 	return name;

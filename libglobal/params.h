@@ -108,4 +108,10 @@ const char *param_type_name(enum param_type type);
  * resolver (getaddrinfo AI_CANONNAME) when it is not already. */
 const char *param_system_hostname(void);
 
+/* Where the myhostname default looks for the host's FQDN. */
+#define PARAM_HOSTS_FILE "/etc/hosts"
+/* The first dotted alias of shortname in a hosts(5) file, or NULL
+ * (malloc'ed).  Exposed for tests. */
+char *hosts_file_fqdn(const char *path, const char *shortname);
+
 #endif

@@ -665,9 +665,32 @@ ATF_TC_BODY(nul_byte, tc)
 	CHECK_LINE(config_errors(), "etc/main.cf: contains a NUL byte");
 }
 
+/* myhostname's default comes from the hosts file, never from DNS. */
+ATF_TC_WITHOUT_HEAD(hosts_file_fqdn);
+ATF_TC_BODY(hosts_file_fqdn, tc)
+{
+	FILE *f = fopen("hosts", "w");
+	ATF_REQUIRE(f != NULL);
+	fputs("# comment mentioning box box.wrong.example\n"
+	    "127.0.0.1\tlocalhost\n"
+	    "10.9.9.9 other other.example.net\n"
+	    "192.0.2.7  Box\tmail.example.org box.example.org # trailing\n"
+	    "192.0.2.8 lone\n"
+	    "192.0.2.9 rooted rooted.example.com.\n", f);
+	fclose(f);
+	char *v = hosts_file_fqdn("hosts", "box");
+	ATF_CHECK(v != NULL && strcmp(v, "mail.example.org") == 0);
+	free(v);
+	ATF_CHECK(hosts_file_fqdn("hosts", "lone") == NULL);	/* no dotted alias */
+	ATF_CHECK(hosts_file_fqdn("hosts", "rooted") == NULL);	/* root dot refused */
+	ATF_CHECK(hosts_file_fqdn("hosts", "absent") == NULL);
+	ATF_CHECK(hosts_file_fqdn("no-such-file", "box") == NULL);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, defaults);
+	ATF_TP_ADD_TC(tp, hosts_file_fqdn);
 	ATF_TP_ADD_TC(tp, table_is_consistent);
 	ATF_TP_ADD_TC(tp, syntax);
 	ATF_TP_ADD_TC(tp, bad_lines);
