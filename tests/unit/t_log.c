@@ -1,0 +1,120 @@
+/* Unit tests for libutil/log: levels, file output format, sanitising of
+ * control characters, fatal and panic exits. */
+#include <atf-c.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "log.h"
+#include "str.h"
+#include "file.h"
+
+static void read_log(str_t *out)
+{
+	str_reset(out);
+	ATF_REQUIRE(file_read_all("maillog", out, 1 << 20) == 0);
+}
+
+ATF_TC_WITHOUT_HEAD(file_format_and_levels);
+ATF_TC_BODY(file_format_and_levels, tc)
+{
+	str_t text = STR_INIT;
+	log_init("petrel/test");
+	ATF_REQUIRE(log_to_file("maillog") == 0);
+	log_verbose = 0;
+	log_debug("hidden %d", 1);
+	log_info("QUEUEID: removed");
+	log_warning("disk %s", "full");
+	log_error("bad thing");
+	log_verbose = 1;
+	log_debug("shown");
+	log_verbose = 0;
+	log_to_stderr();
+	read_log(&text);
+	const char *t = str_cstr(&text);
+	ATF_CHECK(strstr(t, "hidden") == NULL);
+	ATF_CHECK(strstr(t, "petrel/test[") != NULL);
+	ATF_CHECK(strstr(t, "]: QUEUEID: removed\n") != NULL);
+	ATF_CHECK(strstr(t, "]: warning: disk full\n") != NULL);
+	ATF_CHECK(strstr(t, "]: error: bad thing\n") != NULL);
+	ATF_CHECK(strstr(t, "]: shown\n") != NULL);
+	/* Each line starts with a syslog-style date: "Mon dd hh:mm:ss host". */
+	int lines = 0;
+	for (const char *p = t; *p; p = strchr(p, '\n') + 1) {
+		ATF_CHECK(p[3] == ' ' && p[6] == ' ' && p[9] == ':' && p[12] == ':');
+		lines++;
+	}
+	ATF_CHECK_EQ(lines, 4);
+	str_release(&text);
+}
+
+/* Untrusted text must not be able to forge a second log line. */
+ATF_TC_WITHOUT_HEAD(control_characters);
+ATF_TC_BODY(control_characters, tc)
+{
+	str_t text = STR_INIT;
+	ATF_REQUIRE(log_to_file("maillog") == 0);
+	log_info("from=<%s>", "evil\nFeb  1 00:00:00 host postfix: fake\r\x7f");
+	log_to_stderr();
+	read_log(&text);
+	ATF_CHECK(strstr(str_cstr(&text), "from=<evil?Feb  1 00:00:00 host postfix: fake?" "?>\n") != NULL);
+	ATF_CHECK_EQ(strchr(str_cstr(&text), '\n') - str_cstr(&text) + 1, (long)str_len(&text));
+	str_release(&text);
+}
+
+static void hook(void)
+{
+	log_info("hook ran");
+}
+
+ATF_TC_WITHOUT_HEAD(fatal_and_panic);
+ATF_TC_BODY(fatal_and_panic, tc)
+{
+	int status;
+	pid_t pid = fork();
+	ATF_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		if (log_to_file("maillog") < 0)
+			_exit(99);
+		log_set_fatal_hook(hook);
+		log_fatal("cannot go on: %s", "config");
+	}
+	ATF_REQUIRE(waitpid(pid, &status, 0) == pid);
+	ATF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+
+	pid = fork();
+	ATF_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		signal(SIGABRT, SIG_DFL);
+		if (log_to_file("maillog") < 0)
+			_exit(99);
+		log_panic("invariant broken");
+	}
+	ATF_REQUIRE(waitpid(pid, &status, 0) == pid);
+	ATF_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+
+	str_t text = STR_INIT;
+	read_log(&text);
+	const char *t = str_cstr(&text);
+	ATF_CHECK(strstr(t, "fatal: cannot go on: config\n") != NULL);
+	ATF_CHECK(strstr(t, "hook ran\n") != NULL);
+	ATF_CHECK(strstr(t, "panic: invariant broken\n") != NULL);
+	str_release(&text);
+}
+
+ATF_TC_WITHOUT_HEAD(bad_log_file);
+ATF_TC_BODY(bad_log_file, tc)
+{
+	ATF_CHECK(log_to_file("no/such/dir/maillog") == -1);
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, file_format_and_levels);
+	ATF_TP_ADD_TC(tp, control_characters);
+	ATF_TP_ADD_TC(tp, fatal_and_panic);
+	ATF_TP_ADD_TC(tp, bad_log_file);
+	return atf_no_error();
+}
