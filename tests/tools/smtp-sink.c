@@ -75,9 +75,18 @@ static struct config {
 	.error_limit = 20,
 	.idle_timeout = 300,
 	.seed = 1,
+	.stats_interval_ms = 20,
 };
 
 /* ---- counters ---- */
+
+static void sleep_ms(unsigned long ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 
 enum counter { S_CONNECTIONS, S_SESSIONS, S_REJECTED, S_ACTIVE, S_MAX_ACTIVE,
 	S_EHLO, S_HELO, S_TLS, S_TLS_FAILED, S_MAIL, S_MAIL_REJECTED, S_RCPT,
@@ -99,22 +108,22 @@ static bool stats_dirty;
 static unsigned long stage_hits[ST_COUNT];
 static unsigned long next_file;
 
-static void stats_format(str_t *out)
+static pthread_cond_t stat_cond = PTHREAD_COND_INITIALIZER;
+static bool writer_stop;
+
+static void stats_format(str_t *out, const unsigned long long *v)
 {
 	for (int i = 0; i < S_COUNT; i++)
-		str_catf(out, "%s=%llu\n", stat_names[i], stats[i]);
+		str_catf(out, "%s=%llu\n", stat_names[i], v[i]);
 }
 
-/* Called with stat_lock held.  Write-then-rename, so a reader never sees
- * a half-written file. */
-static void stats_write_locked(void)
+/* Write-then-rename, so a reader never sees a half-written file. */
+static void stats_write_file(const unsigned long long *v)
 {
 	str_t text = STR_INIT, tmp = STR_INIT;
 	int fd;
 
-	if (cf.statsfile == NULL)
-		return;
-	stats_format(&text);
+	stats_format(&text, v);
 	str_setf(&tmp, "%s.tmp", cf.statsfile);
 	fd = open(str_cstr(&tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 	    0644);
@@ -128,9 +137,39 @@ static void stats_write_locked(void)
 			log_warning("rename %s: %s", cf.statsfile,
 			    strerror(errno));
 	}
-	stats_dirty = false;
 	str_release(&text);
 	str_release(&tmp);
+}
+
+/* Called with stat_lock held. */
+static void stats_write_locked(void)
+{
+	if (cf.statsfile != NULL)
+		stats_write_file(stats);
+	stats_dirty = false;
+}
+
+/* With -i MS (the default), one thread rewrites the file at most every
+ * MS ms after a change, so that sessions never wait for the disk. */
+static void *stats_writer(void *arg)
+{
+	unsigned long long snap[S_COUNT];
+	(void)arg;
+	pthread_mutex_lock(&stat_lock);
+	while (!writer_stop) {
+		if (!stats_dirty) {
+			pthread_cond_wait(&stat_cond, &stat_lock);
+			continue;
+		}
+		memcpy(snap, stats, sizeof(snap));
+		stats_dirty = false;
+		pthread_mutex_unlock(&stat_lock);
+		stats_write_file(snap);
+		sleep_ms(cf.stats_interval_ms);
+		pthread_mutex_lock(&stat_lock);
+	}
+	pthread_mutex_unlock(&stat_lock);
+	return NULL;
 }
 
 static void stat_add(enum counter which, long long delta)
@@ -140,10 +179,12 @@ static void stat_add(enum counter which, long long delta)
 	if (which == S_ACTIVE && stats[S_ACTIVE] > stats[S_MAX_ACTIVE])
 		stats[S_MAX_ACTIVE] = stats[S_ACTIVE];
 	stats_dirty = true;
-	/* Written before the reply that reports the change is sent, so a
-	 * client that has its reply can read the new figure at once. */
+	/* With -i 0 the file is written before the reply that reports the
+	 * change is sent: exact, but every session waits for the disk. */
 	if (cf.stats_interval_ms == 0)
 		stats_write_locked();
+	else
+		pthread_cond_signal(&stat_cond);
 	pthread_mutex_unlock(&stat_lock);
 }
 
@@ -185,13 +226,6 @@ static unsigned rng_percent(void)
 	rng_state = x;
 	pthread_mutex_unlock(&rng_lock);
 	return (unsigned)((x * 2685821657736338717ULL) >> 33) % 100;
-}
-
-static void sleep_ms(unsigned long ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 /* ---- sessions ---- */
@@ -1185,7 +1219,7 @@ static void print_stats(void)
 {
 	str_t text = STR_INIT;
 	pthread_mutex_lock(&stat_lock);
-	stats_format(&text);
+	stats_format(&text, stats);
 	pthread_mutex_unlock(&stat_lock);
 	fwrite(str_cstr(&text), 1, str_len(&text), stdout);
 	fflush(stdout);
@@ -1329,7 +1363,8 @@ static void usage(void)
 	    "  -A           allow a non-loopback address\n"
 	    "  -P FILE      write the bound port to FILE (use port 0)\n"
 	    "  -s FILE      keep counters in FILE (key=value lines)\n"
-	    "  -i MS        write the counters every MS ms (default: on every change)\n"
+	    "  -i MS        rewrite FILE at most every MS ms after a change (default\n"
+	    "               20); 0: before every reply that changes a counter (slow)\n"
 	    "  -d DIR       save each accepted message to DIR/msg-N.eml\n"
 	    "  -h NAME      host name in the greeting and EHLO reply\n"
 	    "  -c CERT -k KEY  offer STARTTLS with this certificate and key\n"
@@ -1368,6 +1403,7 @@ int main(int argc, char **argv)
 	};
 	struct sockaddr_storage ss;
 	socklen_t sslen;
+	pthread_t writer;
 	int c, lfd, one = 1;
 
 	log_init("smtp-sink");
@@ -1468,6 +1504,9 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&stat_lock);
 	stats_write_locked();
 	pthread_mutex_unlock(&stat_lock);
+	if (cf.statsfile != NULL && cf.stats_interval_ms > 0 &&
+	    pthread_create(&writer, NULL, stats_writer, NULL) != 0)
+		log_fatal("cannot start the stats writer thread");
 	if (cf.portfile != NULL)
 		write_portfile(cf.portfile, lfd);
 	log_info("listening on %s", argv[optind]);
@@ -1477,17 +1516,10 @@ int main(int argc, char **argv)
 			{ .fd = lfd, .events = POLLIN },
 			{ .fd = sig_pipe[0], .events = POLLIN },
 		};
-		int timeout = cf.stats_interval_ms ? (int)cf.stats_interval_ms : -1;
-		int n = poll(pfd, 2, timeout);
+		int n = poll(pfd, 2, -1);
 
 		if (n < 0 && errno != EINTR)
 			log_fatal("poll: %s", strerror(errno));
-		if (cf.stats_interval_ms) {
-			pthread_mutex_lock(&stat_lock);
-			if (stats_dirty)
-				stats_write_locked();
-			pthread_mutex_unlock(&stat_lock);
-		}
 		if (n <= 0)
 			continue;
 		if (pfd[1].revents & POLLIN) {
@@ -1525,6 +1557,12 @@ int main(int argc, char **argv)
 	close(lfd);
 	log_info("terminating");
 	shutdown_sessions();
+	pthread_mutex_lock(&stat_lock);
+	writer_stop = true;
+	pthread_cond_signal(&stat_cond);
+	pthread_mutex_unlock(&stat_lock);
+	if (cf.statsfile != NULL && cf.stats_interval_ms > 0)
+		pthread_join(writer, NULL);
 	pthread_mutex_lock(&stat_lock);
 	stats_write_locked();
 	pthread_mutex_unlock(&stat_lock);
