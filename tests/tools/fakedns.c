@@ -520,8 +520,8 @@ static size_t handle(const uint8_t *msg, size_t len, struct answer *a,
 		return 0;
 	}
 	a->limit = limit;
-	if (rcode != R_NOERROR)
-		q.question = NULL;	/* do not echo what could not be parsed */
+	/* q.question is set only if the whole question parsed: a FORMERR
+	 * reply does not echo what could not be parsed. */
 	rcode = resolve(&q, rcode, a);
 	log_debug("%s %s: id=%u %s/%s -> %s an=%u ar=%u%s", proto, from, q.id,
 	    q.question ? (q.name[0] ? q.name : ".") : "-",
