@@ -64,6 +64,14 @@ stop_all() {
 	true
 }
 
+# finish: stops every server, then fails if one of them reported a
+# sanitizer error (in SANITIZE=1 builds) in its NAME.err.
+finish() {
+	stop_all
+	_bad=$(grep -l -E "Sanitizer|runtime error" ./*.err 2>/dev/null)
+	[ -z "$_bad" ] || { cat $_bad >&2; atf_fail "sanitizer report in $_bad"; }
+}
+
 # grep_wait FILE REGEX: waits (at most 5 s) for a line matching REGEX.
 grep_wait() {
 	_i=0
@@ -99,6 +107,7 @@ answers_body() {
 	atf_check -o inline:"NOERROR\ntxt.example.com TXT \"v=spf1 -all\"\n" \
 		"$DNSQ" -s 127.0.0.1 -p $port -t TXT txt.example.com
 	grep_wait d.err "udp 127\.0\.0\.1:[0-9]+: id=[0-9]+ example\.com/MX -> NOERROR an=2 ar=3"
+	finish
 }
 answers_cleanup() { stop_all; }
 
@@ -126,6 +135,7 @@ negative_body() {
 		"$DNSQ" -s 127.0.0.1 -p $port -w 1 -t A slow.example.com
 	grep_wait d.err "broken\.example\.com/MX -> SERVFAIL"
 	grep_wait d.err "slow\.example\.com/A -> DROP"
+	finish
 }
 negative_cleanup() { stop_all; }
 
@@ -150,6 +160,7 @@ tcp_and_truncation_body() {
 	atf_check -o inline:"60\n" grep -c "^many.example.com A 127\.0\.1\." many.out
 	grep_wait d.err "udp .*many\.example\.com/A -> NOERROR .*\(truncated\)"
 	grep_wait d.err "tcp .*many\.example\.com/A -> NOERROR an=60"
+	finish
 }
 tcp_and_truncation_cleanup() { stop_all; }
 
@@ -203,6 +214,7 @@ printf '\x43\x21\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x3fabc' >&3
 timeout 5 head -c 6 <&3 | od -An -tx1 | tr -s ' \n' '  '
 EOF
 	atf_check -o inline:" 43 21 85 01 00 00 " bash ask.bash $port
+	finish
 }
 garbage_cleanup() { stop_all; }
 
@@ -233,6 +245,7 @@ reload_and_exit_body() {
 	atf_check_equal 0 $?
 	rm d.pid
 	atf_check -o match:"terminating" cat d.err
+	finish
 }
 reload_and_exit_cleanup() { stop_all; }
 

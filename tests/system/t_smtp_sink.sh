@@ -45,6 +45,14 @@ stop_all() {
 	true
 }
 
+# finish: stops every server, then fails if one of them reported a
+# sanitizer error (in SANITIZE=1 builds) in its NAME.err.
+finish() {
+	stop_all
+	_bad=$(grep -l -E "Sanitizer|runtime error" ./*.err 2>/dev/null)
+	[ -z "$_bad" ] || { cat $_bad >&2; atf_fail "sanitizer report in $_bad"; }
+}
+
 # stat_is FILE KEY VALUE: waits (at most 5 s) for KEY=VALUE in FILE.
 stat_is() {
 	_i=0
@@ -145,6 +153,7 @@ swaks_accepts_body() {
 		tr -d '\r' < "$f"
 	# Lines are kept as sent, with CRLF.
 	atf_check -o inline:"1\n" grep -c "^$(printf 'line one\r')\$" "$f"
+	finish
 }
 swaks_accepts_cleanup() { stop_all; }
 
@@ -169,6 +178,7 @@ pipelining_body() {
 		-o match:"^X-Sink-Rcpt-To: <a@example.com> NOTIFY=NEVER" \
 		-o not-match:"tempfail" -o match:"^\.dot$" \
 		tr -d '\r' < saved/msg-00000001.eml
+	finish
 }
 pipelining_cleanup() { stop_all; }
 
@@ -221,6 +231,7 @@ EOF
 	atf_check -o inline:"250 2.1.0 Ok\nCLOSED\n" tail -n 2 o.txt
 	stat_is s.stats dropped 2
 	stat_is s.stats messages 0
+	finish
 }
 recipient_keywords_cleanup() { stop_all; }
 
@@ -247,6 +258,7 @@ reject_options_body() {
 	stat_is f.stats messages_permfail 1
 	stat_is f.stats messages 0
 	atf_check -s exit:1 -e match:"4 or 5" "$SINK" --dot-reply=3 127.0.0.1:0
+	finish
 }
 reject_options_cleanup() { stop_all; }
 
@@ -283,6 +295,7 @@ random_failures_body() {
 	stat_is a.stats rcpt_permfail $p
 	stat_is a.stats rcpt_ok $ok
 	stat_is a.stats rcpt 100
+	finish
 }
 random_failures_cleanup() { stop_all; }
 
@@ -316,6 +329,7 @@ session_limit_body() {
 	kill "$(cat hold1.pid)"
 	stat_is s.stats active 1
 	atf_check -o match:"^250 2.0.0 Ok: queued" bash chat.bash $port m.txt
+	finish
 }
 session_limit_cleanup() { stop_all; }
 
@@ -352,6 +366,7 @@ drop_stages_body() {
 	atf_check -o match:"^221 " cat two3.txt
 	stat_is two.stats messages 2
 	atf_check -s exit:1 -e match:"bad -D stage" "$SINK" -D nowhere 127.0.0.1:0
+	finish
 }
 drop_stages_cleanup() { stop_all; }
 
@@ -369,6 +384,7 @@ greeting_modes_body() {
 	atf_check -o inline:"TIMEOUT\n" env CHAT_TIMEOUT=1 bash chat.bash $port m.txt
 	stat_is b.stats sessions 1
 	stat_is b.stats ehlo 0
+	finish
 }
 greeting_modes_cleanup() { stop_all; }
 
@@ -392,6 +408,7 @@ delays_body() {
 	# A short delay is just slower.
 	start_sink d -w 10 -W 10
 	atf_check -o match:"^250 2.0.0 Ok: queued" bash chat.bash $port m.txt
+	finish
 }
 delays_cleanup() { stop_all; }
 
@@ -421,6 +438,7 @@ hidden_extensions_body() {
 		-o match:"^250 2.1.0 Ok" bash chat.bash $port h.txt
 	stat_is c.stats helo 1
 	atf_check -s exit:1 -e match:"bad -x extension" "$SINK" -x nosuch 127.0.0.1:0
+	finish
 }
 hidden_extensions_cleanup() { stop_all; }
 
@@ -456,6 +474,7 @@ limits_body() {
 	printf '<\n' > idle.txt
 	atf_check -o match:"^421 4.4.2 Error: timeout exceeded" bash chat.bash $port idle.txt
 	stat_is a.stats timeouts 1
+	finish
 }
 limits_cleanup() { stop_all; }
 
@@ -482,6 +501,7 @@ hostile_input_body() {
 	mail_script m.txt
 	atf_check -o match:"^250 2.0.0 Ok: queued" bash chat.bash $port m.txt
 	stat_is s.stats messages 1
+	finish
 }
 hostile_input_cleanup() { stop_all; }
 
@@ -527,6 +547,7 @@ starttls_body() {
 	start_sink n
 	printf 'EHLO c.test\nSTARTTLS\nQUIT\n' > no.txt
 	atf_check -o not-match:"250.STARTTLS" -o match:"^502 5.5.1" bash chat.bash $port no.txt
+	finish
 }
 starttls_cleanup() { stop_all; }
 
@@ -561,6 +582,7 @@ signals_and_exit_body() {
 		"$SINK" "[::]:0"
 	atf_check -s exit:1 -e match:"bad address" "$SINK" localhost:25
 	atf_check -s exit:2 -e match:"usage" "$SINK"
+	finish
 }
 signals_and_exit_cleanup() { stop_all; }
 
@@ -585,6 +607,7 @@ ipv6_body() {
 		swaks --server "::1" --port "$(cat p6.port)" -6 --timeout 10 \
 		--from s@example.com --to a@example.com
 	stat_is p6.stats messages 1
+	finish
 }
 ipv6_cleanup() { stop_all; }
 

@@ -42,6 +42,14 @@ stop_all() {
 	true
 }
 
+# finish: stops every server, then fails if one of them reported a
+# sanitizer error (in SANITIZE=1 builds) in its NAME.err.
+finish() {
+	stop_all
+	_bad=$(grep -l -E "Sanitizer|runtime error" ./*.err 2>/dev/null)
+	[ -z "$_bad" ] || { cat $_bad >&2; atf_fail "sanitizer report in $_bad"; }
+}
+
 # value FILE KEY: KEY's value in a key=value file.
 value() {
 	sed -n "s/^$2=//p" "$1"
@@ -99,6 +107,7 @@ sends_and_reports_body() {
 	# -l is the size of the message as sent, near enough.
 	size=$(sed '/^X-Sink-/d' $f | wc -c)
 	[ "$size" -ge 1900 ] && [ "$size" -le 2100 ] || atf_fail "message of $size bytes for -l 2000"
+	finish
 }
 sends_and_reports_cleanup() { stop_all; }
 
@@ -117,6 +126,7 @@ connection_reuse_body() {
 	start_sink c
 	atf_check -o match:"^connections=4$" "$SOURCE" -m 10 -M 3 127.0.0.1:$port
 	stat_is c.stats connections 4
+	finish
 }
 connection_reuse_cleanup() { stop_all; }
 
@@ -140,6 +150,7 @@ pipelining_body() {
 		sh -c "sed -n 's/^smtp-source[^:]*: 1 \([<>] [A-Z0-9]*\).*/\1/p' hidden.err | sed -n '/> MAIL/,/< 354/p'"
 	stat_is a.stats messages 2
 	stat_is b.stats messages 1
+	finish
 }
 pipelining_cleanup() { stop_all; }
 
@@ -164,6 +175,7 @@ starttls_body() {
 	atf_check -s exit:1 -o match:"^accepted=0$" \
 		-e match:"does not offer STARTTLS" "$SOURCE" -T 127.0.0.1:$port
 	stat_is n.stats messages 0
+	finish
 }
 starttls_cleanup() { stop_all; }
 
@@ -213,6 +225,7 @@ failures_body() {
 	rm x.pid
 	atf_check -s exit:1 -o match:"^connect_failures=2$" -o match:"^failed=2$" \
 		-e match:"cannot connect" "$SOURCE" -m 2 127.0.0.1:$port
+	finish
 }
 failures_cleanup() { stop_all; }
 
@@ -231,6 +244,7 @@ helo_body() {
 	atf_check -o match:"^accepted=1$" "$SOURCE" 127.0.0.1:$port
 	stat_is n.stats helo 1
 	stat_is n.stats errors 1
+	finish
 }
 helo_cleanup() { stop_all; }
 
@@ -251,6 +265,7 @@ bind_address_body() {
 		cat saved/msg-00000001.eml
 	atf_check -s exit:1 -e match:"cannot connect" -o ignore \
 		"$SOURCE" -b 192.0.2.1 127.0.0.1:$port
+	finish
 }
 bind_address_cleanup() { stop_all; }
 
