@@ -581,6 +581,7 @@ signals_and_exit_body() {
 	atf_check -s exit:1 -e match:"refusing to listen on a non-loopback" \
 		"$SINK" "[::]:0"
 	atf_check -s exit:1 -e match:"bad address" "$SINK" localhost:25
+	atf_check -s exit:1 -e match:"not a writable directory" "$SINK" -d nosuch 127.0.0.1:0
 	atf_check -s exit:2 -e match:"usage" "$SINK"
 	finish
 }

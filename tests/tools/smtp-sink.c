@@ -1079,7 +1079,11 @@ static void session_loop(struct session *s)
 		process_input(s);
 		if (s->closing)
 			return;
-		if (s->in_end < s->in_size && input_pending(s)) {
+		/* Replies wait while more commands are pending, but not
+		 * without bound: a client that pipelines forever without
+		 * reading must not make the sink grow. */
+		if (s->in_end < s->in_size && str_len(&s->out) < 65536 &&
+		    input_pending(s)) {
 			n = sess_read(s);
 		} else {
 			if (flush_out(s) < 0)
@@ -1460,6 +1464,12 @@ int main(int argc, char **argv)
 	if (!cf.allow_any && !is_loopback(&ss))
 		log_fatal("refusing to listen on a non-loopback address without -A: %s", argv[optind]);
 	rng_state = cf.seed ? cf.seed : 0x9E3779B97F4A7C15ULL;
+	if (cf.savedir != NULL) {
+		struct stat st;
+		if (stat(cf.savedir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    access(cf.savedir, W_OK) < 0)
+			log_fatal("-d %s: not a writable directory", cf.savedir);
+	}
 
 	if (cf.cert != NULL || cf.key != NULL) {
 		if (cf.cert == NULL)
