@@ -296,6 +296,14 @@ void addr_mbox_free(addr_mbox_t *mb)
 	str_release(&mb->domain);
 }
 
+static bool has_double_dot(const char *l, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (l[i] == '.' && l[i - 1] == '.')
+			return true;
+	return false;
+}
+
 static bool is_stop(const char *stop, unsigned char c)
 {
 	return c != 0 && strchr(stop, c) != NULL;
@@ -407,7 +415,7 @@ addr_status_t addr_parse_mailbox(const char *s, size_t len, size_t *pos,
 				    "local part starts or ends with a dot");
 				goto fail;
 			}
-			if (memmem(l, n, "..", 2) != NULL) {
+			if (has_double_dot(l, n)) {
 				addr_seterr(err, ADDR_ERR_SYNTAX,
 				    "two dots in a row in local part");
 				goto fail;
