@@ -241,9 +241,19 @@ static const char *addr_spec(const toks_t *t, size_t x, size_t y,
 		str_append(domain, tok_text(t, i), t->v[i].len);
 		i++;
 	} else {
-		for (; i < y && (t->v[i].type == TK_ATOM ||
-		    is_special(t, i, '.')); i++)
+		/* Atoms and dots; two atoms in a row ("b.example x") are
+		 * not one domain. */
+		bool want_atom = true;
+
+		for (; i < y; i++) {
+			if (t->v[i].type == TK_ATOM && want_atom)
+				want_atom = false;
+			else if (is_special(t, i, '.'))
+				want_atom = true;
+			else
+				break;
 			str_append(domain, tok_text(t, i), t->v[i].len);
+		}
 	}
 	if (i < y)
 		return "unexpected text after the domain";
