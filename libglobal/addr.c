@@ -461,6 +461,16 @@ addr_status_t addr_parse_mailbox(const char *s, size_t len, size_t *pos,
 		    "unexpected %s after the local part",
 		    addr_byte_name(u[p], nb));
 		goto fail;
+	} else if (str_len(&mb->local) == 0) {
+		/* "" alone would be the null address in internal form. */
+		addr_seterr(err, ADDR_ERR_SYNTAX,
+		    "empty local part without a domain");
+		goto fail;
+	} else if (memchr(str_cstr(&mb->local), '@', str_len(&mb->local))) {
+		/* The internal form would read it as local@domain. */
+		addr_seterr(err, ADDR_ERR_SYNTAX,
+		    "quoted '@' in an address without a domain");
+		goto fail;
 	}
 	*pos = p;
 	return ADDR_OK;

@@ -234,8 +234,14 @@ static const char *addr_spec(const toks_t *t, size_t x, size_t y,
 			return "invalid UTF-8 in local part";
 		j += n - 1;
 	}
-	if (i == y)
+	if (i == y) {
+		/* The internal form would read it as local@domain. */
+		if (str_len(local) == 0)	/* would be the null address */
+			return "empty local part without a domain";
+		if (memchr(local->buf, '@', str_len(local)) != NULL)
+			return "quoted '@' in an address without a domain";
 		return NULL;
+	}
 	i++;			/* '@' */
 	if (i < y && t->v[i].type == TK_DLIT) {
 		str_append(domain, tok_text(t, i), t->v[i].len);

@@ -85,6 +85,7 @@ ATF_TC_BODY(internalize_errors, tc)
 		{ "a@x.example>", ADDR_F_LENIENT, ADDR_ERR_SYNTAX,
 		  "invalid character in domain" },
 		{ "a@", 0, ADDR_ERR_SYNTAX, "empty domain" },
+		{ "\"a@b\"", ADDR_F_LENIENT, ADDR_ERR_SYNTAX, "quoted '@'" },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		str_t out = STR_INIT;

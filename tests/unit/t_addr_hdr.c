@@ -87,6 +87,10 @@ static const struct hcase cases[] = {
 	    "a@b.example dn=Quoted Fold angle"),
 	/* Obsolete and lenient forms. */
 	H("user", "user nodom"),
+	HG("To:\"\"", "BAD(empty local part without a domain)", 1),
+	H("\"a@b\", Joe <\"c@d\">",
+	    "BAD(quoted '@' in an address without a domain) | "
+	    "BAD(quoted '@' in an address without a domain)"),
 	H("user, other@x.example", "user nodom | other@x.example"),
 	H("Joe <user>", "user dn=Joe nodom angle"),
 	H("\"john doe\"@example.com", "john doe@example.com"),

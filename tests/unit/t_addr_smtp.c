@@ -122,6 +122,12 @@ static const struct pcase cases[] = {
 	BAD(M, "FROM:<postmaster>", 0, ADDR_ERR_SYNTAX, "has no domain"),
 	BAD(R, "TO:<\"postmaster\">", 0, ADDR_ERR_SYNTAX, "has no domain"),
 	BAD(R, "TO:<user>", 0, ADDR_ERR_SYNTAX, "has no domain"),
+	BAD(R, "TO:<\"\">", L, ADDR_ERR_SYNTAX,
+	    "empty local part without a domain"),
+	BAD(R, "TO:\"\" NOTIFY=NEVER", L, ADDR_ERR_SYNTAX,
+	    "empty local part without a domain"),
+	BAD(R, "TO:<\"a@b\">", L, ADDR_ERR_SYNTAX,
+	    "quoted '@' in an address without a domain"),
 	/* NUL and control bytes. */
 	BADN(M, "FROM:<a\0b@example.com>", 0, ADDR_ERR_SYNTAX,
 	    "NUL byte in local part"),
