@@ -8,6 +8,7 @@
  * top-level commas and group delimiters and parses each piece.  Both are
  * linear and recursion-free, so nested comments cost nothing extra. */
 #include <string.h>
+#include <strings.h>
 #include "addr.h"
 #include "mem.h"
 
@@ -266,6 +267,10 @@ static const char *addr_spec(const toks_t *t, size_t x, size_t y,
 	if (!addr_valid_domain(str_cstr(domain), str_len(domain),
 	    ADDR_DOM_UTF8 | ADDR_DOM_LITERAL, &why))
 		return why;
+	/* One spelling of the IPv6 tag, as in the SMTP parser. */
+	if (domain->buf[0] == '[' &&
+	    strncasecmp(domain->buf + 1, "IPv6:", 5) == 0)
+		memcpy(domain->buf + 1, "IPv6:", 5);
 	*has_domain = true;
 	return NULL;
 }

@@ -108,6 +108,7 @@ static const struct hcase cases[] = {
 	    "j\xc3\xb6rg@ex\xc3\xa4mple.de dn=J\xc3\xb6rg angle"),
 	H("a@[192.0.2.1]", "a@[192.0.2.1]"),
 	H("a@[IPv6:2001:db8::1]", "a@[IPv6:2001:db8::1]"),
+	H("a@[ipv6:2001:db8::1]", "a@[IPv6:2001:db8::1]"),
 	/* Errors: one bad entry does not spoil the others. */
 	H("Joe <a@b.example", "BAD(missing '>')"),
 	H("John Smith, c@d.example",
