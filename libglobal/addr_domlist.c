@@ -118,7 +118,7 @@ addr_domlist_t *addr_domlist_new(const char *name, const char *spec,
     int flags, str_t *err)
 {
 	addr_domlist_t *l = xcalloc(1, sizeof(*l));
-	const char *p = spec;
+	const char *p = spec != NULL ? spec : "";	/* unset: empty list */
 
 	l->param = xstrdup(name != NULL ? name : "domain list");
 	l->flags = flags;

@@ -348,6 +348,10 @@ ATF_TC_BODY(domlist, tc)
 	ATF_REQUIRE(l != NULL);
 	ATF_CHECK_EQ(match(l, "example.com"), 0);
 	addr_domlist_free(l);
+	l = addr_domlist_new("mydestination", NULL, 0, &err);
+	ATF_REQUIRE(l != NULL);
+	ATF_CHECK_EQ(match(l, "example.com"), 0);
+	addr_domlist_free(l);
 	addr_domlist_free(NULL);
 }
 
