@@ -1,0 +1,228 @@
+/* Domain lists for mydestination, relay_domains and the like: names,
+ * ".parent" patterns, address literals, lookup tables and negation, first
+ * match wins.  See addr.h for the pattern forms. */
+#include <string.h>
+#include <strings.h>
+#include "addr.h"
+#include "dict.h"
+#include "mem.h"
+
+typedef struct pattern {
+	bool negate;
+	char *name;		/* lower-case, no trailing dot; NULL for tables */
+	bool subdomains;	/* ".name": subdomains only */
+	dict_t *dict;
+} pattern_t;
+
+struct addr_domlist {
+	char *param;
+	int flags;
+	pattern_t *v;
+	size_t n;
+};
+
+void addr_domlist_free(addr_domlist_t *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].name);
+		if (l->v[i].dict != NULL)
+			dict_close(l->v[i].dict);
+	}
+	free(l->v);
+	free(l->param);
+	free(l);
+}
+
+/* Lower-cases d into buf without one trailing dot; false if it cannot
+ * be a domain (empty, too long). */
+static bool fold(const char *d, size_t n, char *buf, size_t size)
+{
+	if (n > 0 && d[n - 1] == '.')
+		n--;
+	if (n == 0 || n >= size)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (d[i] >= 'A' && d[i] <= 'Z') ?
+		    (char)(d[i] - 'A' + 'a') : d[i];
+	buf[n] = '\0';
+	return true;
+}
+
+static bool add_pattern(addr_domlist_t *l, const char *tok, size_t n,
+    str_t *err)
+{
+	pattern_t pt = { false, NULL, false, NULL };
+	char buf[ADDR_DOMAIN_MAX + 2];
+	const char *why;
+	str_t spec = STR_INIT;
+
+	if (n > 0 && tok[0] == '!') {
+		pt.negate = true;
+		tok++;
+		n--;
+	}
+	if (n == 0) {
+		str_setf(err, "%s: '!' without a pattern", l->param);
+		return false;
+	}
+	if (tok[0] != '[' && memchr(tok, ':', n) != NULL) {
+		str_t derr = STR_INIT;
+
+		str_append(&spec, tok, n);
+		pt.dict = dict_open(str_cstr(&spec), 0, &derr);
+		if (pt.dict == NULL) {
+			str_setf(err, "%s: %s", l->param, str_cstr(&derr));
+			str_release(&derr);
+			str_release(&spec);
+			return false;
+		}
+		str_release(&spec);
+	} else {
+		if (tok[0] == '/') {
+			str_setf(err, "%s: file patterns are not supported "
+			    "(use texthash:%.*s)", l->param, (int)n, tok);
+			return false;
+		}
+		if (tok[0] == '.') {
+			pt.subdomains = true;
+			tok++;
+			n--;
+		}
+		why = NULL;
+		if (!fold(tok, n, buf, sizeof(buf)))
+			why = n == 0 || (n == 1 && tok[0] == '.') ? "empty" :
+			    "domain longer than 255 octets";
+		else
+			addr_valid_domain(buf, strlen(buf), ADDR_DOM_LITERAL |
+			    ADDR_DOM_NUMERIC | ADDR_DOM_UTF8, &why);
+		if (why != NULL) {
+			str_setf(err, "%s: bad domain pattern \"%.*s\": %s",
+			    l->param, (int)(n > 100 ? 100 : n), tok, why);
+			return false;
+		}
+		if (pt.subdomains && buf[0] == '[') {
+			str_setf(err, "%s: \".\" before an address literal",
+			    l->param);
+			return false;
+		}
+		pt.name = xstrdup(buf);
+	}
+	l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
+	l->v[l->n++] = pt;
+	return true;
+}
+
+addr_domlist_t *addr_domlist_new(const char *name, const char *spec,
+    int flags, str_t *err)
+{
+	addr_domlist_t *l = xcalloc(1, sizeof(*l));
+	const char *p = spec != NULL ? spec : "";	/* unset: empty list */
+
+	l->param = xstrdup(name != NULL ? name : "domain list");
+	l->flags = flags;
+	for (;;) {
+		const char *start;
+		int depth = 0;
+
+		while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n' ||
+		    *p == '\r')
+			p++;
+		if (*p == '\0')
+			break;
+		/* A token ends at white space or a comma, except inside the
+		 * braces of inline:{ ... } and friends. */
+		for (start = p; *p != '\0'; p++) {
+			if (*p == '{')
+				depth++;
+			else if (*p == '}' && depth > 0)
+				depth--;
+			else if (depth == 0 && (*p == ' ' || *p == '\t' ||
+			    *p == ',' || *p == '\n' || *p == '\r'))
+				break;
+		}
+		if (depth > 0) {
+			str_setf(err, "%s: missing '}'", l->param);
+			goto fail;
+		}
+		if (!add_pattern(l, start, (size_t)(p - start), err))
+			goto fail;
+	}
+	return l;
+fail:
+	addr_domlist_free(l);
+	return NULL;
+}
+
+/* 1/0/-1 for a table lookup of key. */
+static int table_has(pattern_t *pt, const char *key, str_t *err)
+{
+	enum dict_status st = dict_get(pt->dict, key, NULL);
+
+	if (st == DICT_STAT_ERROR) {
+		if (err != NULL)
+			str_setf(err, "%s: %s", dict_spec(pt->dict),
+			    dict_errmsg(pt->dict));
+		return -1;
+	}
+	return st == DICT_STAT_FOUND;
+}
+
+static int match_one(addr_domlist_t *l, pattern_t *pt, const char *d,
+    size_t dn, str_t *err)
+{
+	bool parent = (l->flags & ADDR_DOMLIST_PARENT) != 0;
+
+	if (pt->dict != NULL) {
+		char key[ADDR_DOMAIN_MAX + 3];
+		int r = table_has(pt, d, err);
+
+		if (r != 0 || d[0] == '[')
+			return r;
+		/* Parents: ".example.com" keys always, "example.com" keys
+		 * with parent_domain_matches_subdomains. */
+		for (const char *dot = strchr(d, '.'); dot != NULL;
+		    dot = strchr(dot + 1, '.')) {
+			if ((r = table_has(pt, dot, err)) != 0)
+				return r;
+			if (parent && dot[1] != '\0') {
+				bcopy_str(key, sizeof(key), dot + 1);
+				if ((r = table_has(pt, key, err)) != 0)
+					return r;
+			}
+		}
+		return 0;
+	}
+	{
+		size_t pn = strlen(pt->name);
+
+		if (!pt->subdomains && strcmp(d, pt->name) == 0)
+			return 1;
+		if ((pt->subdomains || parent) && pt->name[0] != '[' &&
+		    dn > pn + 1 && d[dn - pn - 1] == '.' &&
+		    strcmp(d + dn - pn, pt->name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int addr_domlist_match(addr_domlist_t *l, const char *domain, str_t *err)
+{
+	char d[ADDR_DOMAIN_MAX + 2];
+	size_t dn;
+
+	if (l == NULL || domain == NULL ||
+	    !fold(domain, strlen(domain), d, sizeof(d)))
+		return 0;
+	dn = strlen(d);
+	for (size_t i = 0; i < l->n; i++) {
+		int r = match_one(l, &l->v[i], d, dn, err);
+
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			return l->v[i].negate ? 0 : 1;
+	}
+	return 0;
+}
