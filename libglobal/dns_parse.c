@@ -122,7 +122,7 @@ int dns_name_read(const unsigned char *pkt, size_t len, size_t *offp,
 			 * target: a chain of such jumps cannot loop. */
 			if (target >= limit) {
 				why_set(why, "compression pointer at offset %zu to offset %zu %s",
-				    pos, target, target >= pos ? "points forward" : "loops");
+				    pos, target, target >= pos ? "does not point backwards" : "loops");
 				return -1;
 			}
 			if (target < HDR_LEN) {
