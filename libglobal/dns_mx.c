@@ -261,15 +261,17 @@ static void addrs_add(struct addrs *ad, int family, const unsigned char *raw)
 		ad->a[ad->n++] = ss;
 }
 
-/* Worst of two lookup outcomes when neither found anything: a temporary
- * failure beats "not found", so the mail waits rather than bounces. */
-static enum dns_status worse(enum dns_status a, enum dns_status b)
+/* How much a failed lookup tells: when nothing was found, the reason
+ * given is the most telling failure, and a temporary one wins so that the
+ * mail waits rather than bounces. */
+static int rank(enum dns_status s)
 {
-	if (dns_status_temporary(a) || dns_status_temporary(b))
-		return DNS_TEMPFAIL;
-	if (a == DNS_NXDOMAIN || b == DNS_NXDOMAIN)
-		return DNS_NXDOMAIN;
-	return DNS_NODATA;
+	switch (s) {
+	case DNS_FOUND: return 0;
+	case DNS_NODATA: return 1;
+	case DNS_NXDOMAIN: return 2;
+	default: return 3;
+	}
 }
 
 /* The addresses of host: A then AAAA (families per o) by DNS, and/or
@@ -290,7 +292,7 @@ static enum dns_status host_addrs(const dns_opts_t *o, const char *host,
 			{ AF_INET, DNS_INET4, DNS_T_A },
 			{ AF_INET6, DNS_INET6, DNS_T_AAAA },
 		};
-		enum dns_status dst = DNS_NODATA;
+		enum dns_status dst = DNS_FOUND;	/* no failure yet */
 		for (int i = 0; i < 2; i++) {
 			dns_reply_t reply;
 			str_t w = STR_INIT;
@@ -301,8 +303,7 @@ static enum dns_status host_addrs(const dns_opts_t *o, const char *host,
 			if (s == DNS_FOUND) {
 				for (size_t k = 0; k < reply.nrr; k++)
 					addrs_add(ad, q[i].family, reply.rr[k].addr);
-			} else if (dst == DNS_NODATA || (dns_status_temporary(s) && !dns_status_temporary(dst))) {
-				/* Keep the most telling failure. */
+			} else if (rank(s) > rank(dst)) {
 				dst = s;
 				failed_type = q[i].type == DNS_T_A ? "A" : "AAAA";
 				str_set(&detail, str_cstr(&w));
@@ -317,7 +318,7 @@ static enum dns_status host_addrs(const dns_opts_t *o, const char *host,
 			str_release(&detail);
 			return DNS_FOUND;
 		}
-		st = dst;
+		st = dst == DNS_FOUND ? DNS_NODATA : dst;
 	}
 	if (o->lookup & DNS_LOOKUP_NATIVE) {
 		size_t n = 0;
@@ -330,11 +331,11 @@ static enum dns_status host_addrs(const dns_opts_t *o, const char *host,
 			str_release(&detail);
 			return DNS_FOUND;
 		}
-		if (!tried || (dns_status_temporary(s) && !dns_status_temporary(st))) {
+		if (!tried || rank(s) > rank(st)) {
 			failed_type = "address";
 			str_set(&detail, str_cstr(&w));
+			st = s;
 		}
-		st = tried ? worse(st, s) : s;
 		tried = true;
 		str_release(&w);
 	}
