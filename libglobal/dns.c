@@ -39,10 +39,14 @@ dns_resolver_t *dns_resolver_new(const char *server, str_t *why)
 
 	if (server != NULL && *server != '\0') {
 		struct sockaddr_storage ss;
+		/* Loopback only: the setting exists for tests, and must
+		 * not become a way to send a production MTA's lookups to
+		 * some other host. */
 		if (sock_addr_parse(server, 53, &ss, NULL) < 0 ||
-		    ss.ss_family != AF_INET) {
+		    ss.ss_family != AF_INET ||
+		    (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) != 127) {
 			if (why != NULL)
-				str_setf(why, "bad DNS server address \"%s\": want IPV4ADDR or IPV4ADDR:PORT",
+				str_setf(why, "bad DNS server address \"%s\": want a loopback IPv4 address, 127.X.Y.Z or 127.X.Y.Z:PORT",
 				    server);
 			free(r);
 			return NULL;
@@ -116,6 +120,11 @@ static int resolver_init(dns_resolver_t *r, str_t *why)
 	 * exactly the names we are given. */
 	r->res.options &= ~(RES_DNSRCH | RES_DEFNAMES);
 	r->res.options |= RES_RECURSE;
+	/* With a server of our own (tests), resolv.conf's options (edns0,
+	 * use-vc, rotate, ...) would make the outcome depend on the
+	 * machine: plain UDP queries with TCP retry only on truncation. */
+	if (r->have_server)
+		r->res.options = RES_INIT | RES_RECURSE;
 	return 0;
 }
 

@@ -121,10 +121,11 @@ typedef struct dns_resolver dns_resolver_t;
 
 /* A resolver.  server NULL or "": the system's name servers (from
  * /etc/resolv.conf, read on the first query).  Otherwise "ADDR" or
- * "ADDR:PORT" (port 53 by default), an IPv4 address (the resolver
- * library keeps only IPv4 server addresses where a program can set
- * them): every query goes to that server only, whatever resolv.conf
- * says.  Returns NULL with a reason in why for a bad server. */
+ * "ADDR:PORT" (port 53 by default), a loopback IPv4 address (127/8; the
+ * resolver library keeps only IPv4 server addresses where a program can
+ * set them, and the setting is for tests): every query goes to that
+ * server only, with resolv.conf's options ignored.  Returns NULL with a
+ * reason in why for a bad server. */
 dns_resolver_t *dns_resolver_new(const char *server, str_t *why);
 /* The resolver from dns_server_address. */
 dns_resolver_t *dns_resolver_from_config(str_t *why);

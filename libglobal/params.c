@@ -446,7 +446,7 @@ static const param_def_t table[] = {
 	    "Time limit of the client's TLS handshake."),
 	P_CHECK("smtp_host_lookup", "dns", check_host_lookup, 0,
 	    "How server addresses are found: dns, native (getaddrinfo) or both."),
-	P_STR("dns_server_address", "", "Test only: send every DNS query to this IPv4 ADDR[:PORT] instead of the resolv.conf name servers; empty: the system resolver."),
+	P_STR("dns_server_address", "", "Test only: send every DNS query to this loopback IPv4 ADDR[:PORT] instead of the resolv.conf name servers; empty: the system resolver."),
 	P_INT("smtp_mx_address_limit", "5", 0, UNL, 0,
 	    "Most server addresses tried per delivery (0: no limit)."),
 	P_INT("smtp_mx_session_limit", "2", 0, UNL, 0,

@@ -804,21 +804,25 @@ ATF_TC_BODY(settings, tc)
 	ATF_CHECK(!o.defer_if_no_mx_address);
 
 	/* Server addresses: IPv4 with an optional port. */
-	static const char *const ok[] = { "127.0.0.1", "127.0.0.1:5353", "192.0.2.1:53" };
+	static const char *const ok[] = { "127.0.0.1", "127.0.0.1:5353", "127.1.2.3:53" };
 	static const char *const nok[] = { "::1", "[::1]:53", "localhost", "127.0.0.1:x",
-	    "127.0.0.1:70000" };
+	    "127.0.0.1:70000", "192.0.2.1:53", "128.0.0.1", "" };
 	for (size_t i = 0; i < 3; i++) {
 		r = dns_resolver_new(ok[i], &why);
 		ATF_CHECK_MSG(r != NULL, "%s: %s", ok[i], str_cstr(&why));
 		dns_resolver_free(r);
 	}
-	for (size_t i = 0; i < 5; i++) {
+	for (size_t i = 0; i < 7; i++) {
 		str_reset(&why);
 		r = dns_resolver_new(nok[i], &why);
 		ATF_CHECK_MSG(r == NULL, "%s accepted", nok[i]);
 		ATF_CHECK(strstr(str_cstr(&why), "bad DNS server address") != NULL);
 		dns_resolver_free(r);
 	}
+	/* Empty: the system resolver (nothing is queried here). */
+	r = dns_resolver_new(nok[7], &why);
+	ATF_CHECK(r != NULL);
+	dns_resolver_free(r);
 	str_release(&why);
 }
 
