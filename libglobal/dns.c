@@ -151,11 +151,28 @@ static ssize_t send_query(dns_resolver_t *r, const char *name, uint16_t type,
 		errno = EINVAL;
 		return -1;
 	}
+	/* res_nsend() treats SERVFAIL, REFUSED and NOTIMP as "try the
+	 * next server" and, when none is left, fails as if nothing had
+	 * answered.  The last reply is still in the buffer, though: mark
+	 * the buffer so that a reply to this query can be told from stale
+	 * bytes, and name the rcode in the reason (the status is a
+	 * temporary failure either way). */
+	ans[0] = q[0] ^ 0xFF;
+	ans[2] = 0;
 	errno = 0;
 	n = res_nsend(&r->res, q, qlen, ans, (int)size);
 	if (n < 0) {
-		if (errno == 0)
-			errno = ETIMEDOUT;
+		int e = errno != 0 ? errno : ETIMEDOUT;
+		if (ans[0] == q[0] && ans[1] == q[1] && (ans[2] & 0x80)) {
+			static const char *const names[] = { "NOERROR", "FORMERR",
+			    "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED" };
+			unsigned rc = ans[3] & 0x0F;
+			if (rc < 6)
+				str_setf(why, "server reply %s", names[rc]);
+			else
+				str_setf(why, "server reply with rcode %u", rc);
+		}
+		errno = e;
 		return -1;
 	}
 	return n;
