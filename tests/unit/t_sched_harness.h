@@ -216,6 +216,56 @@ static void h_run(h_t *h, int max_steps)
 	h_check(h);
 }
 
+/* Complete deliveries that end by time t (dispatching after each, except
+ * at t itself), then set the clock to t: the caller can add messages
+ * that arrive at t before the next dispatch. */
+static void h_run_until(h_t *h, double t)
+{
+	if (h->now < t)
+		h_dispatch(h);
+	for (int i = 0; i < 100000; i++) {
+		int best = -1;
+		for (int k = 0; k < h->nfl; k++)
+			if (best < 0 || h->fl[k].end < h->fl[best].end)
+				best = k;
+		if (best < 0 || h->fl[best].end > t)
+			break;
+		h_step(h);
+		if (h->now < t)
+			h_dispatch(h);
+	}
+	if (h->now < t)
+		h->now = t;
+	h_check(h);
+}
+
+struct h_jobs_ctx {
+	char buf[512];
+	size_t len;
+};
+
+static void h_jobs_one(const sched_job_info_t *ji, void *v)
+{
+	struct h_jobs_ctx *c = v;
+	const h_msg_t *hm = ji->msg_ctx;
+	char parent = '-';
+	if (ji->parent_id)
+		parent = ji->parent_id[strlen(ji->parent_id) - 1];
+	if (c->len + 16 < sizeof(c->buf))
+		c->len += (size_t)snprintf(c->buf + c->len, sizeof(c->buf) - c->len,
+		    "%s%c/%d/%c%s", c->len ? "," : "", hm->label, ji->stack_level,
+		    parent, ji->blocker ? "b" : "");
+}
+
+/* The job list of a transport as "LABEL/LEVEL/PARENT[b],...". */
+static const char *h_jobs(h_t *h, const char *transport, char *out, size_t size)
+{
+	struct h_jobs_ctx c = { "", 0 };
+	sched_walk_jobs(h->s, sched_transport_find(h->s, transport), h_jobs_one, &c);
+	bcopy_str(out, size, c.buf);
+	return out;
+}
+
 static void h_free(h_t *h)
 {
 	sched_free(h->s);
