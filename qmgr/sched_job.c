@@ -320,8 +320,11 @@ static sched_peer_t *job_peer_select(sched_job_t *j, double now)
 		sched_msg_refill_check(m, j->t, now);
 	if (JOB_HAS_TODO(j) && (p = peer_select(j, now)) != NULL)
 		return p;
-	/* Last chance before giving up on this job for now. */
-	if (m->unread > 0 && !m->reading && sched_room(m, j->t) > 0) {
+	/* Nothing in memory for this job at all: read what room allows
+	 * (Postfix also reads when the job is merely blocked, which breaks
+	 * batches into tiny reads; a blocked job waits for refill_due). */
+	if (!JOB_HAS_TODO(j) && m->unread > 0 && !m->reading
+	    && sched_room(m, j->t) > 0) {
 		sched_msg_read(m, now);
 		if (JOB_HAS_TODO(j))
 			return peer_select(j, now);

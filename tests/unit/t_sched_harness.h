@@ -53,6 +53,7 @@ typedef struct h {
 	long max_in_core;		/* peak seen by the harness itself */
 	int msgs_done;
 	char last_defer_reason[256];
+	long suspended_reasons;		/* "delivery temporarily suspended: ..." */
 } h_t;
 
 static size_t h_read_more(void *ctx, sched_msg_t *m, double now)
@@ -84,6 +85,8 @@ static void h_rcpt_done(void *ctx, sched_msg_t *m, const sched_rcpt_t *r,
 		hm->bounced++;
 	else {
 		hm->deferred++;
+		if (reason && strncmp(reason, "delivery temporarily suspended: ", 32) == 0)
+			h->suspended_reasons++;
 		snprintf(h->last_defer_reason, sizeof(h->last_defer_reason), "%s",
 		    reason ? reason : "");
 	}
@@ -219,7 +222,7 @@ static void h_run(h_t *h, int max_steps)
 /* Complete deliveries that end by time t (dispatching after each, except
  * at t itself), then set the clock to t: the caller can add messages
  * that arrive at t before the next dispatch. */
-static void h_run_until(h_t *h, double t)
+__attribute__((unused)) static void h_run_until(h_t *h, double t)
 {
 	if (h->now < t)
 		h_dispatch(h);
@@ -258,7 +261,7 @@ static void h_jobs_one(const sched_job_info_t *ji, void *v)
 }
 
 /* The job list of a transport as "LABEL/LEVEL/PARENT[b],...". */
-static const char *h_jobs(h_t *h, const char *transport, char *out, size_t size)
+__attribute__((unused)) static const char *h_jobs(h_t *h, const char *transport, char *out, size_t size)
 {
 	struct h_jobs_ctx c = { "", 0 };
 	sched_walk_jobs(h->s, sched_transport_find(h->s, transport), h_jobs_one, &c);
