@@ -396,6 +396,12 @@ ATF_TC_BODY(rate_delay, tc)
 	h_free(&h);
 }
 
+static void collect_transport(const sched_transport_info_t *ti, void *v)
+{
+	sched_transport_info_t *a = v;
+	a[strcmp(ti->name, "smtp") == 0 ? 0 : 1] = *ti;
+}
+
 /* Transports are served round-robin, each within its process limit. */
 ATF_TC_WITHOUT_HEAD(transports_rr);
 ATF_TC_BODY(transports_rr, tc)
@@ -416,6 +422,20 @@ ATF_TC_BODY(transports_rr, tc)
 	h_add(&h, 'l', 5, "local", "localhost");
 	h_dispatch(&h);
 	ATF_CHECK_STREQ(h.order, "sls");
+	{
+		sched_transport_info_t ti[2];
+		int n = 0;
+		sched_walk_transports(h.s, collect_transport, ti);
+		for (n = 0; n < 2; n++)
+			ATF_CHECK_EQ(ti[n].busy, ti[n].process_limit);
+		ATF_CHECK_STREQ(ti[0].name, "smtp");
+		ATF_CHECK_EQ(ti[0].jobs, 1);
+		ATF_CHECK_EQ(ti[0].queues, 1);
+		ATF_CHECK_EQ(ti[0].rcpt_in_core, 5);
+		ATF_CHECK_EQ(ti[0].selected, 2);
+		ATF_CHECK_STREQ(ti[1].name, "local");
+		ATF_CHECK_EQ(ti[1].rcpt_in_core, 5);
+	}
 	h_run(&h, 100);
 	ATF_CHECK_EQ(h.msgs[0].sent, 5);
 	ATF_CHECK_EQ(h.msgs[1].sent, 5);

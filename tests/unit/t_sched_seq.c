@@ -193,6 +193,26 @@ ATF_TC_BODY(seq_parent_first, tc)
 	h_free(&h);
 }
 
+/* The candidate cache holds "no candidate" for the current job while it
+ * runs alone; a new job on the list must drop it: the next selection
+ * preempts at once (defaults: loan 3, discount 50). */
+ATF_TC_WITHOUT_HEAD(seq_cache_dropped);
+ATF_TC_BODY(seq_cache_dropped, tc)
+{
+	h_t h;
+	sched_tparams_t tp;
+	h_init(&h, NULL);
+	seq_params(&tp, 3, 50);
+	h_transport(&h, "smtp", &tp);
+	h_add(&h, '1', 10, "smtp", "d.example");
+	h_run_until(&h, 3.5);
+	ATF_CHECK_STREQ(h.order, "1111");
+	h_add(&h, 's', 1, "smtp", "d.example");
+	h_run(&h, 1000);
+	ATF_CHECK_STREQ(h.order, "1111s111111");
+	h_free(&h);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, seq_no_loan);
@@ -201,5 +221,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, seq_recursive);
 	ATF_TP_ADD_TC(tp, seq_blockers);
 	ATF_TP_ADD_TC(tp, seq_parent_first);
+	ATF_TP_ADD_TC(tp, seq_cache_dropped);
 	return atf_no_error();
 }
