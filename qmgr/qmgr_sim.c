@@ -9,7 +9,7 @@
 static void usage(void)
 {
 	fprintf(stderr, "usage: qmgr-sim [-v] [--csv] [--latency] [--order] "
-	    "[--summary] SCENARIO\n");
+	    "[--summary] [--check] SCENARIO\n");
 }
 
 int main(int argc, char **argv)
@@ -31,6 +31,8 @@ int main(int argc, char **argv)
 			o.order = true;
 		else if (strcmp(a, "--summary") == 0)
 			o.summary = true;
+		else if (strcmp(a, "--check") == 0)
+			o.check = true;
 		else if (strcmp(a, "-v") == 0)
 			log_verbose++;
 		else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

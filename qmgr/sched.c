@@ -557,6 +557,8 @@ void sched_entry_finish(sched_entry_t *e, const sched_rcpt_result_t *res,
 			s->drv.rcpt_done(s->drv.ctx, m, &e->rcpt[i], st, why, now);
 		free(e->rcpt[i].addr);
 	}
+	if (e->busy)
+		p->nbusy--;
 	free(e->rcpt);
 	free(e);
 	m->in_core -= n;
@@ -650,17 +652,17 @@ void sched_delivery_done(sched_t *s, sched_entry_t *e,
     const sched_rcpt_result_t *res, int flags, const char *reason,
     double now)
 {
-	sched_peer_t *p = e->peer;
-	sched_queue_t *q = p->q;
+	sched_queue_t *q = e->peer->q;
 	sched_transport_t *t = q->t;
 	sched_rcpt_status_t all;
 
 	if (!e->busy)
 		log_panic("sched_delivery_done: entry not in delivery");
+	/* The peer keeps counting e as busy until sched_entry_finish: a dead
+	 * destination defers the peer's other entries first, and the peer
+	 * must outlive them. */
 	list_remove(&e->qnode);
-	e->busy = false;
 	q->nbusy--;
-	p->nbusy--;
 	t->busy--;
 	all = (flags & (SCHED_DLV_CONN_FAIL | SCHED_DLV_SITE_FAIL
 	    | SCHED_DLV_NO_FEEDBACK)) ? SCHED_RCPT_DEFERRED : SCHED_RCPT_SENT;

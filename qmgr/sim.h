@@ -86,6 +86,7 @@ typedef struct sim_msg {
 typedef struct sim_opts {
 	bool summary, csv, latency, order;
 	bool verbose;
+	bool check;			/* sched_check after every event */
 } sim_opts_t;
 
 typedef struct sim sim_t;

@@ -541,7 +541,8 @@ static double pct(const double *v, size_t n, double p)
 static void print_latency_line(FILE *out, const char *what, double *v, size_t n)
 {
 	double sum = 0;
-	qsort(v, n, sizeof(*v), dbl_cmp);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), dbl_cmp);
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
 	fprintf(out, "%s n=%zu", what, n);
@@ -798,6 +799,13 @@ void sim_run(sim_t *sim, const sim_opts_t *o, FILE *out)
 		}
 		intake(&r);
 		dispatch(&r);
+		if (o->check) {
+			str_t e = STR_INIT;
+			if (!sched_check(r.s, &e))
+				log_panic("qmgr-sim: core inconsistent at %.3f: %s",
+				    r.now, str_cstr(&e));
+			str_release(&e);
+		}
 		if (finished(&r))
 			break;
 		/* Periodic events only while something is left to do. */

@@ -175,6 +175,20 @@ million_recipients_body()
 	check_ge "$(value m.out core: reads)" 300 "read in batches"
 }
 
+atf_test_case consistency
+consistency_head()
+{
+	atf_set "descr" "The core's full self-check holds after every event of a mixed scenario and of the dead destination one"
+}
+consistency_body()
+{
+	atf_check -o save:mixed.out $SIM --check $SC/mixed.sim
+	atf_check -o match:'^core: selected=[0-9]+ preemptions=[1-9]' cat mixed.out
+	atf_check -o match:'bounced=[1-9]' grep '^recipients:' mixed.out
+	atf_check -o ignore $SIM --check $SC/fair-backlog.sim
+	atf_check -o ignore $SIM --check $SC/preempt.sim
+}
+
 atf_test_case outputs
 outputs_head()
 {
@@ -227,6 +241,7 @@ atf_init_test_cases()
 	atf_add_test_case fairness_backlog
 	atf_add_test_case fairness_stream
 	atf_add_test_case million_recipients
+	atf_add_test_case consistency
 	atf_add_test_case outputs
 	atf_add_test_case bad_input
 }

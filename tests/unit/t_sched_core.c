@@ -537,6 +537,148 @@ ATF_TC_BODY(params, tc)
 	str_release(&err);
 }
 
+/* A probe that ends without a verdict (agent crash) is handed out again
+ * at once; it does not count as a failure. */
+static int probe_outcome;
+static bool site_up;
+static int probe_crash(h_t *h, sched_entry_t *e, const char **reason)
+{
+	(void)h;
+	*reason = REFUSED;
+	if (sched_entry_is_probe(e))
+		return probe_outcome;
+	return site_up ? 0 : SCHED_DLV_CONN_FAIL;
+}
+
+ATF_TC_WITHOUT_HEAD(probe_abort);
+ATF_TC_BODY(probe_abort, tc)
+{
+	h_t h;
+	sched_tparams_t tp;
+	const dsc_entry_t *de;
+	sched_stats_t st;
+
+	h_init(&h, NULL);
+	sched_tparams_init(&tp, "smtp");
+	tp.conc.initial_concurrency = 1;
+	tp.destination_recipient_limit = 1;
+	h_transport(&h, "smtp", &tp);
+	h.outcome = probe_crash;
+	probe_outcome = SCHED_DLV_NO_FEEDBACK;
+	site_up = false;
+	/* Window 1: two failures (1/1 + 1/1 > 1) kill it. */
+	h_add(&h, 'a', 3, "smtp", "dead.example");
+	h_run(&h, 100);
+	de = dsc_peek(sched_dsc(h.s), "smtp", "dead.example", NULL);
+	ATF_REQUIRE(de != NULL);
+	ATF_CHECK_EQ(de->failures, 1);
+	h.now = de->retry_at + 1;
+	h_add(&h, 'b', 3, "smtp", "dead.example");
+	h_dispatch(&h);
+	ATF_REQUIRE_EQ(h.nfl, 1);
+	ATF_CHECK(sched_entry_is_probe(h.fl[0].e));
+	h_step(&h);		/* no verdict: a new probe right away */
+	/* (Outcomes are fixed at dispatch.)  The site is back: this probe
+	 * and what follows get through. */
+	probe_outcome = 0;
+	site_up = true;
+	h_dispatch(&h);
+	ATF_REQUIRE_EQ(h.nfl, 1);
+	ATF_CHECK(sched_entry_is_probe(h.fl[0].e));
+	de = dsc_peek(sched_dsc(h.s), "smtp", "dead.example", NULL);
+	ATF_REQUIRE(de != NULL);
+	ATF_CHECK_EQ(de->failures, 1);
+	h_run(&h, 100);
+	ATF_CHECK(dsc_peek(sched_dsc(h.s), "smtp", "dead.example", NULL) == NULL);
+	ATF_CHECK(h.msgs[1].done);
+	ATF_CHECK_EQ(h.msgs[1].deferred, 1);	/* the crashed probe's */
+	ATF_CHECK_EQ(h.msgs[1].sent, 2);
+	sched_get_stats(h.s, &st);
+	ATF_CHECK_EQ(st.selected, 2 + 3);
+	h_free(&h);
+}
+
+/* A delivery that was in flight when the destination was declared dead
+ * and then succeeds brings it back at once. */
+static int straggler(h_t *h, sched_entry_t *e, const char **reason)
+{
+	static int n;
+	(void)h;
+	(void)e;
+	*reason = REFUSED;
+	return n++ < 4 ? SCHED_DLV_CONN_FAIL : 0;
+}
+
+ATF_TC_WITHOUT_HEAD(straggler_revives);
+ATF_TC_BODY(straggler_revives, tc)
+{
+	h_t h;
+	sched_tparams_t tp;
+	sched_queue_info_t qi;
+
+	h_init(&h, NULL);
+	sched_tparams_init(&tp, "smtp");
+	tp.destination_recipient_limit = 1;
+	h_transport(&h, "smtp", &tp);
+	h.outcome = straggler;
+	h_add(&h, 'x', 8, "smtp", "d.example");
+	h_dispatch(&h);
+	ATF_CHECK_EQ(h.nfl, 5);
+	for (int i = 0; i < 4; i++)
+		h_step(&h);
+	ATF_REQUIRE(sched_queue_lookup(h.s, "smtp", "d.example", &qi));
+	ATF_CHECK(qi.dead && qi.suspended);
+	ATF_CHECK(dsc_peek(sched_dsc(h.s), "smtp", "d.example", NULL) != NULL);
+	h_step(&h);		/* the fifth succeeds */
+	ATF_CHECK(dsc_peek(sched_dsc(h.s), "smtp", "d.example", NULL) == NULL);
+	/* The queue, now empty, is gone; new mail is not suspended and
+	 * starts at the initial window. */
+	ATF_CHECK(!sched_queue_lookup(h.s, "smtp", "d.example", &qi));
+	h_add(&h, 'y', 8, "smtp", "d.example");
+	h_dispatch(&h);
+	ATF_CHECK_EQ(h.nfl, 5);
+	ATF_REQUIRE(sched_queue_lookup(h.s, "smtp", "d.example", &qi));
+	ATF_CHECK(!qi.dead && !qi.suspended);
+	h_run(&h, 100);
+	ATF_CHECK_EQ(h.msgs[1].sent, 8);
+	h_free(&h);
+}
+
+/* Within a job the destinations are served round-robin. */
+ATF_TC_WITHOUT_HEAD(peers_round_robin);
+ATF_TC_BODY(peers_round_robin, tc)
+{
+	h_t h;
+	sched_tparams_t tp;
+
+	sched_tparams_init(&tp, "smtp");
+	tp.destination_recipient_limit = 1;
+	tp.process_limit = 1;
+	h_init(&h, NULL);
+	h_transport(&h, "smtp", &tp);
+	{
+		h_msg_t *hm = &h.msgs[h.nmsgs++];
+		sched_msg_desc_t d = { 0 };
+		hm->label = 'm';
+		hm->n = 6;
+		hm->dests[0] = "a.example";
+		hm->dests[1] = "b.example";
+		hm->dests[2] = "c.example";
+		hm->dests[3] = "a.example";
+		hm->ndests = 4;
+		hm->transport = "smtp";
+		d.id = "RR";
+		d.recipients = 6;
+		d.ctx = hm;
+		sched_msg_add(h.s, &d, h.now);
+	}
+	h_run(&h, 100);
+	/* Recipients go a b c a a b: peers a, b, c with 3, 2, 1 entries. */
+	ATF_CHECK_STREQ(h.hops, "abcaba");
+	ATF_CHECK_EQ(h.msgs[0].sent, 6);
+	h_free(&h);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, million_bounded);
@@ -550,5 +692,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, transports_rr);
 	ATF_TP_ADD_TC(tp, window_feedback);
 	ATF_TP_ADD_TC(tp, params);
+	ATF_TP_ADD_TC(tp, probe_abort);
+	ATF_TP_ADD_TC(tp, straggler_revives);
+	ATF_TP_ADD_TC(tp, peers_round_robin);
 	return atf_no_error();
 }

@@ -54,6 +54,8 @@ typedef struct h {
 	int msgs_done;
 	char last_defer_reason[256];
 	long suspended_reasons;		/* "delivery temporarily suspended: ..." */
+	char hops[1024];		/* first letter of each selected nexthop */
+	size_t nhops;
 } h_t;
 
 static size_t h_read_more(void *ctx, sched_msg_t *m, double now)
@@ -103,6 +105,16 @@ static void h_msg_done(void *ctx, sched_msg_t *m, const sched_msg_result_t *res,
 	h->msgs_done++;
 }
 
+static void h_selected(void *ctx, const sched_entry_t *e, double now)
+{
+	h_t *h = ctx;
+	(void)now;
+	if (h->nhops + 1 < sizeof(h->hops)) {
+		h->hops[h->nhops++] = sched_entry_nexthop(e)[0];
+		h->hops[h->nhops] = 0;
+	}
+}
+
 static double h_default_service(h_t *h, const char *dest)
 {
 	(void)h;
@@ -122,6 +134,7 @@ static void h_init(h_t *h, const sched_params_t *sp)
 	drv.read_more = h_read_more;
 	drv.rcpt_done = h_rcpt_done;
 	drv.msg_done = h_msg_done;
+	drv.selected = h_selected;
 	h->s = sched_new(&h->sp, &drv);
 	h->service = h_default_service;
 }
