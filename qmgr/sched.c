@@ -14,8 +14,8 @@ sched_t *sched_new(const sched_params_t *p, const sched_driver_t *drv)
 
 	s->p = *p;
 	s->drv = *drv;
-	if (drv->read_more == NULL || drv->msg_done == NULL)
-		log_panic("sched_new: driver without read_more or msg_done");
+	if (drv->msg_done == NULL)
+		log_panic("sched_new: driver without msg_done");
 	if (p->dsc_limit > 0)
 		s->dsc = dsc_new(p->dsc_limit, &p->backoff);
 	s->tbyname = htable_new(8, 0);
@@ -268,7 +268,20 @@ void sched_msg_read(sched_msg_t *m, double now)
 	m->refused = false;
 	m->refill_time = now;
 	s->reads++;
-	unread = s->drv.read_more(s->drv.ctx, m, now);
+	if (m->arr) {
+		while (m->arr_next < m->narr) {
+			const sched_rcpt_spec_t *r = &m->arr[m->arr_next];
+			if (!sched_msg_offer(m, r->transport, r->nexthop, r->addr,
+			    r->cookie))
+				break;
+			m->arr_next++;
+		}
+		unread = m->narr - m->arr_next;
+	} else if (s->drv.read_more) {
+		unread = s->drv.read_more(s->drv.ctx, m, now);
+	} else {
+		unread = m->unread;	/* handled as "nothing offered" below */
+	}
 	m->reading = false;
 	m->unread = unread;
 	if (unread > 0 && !m->refused) {
@@ -302,7 +315,9 @@ sched_msg_t *sched_msg_add(sched_t *s, const sched_msg_desc_t *d, double now)
 	m->queued = now;
 	m->null_sender = d->null_sender;
 	m->attempts = d->attempts;
-	m->unread = d->recipients;
+	m->unread = d->rcpts ? d->nrcpts : d->recipients;
+	m->arr = d->rcpts;
+	m->narr = d->rcpts ? d->nrcpts : 0;
 	m->refill_time = now;
 	list_init(&m->jobs);
 	list_append(&s->msgs, &m->node);

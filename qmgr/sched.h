@@ -153,8 +153,9 @@ typedef struct sched_driver {
 	void *ctx;
 	/* Offer more recipients of msg with sched_msg_offer() until it returns
 	 * false (no room: keep that recipient for the next call) or none are
-	 * left; return how many are still unread (an estimate is fine, 0 =
-	 * all offered).  Required. */
+	 * left; return how many are still unread (an estimate is fine, but 0
+	 * exactly when all were offered).  Not called for messages added with
+	 * an array of recipients; required otherwise. */
 	size_t (*read_more)(void *ctx, sched_msg_t *msg, double now);
 	/* The outcome of one recipient (may be NULL). */
 	void (*rcpt_done)(void *ctx, sched_msg_t *msg, const sched_rcpt_t *rcpt,
@@ -177,6 +178,14 @@ sched_transport_t *sched_transport_add(sched_t *s, const char *name,
     const sched_tparams_t *p, str_t *err);
 sched_transport_t *sched_transport_find(const sched_t *s, const char *name);
 
+/* A resolved recipient, for messages given as an array. */
+typedef struct sched_rcpt_spec {
+	const char *transport;
+	const char *nexthop;
+	const char *addr;
+	int64_t cookie;
+} sched_rcpt_spec_t;
+
 /* A message entering the active queue. */
 typedef struct sched_msg_desc {
 	const char *id;			/* queue id (copied) */
@@ -185,6 +194,11 @@ typedef struct sched_msg_desc {
 	int attempts;			/* delivery attempts made before */
 	size_t recipients;		/* recipients to offer (estimate) */
 	void *ctx;			/* the driver's, see sched_msg_ctx() */
+	/* Either the recipients as an array, which must stay valid until
+	 * msg_done (the core reads it in batches like read_more would, and
+	 * 'recipients' is ignored), or NULL: driver.read_more pulls them. */
+	const sched_rcpt_spec_t *rcpts;
+	size_t nrcpts;
 } sched_msg_desc_t;
 
 /* Adds the message (queued now: the FIFO position) and calls read_more

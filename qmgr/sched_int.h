@@ -90,7 +90,8 @@ struct sched_msg {
 	sched_transport_t *wait_on;	/* for MW_TRANSPORT */
 	double refill_time;		/* last read */
 	list_node_t done_node;
-	sched_transport_t *cur_t;	/* read context: transport of the read */
+	const sched_rcpt_spec_t *arr;	/* recipients given as an array */
+	size_t narr, arr_next;
 };
 
 struct sched_job {

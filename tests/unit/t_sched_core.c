@@ -679,6 +679,73 @@ ATF_TC_BODY(peers_round_robin, tc)
 	h_free(&h);
 }
 
+/* Recipients given as an array: read in batches under the limits (the
+ * array is resumed after a refusal), delivered, no read_more needed. */
+static int array_done;
+static void array_msg_done(void *ctx, sched_msg_t *m,
+    const sched_msg_result_t *res, double now)
+{
+	(void)ctx;
+	(void)m;
+	(void)now;
+	if (res->status == SCHED_MSG_DONE && res->sent == 300 && res->deferred == 1)
+		array_done = -1;	/* impossible: would be DEFERRED */
+	if (res->status == SCHED_MSG_DEFERRED && res->sent == 299 && res->deferred == 1)
+		array_done++;
+}
+
+ATF_TC_WITHOUT_HEAD(array_recipients);
+ATF_TC_BODY(array_recipients, tc)
+{
+	sched_params_t sp;
+	sched_tparams_t tp;
+	sched_driver_t drv = { 0 };
+	sched_rcpt_spec_t r[300];
+	char addrs[300][32];
+	sched_msg_desc_t d = { 0 };
+	sched_entry_t *e;
+	sched_stats_t st;
+	sched_t *s;
+	double now = 0;
+	int deliveries = 0;
+
+	sched_params_init(&sp);
+	sp.message_recipient_limit = 50;
+	drv.msg_done = array_msg_done;
+	s = sched_new(&sp, &drv);
+	sched_tparams_init(&tp, "smtp");
+	tp.destination_recipient_limit = 10;
+	ATF_REQUIRE(sched_transport_add(s, "smtp", &tp, NULL) != NULL);
+	for (int i = 0; i < 300; i++) {
+		bfmt(addrs[i], sizeof(addrs[i]), "u%d@a.example", i);
+		r[i].transport = i == 7 ? "nosuch" : "smtp";
+		r[i].nexthop = "a.example";
+		r[i].addr = addrs[i];
+		r[i].cookie = i;
+	}
+	d.id = "ARR";
+	d.rcpts = r;
+	d.nrcpts = 300;
+	array_done = 0;
+	ATF_REQUIRE(sched_msg_add(s, &d, now) != NULL);
+	for (int round = 0; round < 1000 && array_done == 0; round++) {
+		sched_entry_t *fl[64];
+		int n = 0;
+		while (n < 64 && (e = sched_select(s, now)) != NULL)
+			fl[n++] = e;
+		sched_get_stats(s, &st);
+		ATF_CHECK(st.rcpt_in_core <= 50);
+		now += 1;
+		for (int i = 0; i < n; i++, deliveries++)
+			sched_delivery_done(s, fl[i], NULL, 0, NULL, now);
+	}
+	ATF_CHECK_EQ(array_done, 1);
+	sched_get_stats(s, &st);
+	ATF_CHECK_EQ(st.rcpt_peak, 50);
+	ATF_CHECK_EQ(deliveries, 30);
+	sched_free(s);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, million_bounded);
@@ -695,5 +762,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, probe_abort);
 	ATF_TP_ADD_TC(tp, straggler_revives);
 	ATF_TP_ADD_TC(tp, peers_round_robin);
+	ATF_TP_ADD_TC(tp, array_recipients);
 	return atf_no_error();
 }
