@@ -1,6 +1,7 @@
 /* The scheduler core: transports, messages, recipient memory limits
  * (SCHEDULER.md section 6), entry completion and the driver interface.
  * Jobs and preemption are in sched_job.c, queues in sched_queue.c. */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <strings.h>
@@ -80,6 +81,7 @@ void sched_free(sched_t *s)
 		}
 		free(qs);
 		htable_free(t->queues, NULL);
+		sheap_free(&t->runq);
 		free(t->name);
 		free(t);
 	}
@@ -116,7 +118,7 @@ sched_transport_t *sched_transport_add(sched_t *s, const char *name,
 	t->queues = htable_new(16, HTABLE_FLAG_NOCASE);
 	list_init(&t->jobs);
 	list_init(&t->wait);
-	t->blocker_tag = 1;		/* odd: never equals a fresh job's 0 */
+	sched_transport_heaps_init(t);
 	s->tv = xreallocarray(s->tv, (size_t)s->nt + 1, sizeof(*s->tv));
 	s->tv[s->nt++] = t;
 	htable_add(s->tbyname, name, t);
@@ -353,6 +355,7 @@ static sched_peer_t *peer_obtain(sched_job_t *j, sched_queue_t *q)
 	p = xcalloc(1, sizeof(*p));
 	p->j = j;
 	p->q = q;
+	p->bidx = SIZE_MAX;
 	list_init(&p->todo);
 	htable_add(j->peers, q->nexthop, p);
 	return p;
@@ -713,8 +716,7 @@ size_t sched_dsc_clear(sched_t *s, const char *nexthop, double now)
 				continue;
 			if (q->suspended || q->fb.dead || q->dsc_known) {
 				sched_queue_revive(q, now);
-				q->blocker_tag = 0;
-				sched_job_unblock_all(t);
+				sched_job_wake(q, INT_MAX);
 			}
 		}
 		free(qs);

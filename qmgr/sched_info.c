@@ -153,6 +153,14 @@ static bool check_queue(const sched_queue_t *q, str_t *err)
 		    q->fb.busy, n);
 	if (q->suspended && q->ntodo > 0 && !q->on_gc)
 		FAIL("queue %s: suspended with pending mail", q->name);
+	for (size_t i = 0; i < q->blocked.n; i++) {
+		const sched_peer_t *p = q->blocked.v[i];
+		if (p->q != q || p->bidx != i || p->ntodo <= 0)
+			FAIL("queue %s: bad blocked peer at %zu", q->name, i);
+		if (i > 0 && p->j->label < ((const sched_peer_t *)
+		    q->blocked.v[(i - 1) / 2])->j->label)
+			FAIL("queue %s: blocked heap out of order", q->name);
+	}
 	return true;
 }
 
@@ -205,13 +213,34 @@ bool sched_check(const sched_t *s, str_t *err)
 		free(qs);
 		if (busy != t->busy)
 			FAIL("transport %s: busy %d, queues say %d", t->name, t->busy, busy);
+		size_t nrun = 0;
+		const sched_job_t *prev = NULL;
+		bool before_current = t->current != NULL;
 		list_foreach(n, &t->jobs) {
 			const sched_job_t *j = list_entry(n, sched_job_t, tnode);
 			nj++;
-			if (j == t->current)
+			if (j == t->current) {
 				cur_found = true;
+				before_current = false;
+			}
 			if (j->stack_level < 0)
 				FAIL("job %s on the list with level %d", j->m->id, j->stack_level);
+			if (prev && prev->label >= j->label)
+				FAIL("job %s: label not increasing", j->m->id);
+			prev = j;
+			if (j->blocked != (j->ridx == SIZE_MAX))
+				FAIL("job %s: blocked %d but run queue index %zu",
+				    j->m->id, j->blocked, j->ridx);
+			if (!j->blocked) {
+				nrun++;
+				if (j->ridx >= t->runq.n || t->runq.v[j->ridx] != j)
+					FAIL("job %s: not in the run queue", j->m->id);
+				/* Selection takes the first runnable job as the
+				 * first from the current one on. */
+				if (before_current)
+					FAIL("job %s: runnable before the current job %s",
+					    j->m->id, t->current->m->id);
+			}
 			if (j->parent) {
 				if (j->parent->t != t || j->parent->stack_level < 0)
 					FAIL("job %s: bad parent", j->m->id);
@@ -226,6 +255,13 @@ bool sched_check(const sched_t *s, str_t *err)
 		}
 		if (nj != t->njobs)
 			FAIL("transport %s: %zu jobs, list %zu", t->name, t->njobs, nj);
+		if (nrun != t->runq.n)
+			FAIL("transport %s: %zu runnable jobs, run queue %zu", t->name,
+			    nrun, t->runq.n);
+		for (size_t i = 1; i < t->runq.n; i++)
+			if (((const sched_job_t *)t->runq.v[i])->label
+			    < ((const sched_job_t *)t->runq.v[(i - 1) / 2])->label)
+				FAIL("transport %s: run queue out of order", t->name);
 		if (!cur_found)
 			FAIL("transport %s: current job not on the list", t->name);
 		if (t->rcpt_in_core < 0)

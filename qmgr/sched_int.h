@@ -6,6 +6,25 @@
 #include "list.h"
 #include "htable.h"
 
+/* An indexed binary min-heap (sched_heap.c). */
+typedef struct sheap {
+	void **v;
+	size_t n, cap;
+	uint64_t (*key)(const void *);
+	void (*setidx)(void *, size_t);	/* SIZE_MAX when removed */
+} sheap_t;
+
+void sheap_init(sheap_t *h, uint64_t (*key)(const void *),
+    void (*setidx)(void *, size_t));
+void sheap_push(sheap_t *h, void *x);
+void sheap_remove(sheap_t *h, size_t i);
+void sheap_update(sheap_t *h, size_t i);
+void sheap_free(sheap_t *h);
+static inline void *sheap_min(const sheap_t *h)
+{
+	return h->n ? h->v[0] : NULL;
+}
+
 struct sched {
 	sched_params_t p;
 	sched_driver_t drv;
@@ -38,7 +57,9 @@ struct sched_transport {
 	list_t jobs;			/* the scheduler job list */
 	size_t njobs;
 	sched_job_t *current;		/* where selection starts */
-	unsigned blocker_tag;		/* odd; jobs/queues equal to it block */
+	/* The linked jobs that are not blockers, by list position: the
+	 * selection takes the first, so blockers cost nothing. */
+	sheap_t runq;
 	/* Preemption candidate cache. */
 	bool cand_valid;
 	sched_job_t *cand_current;	/* the current job it was computed for */
@@ -57,7 +78,9 @@ struct sched_queue {
 	fb_state_t fb;
 	list_t todo, busy;		/* entries */
 	size_t ntodo, nbusy;
-	unsigned blocker_tag;
+	/* Peers with pending entries whose job is blocked (possibly stale:
+	 * their job may run again), by job list position. */
+	sheap_t blocked;
 	bool suspended;			/* DSC: defer new mail at once */
 	bool dsc_known;			/* may be in the DSC: check before use */
 	double retry_at;		/* end of suspension */
@@ -100,10 +123,12 @@ struct sched_job {
 	list_node_t mnode;		/* m->jobs */
 	list_node_t tnode;		/* t->jobs when linked */
 	int stack_level;		/* -1 = not on the job list */
+	uint64_t label;			/* increasing along t->jobs */
+	size_t ridx;			/* in t->runq, or SIZE_MAX */
 	sched_job_t *parent;
 	list_t children;
 	list_node_t sibling;
-	unsigned blocker_tag;
+	bool blocked;			/* no destination can take a delivery */
 	list_t ready;			/* peers with todo entries, round-robin */
 	htable_t *peers;		/* nexthop -> peer (all live peers) */
 	long read_entries, selected_entries, ntodo;
@@ -117,6 +142,7 @@ struct sched_peer {
 	list_t todo;			/* entries (sched_entry_t.pnode) */
 	long ntodo, nbusy;
 	list_node_t rnode;		/* j->ready while ntodo > 0 */
+	size_t bidx;			/* in q->blocked, or SIZE_MAX */
 };
 
 struct sched_entry {
@@ -132,7 +158,7 @@ struct sched_entry {
 #define JOB_HAS_TODO(j)		((j)->ntodo > 0)
 #define MIN_ENTRIES(j)		((j)->read_entries)
 #define MAX_ENTRIES(j)		((j)->read_entries + (long)(j)->m->unread)
-#define IS_BLOCKER(j)		((j)->blocker_tag == (j)->t->blocker_tag)
+#define IS_BLOCKER(j)		((j)->blocked)
 #define RESET_CAND_CACHE(t)	((t)->cand_valid = false)
 
 /* sched_job.c */
@@ -140,7 +166,10 @@ sched_job_t *sched_job_obtain(sched_msg_t *m, sched_transport_t *t);
 void sched_job_retire(sched_job_t *j);
 void sched_job_free(sched_job_t *j);
 sched_entry_t *sched_job_entry_select(sched_transport_t *t, double now);
-void sched_job_unblock_all(sched_transport_t *t);
+void sched_job_wake(sched_queue_t *q, int n);
+void sched_peer_todo_gone(sched_peer_t *p);
+void sched_transport_heaps_init(sched_transport_t *t);
+void sched_queue_heaps_init(sched_queue_t *q);
 
 /* sched_queue.c */
 sched_queue_t *sched_queue_find(sched_transport_t *t, const char *nexthop);
@@ -149,6 +178,7 @@ sched_queue_t *sched_queue_create(sched_transport_t *t, const char *nexthop,
 void sched_queue_free(sched_queue_t *q);
 bool sched_queue_suspended(sched_queue_t *q, double now);
 bool sched_queue_can_start(sched_queue_t *q, double now);
+bool sched_queue_may_start(sched_queue_t *q, double now);
 void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now);
 void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
     const char *reason, double now);

@@ -7,8 +7,16 @@
  * preempted, a job may have several children (it was preempted by one
  * job, which then blocked, and by another), and when a parent leaves the
  * list its children are adopted by its own parent (or become orphans).
- * stack_level is the depth in that tree; -1 means "not on the list". */
+ * stack_level is the depth in that tree; -1 means "not on the list".
+ *
+ * Blockers (section 5) are kept out of the way rather than skipped: the
+ * jobs that are not blocked sit in a heap ordered by list position
+ * (labels), so selection takes the first of them in O(log n), and each
+ * queue keeps a heap of the blocked jobs' peers waiting for it, so a
+ * queue that can take c more deliveries wakes the first c of them
+ * instead of every blocker of the transport. */
 #include <math.h>
+#include <stdint.h>
 #include "sched_int.h"
 #include "log.h"
 #include "mem.h"
@@ -23,9 +31,156 @@ static sched_job_t *job_next(const sched_job_t *j)
 	return job_of(list_next(&j->t->jobs, &j->tnode));
 }
 
+static sched_job_t *job_prev(const sched_job_t *j)
+{
+	return job_of(list_prev(&j->t->jobs, &j->tnode));
+}
+
 static sched_job_t *job_first(const sched_transport_t *t)
 {
 	return job_of(list_first(&t->jobs));
+}
+
+static uint64_t job_key(const void *x)
+{
+	return ((const sched_job_t *)x)->label;
+}
+
+static void job_setidx(void *x, size_t i)
+{
+	((sched_job_t *)x)->ridx = i;
+}
+
+static uint64_t peer_key(const void *x)
+{
+	return ((const sched_peer_t *)x)->j->label;
+}
+
+static void peer_setidx(void *x, size_t i)
+{
+	((sched_peer_t *)x)->bidx = i;
+}
+
+void sched_transport_heaps_init(sched_transport_t *t)
+{
+	sheap_init(&t->runq, job_key, job_setidx);
+}
+
+void sched_queue_heaps_init(sched_queue_t *q)
+{
+	sheap_init(&q->blocked, peer_key, peer_setidx);
+}
+
+/* Labels follow the job list order (order maintenance): a new position
+ * takes the middle of the gap between its neighbours; when there is no
+ * gap, a window around it, doubled until its labels are sparse enough,
+ * is spread evenly.  Relabelling keeps the order, so the heaps stay
+ * valid. */
+#define LABEL_GAP	((uint64_t)1 << 32)
+
+static void job_relabel(sched_job_t *j)
+{
+	sched_job_t *first = j, *last = j;
+	uint64_t count = 1;
+
+	for (;;) {
+		sched_job_t *before = job_prev(first), *after = job_next(last);
+		uint64_t lo = before ? before->label : 0;
+		uint64_t hi = after ? after->label : UINT64_MAX;
+		uint64_t step = (hi - lo) / (count + 1);
+
+		if (step >= 2 * count || (before == NULL && after == NULL && step >= 1)) {
+			uint64_t l = lo;
+			for (sched_job_t *x = first;; x = job_next(x)) {
+				l += step;
+				x->label = l;
+				if (x == last)
+					break;
+			}
+			return;
+		}
+		for (uint64_t k = count; k > 0; k--) {
+			if ((k & 1) && job_prev(first))
+				first = job_prev(first);
+			else if (job_next(last))
+				last = job_next(last);
+			else if (job_prev(first))
+				first = job_prev(first);
+			else
+				break;
+			count++;
+		}
+	}
+}
+
+static void job_label(sched_job_t *j)
+{
+	sched_job_t *a = job_prev(j), *b = job_next(j);
+	uint64_t lo = a ? a->label : 0;
+
+	if (b == NULL) {
+		if (lo <= UINT64_MAX - LABEL_GAP) {
+			j->label = lo + LABEL_GAP;
+			return;
+		}
+	} else if (b->label - lo >= 2) {
+		j->label = lo + (b->label - lo) / 2;
+		return;
+	}
+	job_relabel(j);
+}
+
+/* The job's position changed: fix its place in the heaps. */
+static void job_rekey(sched_job_t *j)
+{
+	list_node_t *n;
+
+	if (j->ridx != SIZE_MAX)
+		sheap_update(&j->t->runq, j->ridx);
+	list_foreach(n, &j->ready) {
+		sched_peer_t *p = list_entry(n, sched_peer_t, rnode);
+		if (p->bidx != SIZE_MAX)
+			sheap_update(&p->q->blocked, p->bidx);
+	}
+}
+
+/* Section 5: a job whose destinations can take nothing leaves the run
+ * queue; its peers wait in their queues' heaps. */
+static void job_block(sched_job_t *j)
+{
+	sched_transport_t *t = j->t;
+	list_node_t *n;
+
+	j->blocked = true;
+	if (j->ridx != SIZE_MAX)
+		sheap_remove(&t->runq, j->ridx);
+	list_foreach(n, &j->ready) {
+		sched_peer_t *p = list_entry(n, sched_peer_t, rnode);
+		if (p->bidx == SIZE_MAX)
+			sheap_push(&p->q->blocked, p);
+	}
+	if (t->cand == j)
+		RESET_CAND_CACHE(t);
+}
+
+/* It may run again: back in the run queue, and (as Postfix) the next
+ * selection starts from the head of the list. */
+static void job_unblock(sched_job_t *j)
+{
+	sched_transport_t *t = j->t;
+
+	j->blocked = false;
+	if (j->stack_level >= 0 && j->ridx == SIZE_MAX)
+		sheap_push(&t->runq, j);
+	t->current = job_first(t);
+	RESET_CAND_CACHE(t);
+}
+
+/* A peer has no pending entries any more: it waits for no queue. */
+void sched_peer_todo_gone(sched_peer_t *p)
+{
+	if (p->bidx != SIZE_MAX)
+		sheap_remove(&p->q->blocked, p->bidx);
 }
 
 /* Put a job on its transport's list by queue time.  Normally the job is
@@ -47,7 +202,10 @@ static void job_link(sched_job_t *j)
 			passed_current = true;
 	}
 	list_insert_after(n, &j->tnode);
+	job_label(j);
 	j->stack_level = 0;
+	j->blocked = false;
+	sheap_push(&t->runq, j);
 	t->njobs++;
 	/* An older job than the current one starts the next selection. */
 	if (t->current == NULL || passed_current)
@@ -102,6 +260,13 @@ static void job_unlink(sched_job_t *j)
 	job_parent_gone(j, NULL);
 	if (t->current == j)
 		t->current = job_next(j);
+	if (j->ridx != SIZE_MAX)
+		sheap_remove(&t->runq, j->ridx);
+	{
+		list_node_t *x;
+		list_foreach(x, &j->ready)
+			sched_peer_todo_gone(list_entry(x, sched_peer_t, rnode));
+	}
 	list_remove(&j->tnode);
 	t->njobs--;
 	j->stack_level = -1;
@@ -143,6 +308,7 @@ sched_job_t *sched_job_obtain(sched_msg_t *m, sched_transport_t *t)
 		j->m = m;
 		j->t = t;
 		j->stack_level = -1;
+		j->ridx = SIZE_MAX;
 		list_init(&j->children);
 		list_init(&j->ready);
 		list_append(&m->jobs, &j->mnode);
@@ -152,22 +318,26 @@ sched_job_t *sched_job_obtain(sched_msg_t *m, sched_transport_t *t)
 	/* New entries change the job's estimates and may end its blocking;
 	 * selection then restarts from the head to find it. */
 	RESET_CAND_CACHE(t);
-	if (IS_BLOCKER(j)) {
-		j->blocker_tag = 0;
-		t->current = job_first(t);
-	}
+	if (j->blocked)
+		job_unblock(j);
 	if (t->current == NULL)
 		t->current = job_first(t);
 	return j;
 }
 
-/* A queue that blocked jobs can take more: every blocker of the
- * transport is reconsidered (one tag change, O(1)). */
-void sched_job_unblock_all(sched_transport_t *t)
+/* Wake up to n blocked jobs waiting for q, first in list order.  (Postfix
+ * wakes every blocker of the transport and rescans the list.)  Peers of
+ * jobs that run again are dropped on the way. */
+void sched_job_wake(sched_queue_t *q, int n)
 {
-	t->blocker_tag += 2;
-	t->current = job_first(t);
-	RESET_CAND_CACHE(t);
+	while (n > 0 && q->blocked.n > 0) {
+		sched_peer_t *p = sheap_min(&q->blocked);
+		sheap_remove(&q->blocked, 0);
+		if (p->j->blocked) {
+			job_unblock(p->j);
+			n--;
+		}
+	}
 }
 
 static void count_slots(sched_job_t *j)
@@ -182,11 +352,29 @@ static void count_slots(sched_job_t *j)
 		RESET_CAND_CACHE(t);
 }
 
-static bool candidate_ok(const sched_job_t *j, long max_slots)
+/* Could the job take a delivery now?  A blocked job that was not woken
+ * yet (queues wake only as many jobs as they can take) may: Postfix
+ * re-examines every blocker then, so for preemption it counts as not
+ * blocked. */
+static bool job_may_run(const sched_job_t *j, double now)
+{
+	list_node_t *n;
+
+	if (!j->blocked)
+		return true;
+	list_foreach(n, &j->ready) {
+		sched_peer_t *p = list_entry(n, sched_peer_t, rnode);
+		if (sched_queue_may_start(p->q, now))
+			return true;
+	}
+	return false;
+}
+
+static bool candidate_ok(const sched_job_t *j, long max_slots, double now)
 {
 	long needed;
 
-	if (j->stack_level < 0 || !list_empty(&j->children) || IS_BLOCKER(j))
+	if (j->stack_level < 0 || !list_empty(&j->children) || !job_may_run(j, now))
 		return false;
 	needed = MAX_ENTRIES(j) - j->selected_entries;
 	return needed > 0 && needed <= max_slots;
@@ -209,7 +397,7 @@ static sched_job_t *job_candidate(sched_job_t *current, double now)
 	    + current->slots_available) / cost;
 	if (t->cand_valid && t->cand_current == current
 	    && (t->cand == NULL || (now - t->cand_time < SCHED_CANDIDATE_CACHE_TTL
-		&& candidate_ok(t->cand, max_slots))))
+		&& candidate_ok(t->cand, max_slots, now))))
 		return t->cand;
 
 	if (max_slots > 0) {
@@ -218,7 +406,7 @@ static sched_job_t *job_candidate(sched_job_t *current, double now)
 			long total, needed;
 			double delay;
 
-			if (!list_empty(&j->children) || IS_BLOCKER(j))
+			if (!list_empty(&j->children) || !job_may_run(j, now))
 				continue;
 			total = MAX_ENTRIES(j);
 			needed = total - j->selected_entries;
@@ -270,11 +458,15 @@ static sched_job_t *job_preempt(sched_job_t *current, double now)
 	    < needed * (100 - p->delivery_slot_discount) / 100.0)
 		return current;
 
+	if (j->blocked)
+		job_unblock(j);
 	/* A leaf child of another preemption goes over to this one. */
 	if (j->stack_level > 0)
 		job_pop(j);
 	list_remove(&j->tnode);
 	list_insert_before(&current->tnode, &j->tnode);
+	job_label(j);
+	job_rekey(j);
 	j->parent = current;
 	list_append(&current->children, &j->sibling);
 	j->stack_level = current->stack_level + 1;
@@ -339,8 +531,10 @@ static sched_entry_t *entry_select(sched_peer_t *p, double now)
 	sched_job_t *j = p->j;
 
 	list_remove(&e->pnode);
-	if (--p->ntodo == 0)
+	if (--p->ntodo == 0) {
 		list_remove(&p->rnode);
+		sched_peer_todo_gone(p);
+	}
 	p->nbusy++;
 	list_remove(&e->qnode);
 	q->ntodo--;
@@ -356,18 +550,23 @@ static sched_entry_t *entry_select(sched_peer_t *p, double now)
 
 sched_entry_t *sched_job_entry_select(sched_transport_t *t, double now)
 {
-	sched_job_t *j, *next;
+	sched_job_t *j;
 
-	if ((j = t->current) == NULL)
+	if (t->runq.n == 0) {
+		t->current = NULL;
 		return NULL;
+	}
+	if (t->current == NULL)
+		t->current = job_first(t);
 	if (t->p.delivery_slot_cost >= 2)
-		j = job_preempt(j, now);
+		job_preempt(t->current, now);
 
-	for (; j; j = next) {
+	/* The first job on the list that is not a blocker: every job before
+	 * the current one is a blocker (sched_check verifies it), so this is
+	 * the first non-blocker from the current job on, and a preempting
+	 * job (just in front of the one it preempted) comes first. */
+	while ((j = sheap_min(&t->runq)) != NULL) {
 		sched_peer_t *p;
-		next = job_next(j);
-		if (IS_BLOCKER(j))
-			continue;
 		if ((p = job_peer_select(j, now)) != NULL) {
 			sched_entry_t *e = entry_select(p, now);
 			count_slots(j);
@@ -379,15 +578,8 @@ sched_entry_t *sched_job_entry_select(sched_transport_t *t, double now)
 			return e;
 		} else if (JOB_HAS_TODO(j)) {
 			/* Every destination of the job is at its window:
-			 * skip it until one of them frees a slot. */
-			list_node_t *n;
-			j->blocker_tag = t->blocker_tag;
-			list_foreach(n, &j->ready) {
-				sched_peer_t *x = list_entry(n, sched_peer_t, rnode);
-				x->q->blocker_tag = t->blocker_tag;
-			}
-			if (t->cand == j)
-				RESET_CAND_CACHE(t);
+			 * out of the way until one of them frees a slot. */
+			job_block(j);
 		} else {
 			/* Stalled: nothing in memory to select (the rest of
 			 * the message waits for room).  Off the list until
@@ -395,8 +587,8 @@ sched_entry_t *sched_job_entry_select(sched_transport_t *t, double now)
 			sched_job_retire(j);
 		}
 	}
-	/* Everything left is blocked; a queue that frees a slot restarts
-	 * the scan (sched_job_unblock_all). */
+	/* Everything left is blocked; a queue that frees a slot wakes its
+	 * first blocked jobs (sched_job_wake). */
 	t->current = NULL;
 	return NULL;
 }

@@ -27,6 +27,7 @@ sched_queue_t *sched_queue_create(sched_transport_t *t, const char *nexthop,
 	fb_init(&q->fb, &t->p.conc, q->name);
 	list_init(&q->todo);
 	list_init(&q->busy);
+	sched_queue_heaps_init(q);
 	q->heap_idx = SIZE_MAX;
 	htable_add(t->queues, nexthop, q);
 
@@ -56,6 +57,7 @@ void sched_queue_free(sched_queue_t *q)
 		log_panic("sched: free queue %s with %zu/%zu entries", q->name,
 		    q->ntodo, q->nbusy);
 	sched_heap_remove(t->s, q);
+	sheap_free(&q->blocked);
 	if (q->on_gc)
 		list_remove(&q->gc_node);
 	htable_delete(t->queues, q->nexthop);
@@ -89,7 +91,7 @@ static bool needs_verdict(const sched_queue_t *q)
 }
 
 /* The same test as sched_queue_can_start without its side effects. */
-static bool queue_may_start(sched_queue_t *q, double now)
+bool sched_queue_may_start(sched_queue_t *q, double now)
 {
 	const fb_settings_t *set = &q->t->p.conc;
 
@@ -186,8 +188,10 @@ void sched_queue_defer_todo(sched_queue_t *q, double now)
 		sched_job_t *j = p->j;
 
 		list_remove(&e->pnode);
-		if (--p->ntodo == 0)
+		if (--p->ntodo == 0) {
 			list_remove(&p->rnode);
+			sched_peer_todo_gone(p);
+		}
 		list_remove(&e->qnode);
 		q->ntodo--;
 		j->ntodo--;
@@ -219,7 +223,6 @@ void sched_queue_kill(sched_queue_t *q, const char *reason, double now)
 	    : now + backoff_delay(&s->p.backoff, 1, 0);
 	free(q->reason);
 	q->reason = xstrdup(reason);
-	q->blocker_tag = 0;
 	if (log_verbose)
 		log_debug("sched: %s: dead until %.3f: %s", q->name, q->retry_at,
 		    reason);
@@ -282,20 +285,17 @@ void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
 	sched_queue_gc_mark(q);
 }
 
-/* Section 5: when a queue that blocked jobs can take a delivery again,
- * every blocker of its transport is reconsidered. */
+/* Section 5: a queue that blocked jobs and can take c more deliveries
+ * wakes the first c of them. */
 void sched_queue_check_unblock(sched_queue_t *q, double now)
 {
-	sched_transport_t *t = q->t;
+	int c;
 
-	if (q->blocker_tag != t->blocker_tag)
+	if (q->blocked.n == 0 || q->ntodo == 0 || !sched_queue_may_start(q, now))
 		return;
-	if (q->ntodo > 0 && queue_may_start(q, now)) {
-		sched_job_unblock_all(t);
-		q->blocker_tag = 0;
-	} else if (q->suspended || q->ntodo == 0) {
-		q->blocker_tag = 0;
-	}
+	c = needs_verdict(q) ? 1
+	    : fb_effective_window(&q->fb, &q->t->p.conc) - q->fb.busy;
+	sched_job_wake(q, c > 0 ? c : 1);
 }
 
 /* The rate-delay heap: queues ordered by wake time. */

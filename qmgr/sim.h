@@ -38,6 +38,7 @@ typedef struct sim_dest {
 	unsigned long sent, deferred, bounced;
 	double w_integral, b_integral, busy_time, last_t;
 	int max_window;
+	int obs_window, obs_busy;	/* as last observed, since last_t */
 	unsigned long *attempts;	/* connection attempts per interval */
 	size_t nattempts;
 } sim_dest_t;

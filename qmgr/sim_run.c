@@ -57,8 +57,9 @@ typedef struct run {
 	htable_t *reasons;		/* deferral reason -> long * */
 	unsigned long arrived, done, expired, deferrals, retries;
 	unsigned long rcpt_sent, rcpt_bounced;
-	double last_event;
 } run_t;
+
+static void observe(run_t *r, sim_dest_t *d);
 
 /* ---- Deterministic random numbers (splitmix64). ---- */
 
@@ -126,9 +127,11 @@ static ev_t ev_pop(run_t *r)
 
 /* ---- Messages. ---- */
 
+/* Recipient i of the n-th message goes to destination (n + i) mod count
+ * of its arrival's list: messages and recipients spread round-robin. */
 static sim_dest_t *rcpt_dest(run_t *r, const sim_msg_t *m, long i)
 {
-	return &r->sim->dests[m->arr->dests[i % m->arr->ndests]];
+	return &r->sim->dests[m->arr->dests[(m->num + i) % m->arr->ndests]];
 }
 
 static void fifo_put(sim_msg_t **head, sim_msg_t **tail, sim_msg_t *m)
@@ -447,6 +450,7 @@ static void start_delivery(run_t *r, sched_entry_t *e)
 	}
 	r->flights++;
 	ev_push(r, r->now + dur, EV_DONE, f);
+	observe(r, d);
 }
 
 static void finish_delivery(run_t *r, flight_t *f)
@@ -456,6 +460,7 @@ static void finish_delivery(run_t *r, flight_t *f)
 	r->flights--;
 	sched_delivery_done(r->s, f->e, f->res, f->flags,
 	    f->reason[0] ? f->reason : NULL, r->now);
+	observe(r, f->d);
 	free(f->res);
 	free(f);
 }
@@ -474,27 +479,29 @@ static void dispatch(run_t *r)
 	}
 }
 
-/* Time-weighted window and concurrency per destination while it has
- * deliveries in flight. */
-static void account(run_t *r, double t)
+/* Time-weighted window and concurrency of a destination while it has
+ * deliveries in flight: the values observed last hold until now; then
+ * observe again.  Called whenever a delivery of d starts or ends (the
+ * only times its window and busy count change). */
+static void observe(run_t *r, sim_dest_t *d)
 {
-	double dt = t - r->last_event;
-	if (dt <= 0)
-		return;
-	for (int i = 0; i < r->sim->ndests; i++) {
-		sim_dest_t *d = &r->sim->dests[i];
-		sched_queue_info_t qi;
-		if (!sched_queue_lookup(r->s, d->transport, d->name, &qi))
-			continue;
+	double dt = r->now - d->last_t;
+	sched_queue_info_t qi;
+
+	if (dt > 0 && d->obs_busy > 0) {
+		d->w_integral += d->obs_window * dt;
+		d->b_integral += d->obs_busy * dt;
+		d->busy_time += dt;
+	}
+	d->last_t = r->now;
+	if (sched_queue_lookup(r->s, d->transport, d->name, &qi)) {
+		d->obs_window = qi.window;
+		d->obs_busy = qi.busy;
 		if (qi.window > d->max_window)
 			d->max_window = qi.window;
-		if (qi.busy > 0) {
-			d->w_integral += qi.window * dt;
-			d->b_integral += qi.busy * dt;
-			d->busy_time += dt;
-		}
+	} else {
+		d->obs_window = d->obs_busy = 0;
 	}
-	r->last_event = t;
 }
 
 static void sample(run_t *r)
@@ -765,11 +772,9 @@ void sim_run(sim_t *sim, const sim_opts_t *o, FILE *out)
 				free(f->res);
 				free(f);
 			}
-			account(&r, sim->run_end);
 			r.now = sim->run_end;
 			break;
 		}
-		account(&r, ev.t);
 		r.now = ev.t;
 		switch (ev.type) {
 		case EV_ARRIVAL: {
@@ -815,6 +820,8 @@ void sim_run(sim_t *sim, const sim_opts_t *o, FILE *out)
 			ev_push(&r, r.now + sim->sample, EV_SAMPLE, NULL);
 	}
 
+	for (int i = 0; i < sim->ndests; i++)
+		observe(&r, &sim->dests[i]);
 	if (o->latency)
 		latency_csv(&r);
 	if (o->order)
