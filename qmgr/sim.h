@@ -46,14 +46,14 @@ typedef struct sim_dest {
 typedef struct sim_arrival {
 	double at;			/* first arrival */
 	double every;			/* 0 = once */
-	double until;			/* last arrival time (inclusive) */
+	long repeat;			/* number of arrivals (1 = once) */
 	long count;			/* messages per arrival */
 	long rcpts;			/* recipients per message */
 	int *dests;			/* indexes into sim->dests */
 	int ndests;
 	char *label;
 	bool null_sender;
-	double next;			/* run state: next arrival time */
+	long done;			/* run state: arrivals so far */
 } sim_arrival_t;
 
 typedef struct sim_transport {

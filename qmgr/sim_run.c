@@ -753,7 +753,9 @@ void sim_run(sim_t *sim, const sim_opts_t *o, FILE *out)
 	str_release(&err);
 
 	for (int i = 0; i < sim->narrivals; i++) {
-		sim->arrivals[i].next = sim->arrivals[i].at;
+		sim->arrivals[i].done = 0;
+		if (sim->arrivals[i].repeat < 1)
+			continue;
 		ev_push(&r, sim->arrivals[i].at, EV_ARRIVAL, &sim->arrivals[i]);
 		r.arrivals_pending++;
 	}
@@ -781,9 +783,9 @@ void sim_run(sim_t *sim, const sim_opts_t *o, FILE *out)
 			sim_arrival_t *a = ev.p;
 			for (long k = 0; k < a->count; k++)
 				new_message(&r, a);
-			a->next += a->every;
-			if (a->every > 0 && a->next <= a->until + 1e-9)
-				ev_push(&r, a->next, EV_ARRIVAL, a);
+			if (++a->done < a->repeat)
+				ev_push(&r, a->at + (double)a->done * a->every,
+				    EV_ARRIVAL, a);
 			else
 				r.arrivals_pending--;
 			break;

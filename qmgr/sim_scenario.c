@@ -337,18 +337,26 @@ static bool do_at(parse_t *p, char **tok, int ntok)
 		free(a.label);
 		return perr(p, "an arrival needs rcpts=N and to=DEST");
 	}
+	/* Arrivals at at + k * every: for=D gives those before at + D,
+	 * until=U those up to U (computed once: no accumulated rounding). */
+	a.repeat = 1;
 	if (a.every > 0) {
+		double n;
 		if (dur >= 0)
-			a.until = a.at + dur - a.every * 1e-9;
+			n = ceil(dur / a.every - 1e-9);
 		else if (until >= 0)
-			a.until = until;
+			n = until < a.at ? 0 : floor((until - a.at) / a.every + 1e-9) + 1;
 		else {
 			free(a.dests);
 			free(a.label);
 			return perr(p, "every= needs for= or until=");
 		}
-	} else {
-		a.until = a.at;
+		if (n > 1e9) {
+			free(a.dests);
+			free(a.label);
+			return perr(p, "too many arrivals (more than 10^9)");
+		}
+		a.repeat = (long)n;
 	}
 	if (a.label == NULL)
 		a.label = xstrdup(".");
