@@ -42,9 +42,10 @@
  * read (and preempt) while a bulk message fills the pools.
  *
  * Complexity: selection, delivery completion and recipient assignment are
- * O(1) amortised (hash lookups, intrusive lists), except the preemption
- * candidate search (a scan of the job list after the current job, bounded
- * by SCHED_CANDIDATE_SCAN_MAX jobs and cached) and the round-robin over a
+ * O(log n) amortised (heaps of runnable jobs and of blocked peers, hash
+ * lookups, intrusive lists), except the preemption candidate search (a scan
+ * of the job list after the current job, bounded by
+ * SCHED_CANDIDATE_SCAN_MAX jobs and cached) and the round-robin over a
  * job's peers (bounded by the peers that have pending entries).
  * doc/scheduler.md has the design and every decision. */
 #ifndef PETREL_QMGR_SCHED_H
@@ -323,7 +324,7 @@ void sched_walk_queues(const sched_t *s, const sched_transport_t *t,
     void (*fn)(const sched_queue_info_t *, void *), void *ctx);
 bool sched_queue_lookup(const sched_t *s, const char *transport,
     const char *nexthop, sched_queue_info_t *out);
-/* Jobs of t in scheduler order. */
+/* Jobs of t in scheduler order (nothing for t == NULL). */
 void sched_walk_jobs(const sched_t *s, const sched_transport_t *t,
     void (*fn)(const sched_job_info_t *, void *), void *ctx);
 /* Internal consistency check (counts, lists, stack tree); returns false

@@ -105,6 +105,8 @@ void sched_walk_jobs(const sched_t *s, const sched_transport_t *t,
 	list_node_t *n;
 
 	(void)s;
+	if (t == NULL)
+		return;
 	list_foreach(n, &t->jobs) {
 		const sched_job_t *j = list_entry(n, sched_job_t, tnode);
 		sched_job_info_t ji;
