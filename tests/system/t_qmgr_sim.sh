@@ -1,0 +1,265 @@
+#! /usr/bin/env atf-sh
+# qmgr-sim runs the real scheduler core on the scenarios in tests/sim/ and
+# these tests check its output: the SCHEDULER.md section 3 sequences,
+# preemption, the section 4 reference server, dead destinations, fairness,
+# a million recipients in bounded memory, and the scenario parser.
+
+SIM=@BUILDDIR@/bin/qmgr-sim
+SC=@SRCDIR@/tests/sim
+
+# value FILE LINE-PREFIX KEY: the number after KEY= on the first line
+# that starts with LINE-PREFIX.
+value()
+{
+	v=$(grep -m1 "^$2" "$1" | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n1)
+	[ -n "$v" ] || atf_fail "no $3= on a line starting with '$2' in $1"
+	echo "$v"
+}
+
+# check_le A B MSG / check_ge A B MSG: numeric comparisons (floats).
+check_le()
+{
+	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' || atf_fail "$3: $1 > $2"
+}
+check_ge()
+{
+	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }' || atf_fail "$3: $1 < $2"
+}
+
+atf_test_case sequences
+sequences_head()
+{
+	atf_set "descr" "The two worked sequences of SCHEDULER.md section 3"
+}
+sequences_body()
+{
+	atf_check -o inline:"order: 11112211113311\n" $SIM --order $SC/seq-noloan.sim
+	atf_check -o inline:"order: 11221111331111\n" $SIM --order $SC/seq-loan.sim
+}
+
+atf_test_case preemption
+preemption_head()
+{
+	atf_set "descr" "20 one-recipient messages slip past a 2000-recipient one within the k/(k-1) bound; not with a huge slot cost"
+}
+preemption_body()
+{
+	atf_check -o save:on.out $SIM $SC/preempt.sim
+	atf_check -o save:alone.out $SIM $SC/preempt-alone.sim
+	atf_check -o save:off.out $SIM $SC/preempt-off.sim
+	bulk=$(value on.out "label B:" last_done)
+	alone=$(value alone.out "label B:" last_done)
+	small=$(value on.out "label s:" last_done)
+	echo "bulk alone ${alone}s, with 20 small ones ${bulk}s, small ones done by ${small}s"
+	atf_check -o match:'delivered=20 ' grep '^label s:' on.out
+	# Long before: the last small one is done before half the bulk time.
+	check_le "$small" "$(awk -v b="$bulk" 'BEGIN { print b / 2 }')" "small messages late"
+	# k = 5: the bulk message may slow down by at most 5/4.
+	check_le "$bulk" "$(awk -v a="$alone" 'BEGIN { print a * 1.25 }')" "bulk slowed beyond k/(k-1)"
+	check_ge "$(value on.out core: preemptions)" 20 "preemptions"
+	# Without preemption every small one waits for the bulk one.
+	offmin=$(value off.out "label s:" min)
+	offbulk=$(value off.out "label B:" last_done)
+	echo "without preemption the first small one waits ${offmin}s"
+	check_ge "$offmin" "$(awk -v b="$offbulk" 'BEGIN { print b * 0.9 }')" "small ones did not wait"
+	atf_check -o match:'preemptions=0 ' grep '^core:' off.out
+}
+
+atf_test_case concurrency_reference
+concurrency_reference_head()
+{
+	atf_set "descr" "The 421-beyond-5-sessions server of SCHEDULER.md section 4: about 1/6 deferred with 1/N feedback, 1/2 with feedback 1"
+}
+concurrency_reference_body()
+{
+	atf_check -o save:inv.out $SIM $SC/conc-inverse.sim
+	atf_check -o save:one.out $SIM $SC/conc-one.sim
+	pinv=$(grep '^dest busy.example: first' inv.out | sed -n 's/.*(\([0-9.]*\)%).*/\1/p')
+	pone=$(grep '^dest busy.example: first' one.out | sed -n 's/.*(\([0-9.]*\)%).*/\1/p')
+	winv=$(value inv.out "dest busy.example: first" mean_window)
+	wone=$(value one.out "dest busy.example: first" mean_window)
+	echo "1/N feedback: ${pinv}% deferred on the first attempt, mean window $winv"
+	echo "feedback 1:   ${pone}% deferred on the first attempt, mean window $wone"
+	check_ge "$pinv" 12 "1/N deferred share"
+	check_le "$pinv" 21 "1/N deferred share"
+	check_ge "$pone" 40 "feedback 1 deferred share"
+	check_le "$pone" 60 "feedback 1 deferred share"
+	check_ge "$winv" 4.5 "1/N mean window"
+	check_le "$winv" 6 "1/N mean window"
+	check_ge "$wone" "$winv" "feedback 1 runs a larger window"
+}
+
+atf_test_case dead_destination
+dead_destination_head()
+{
+	atf_set "descr" "10,000 messages for a refusing site: a handful of connections per retry interval, all deferred with the reason, recovery by the half-open probe"
+}
+dead_destination_body()
+{
+	atf_check -o save:dead.out $SIM $SC/dead.sim
+	cat dead.out
+	fails=$(value dead.out "dest dead.example: transport" conn_failures)
+	check_le "$fails" 10 "connection failures"
+	# Every interval before the recovery has at most a handful of
+	# attempts (5 at the start: the initial window).
+	list=$(value dead.out "dest dead.example: attempts" attempts_per_300s)
+	echo "$list" | tr ',' '\n' | awk '
+	    $1 > 0 { n++; v[n] = $1 }
+	    END {
+		if (n < 3) { print "too few active intervals"; exit 1 }
+		for (i = 1; i < n; i++)
+			if (v[i] > 5) { print "interval with " v[i] " attempts"; exit 1 }
+		if (v[n] < 10000) { print "no recovery"; exit 1 }
+	    }' || atf_fail "attempts per interval: $list"
+	# All 10,000 recipients were deferred in each of the three dead
+	# retries, nearly all at once by the destination status cache.
+	susp=$(sed -n 's/^deferral: \([0-9]*\) "delivery temporarily suspended: connect to dead.example\[192.0.2.1\]:25: Connection refused"$/\1/p' dead.out)
+	check_ge "${susp:-0}" 29900 "suspended deferrals"
+	atf_check -o match:'deferrals=30000$' grep '^recipients:' dead.out
+	atf_check -o match:'delivered=10000 ' grep '^messages:' dead.out
+	atf_check -o match:'sent=10000 ' grep '^dest dead.example: transport' dead.out
+}
+
+atf_test_case fairness_backlog
+fairness_backlog_head()
+{
+	atf_set "descr" "New mail keeps flowing while a 5,000-message deferred backlog is retried"
+}
+fairness_backlog_body()
+{
+	atf_check -o save:fb.out $SIM $SC/fair-backlog.sim
+	grep -E '^label' fb.out
+	maxnew=$(value fb.out "label new:" max)
+	check_le "$maxnew" 30 "new mail latency during the backlog"
+	atf_check -o match:'delivered=5000 ' grep '^label old:' fb.out
+	atf_check -o match:'messages=2400 delivered=2400 ' grep '^label new:' fb.out
+	# The backlog really was being retried while new mail flowed.
+	first_old=$(value fb.out "label old:" min)
+	last_old=$(value fb.out "label old:" last_done)
+	check_le "$first_old" 700 "backlog retried late"
+	check_ge "$last_old" 1000 "backlog too small to matter"
+}
+
+atf_test_case fairness_stream
+fairness_stream_head()
+{
+	atf_set "descr" "A stream of one-recipient messages does not starve a two-recipient message"
+}
+fairness_stream_body()
+{
+	atf_check -o save:fs.out $SIM $SC/fair-stream.sim
+	grep -E '^label' fs.out
+	two=$(value fs.out "label 2:" last_done)
+	bulk=$(value fs.out "label B:" last_done)
+	check_le "$two" 100 "two-recipient message"
+	check_ge "$bulk" 3000 "bulk message"
+	# The stream itself kept preempting before and after it.
+	atf_check -o match:'^order: BBBBBsB*s' $SIM --order $SC/fair-stream.sim
+}
+
+atf_test_case million_recipients
+million_recipients_head()
+{
+	atf_set "descr" "A 1,000,000-recipient message within the in-memory recipient limits"
+}
+million_recipients_body()
+{
+	atf_check -o save:m.out $SIM $SC/million.sim
+	atf_check -o match:'sent=1000000 ' grep '^recipients:' m.out
+	atf_check -o match:'delivered=1 ' grep '^messages:' m.out
+	core=$(value m.out core: peak_rcpt)
+	tpeak=$(value m.out "transport smtp:" peak_rcpt)
+	echo "peak in-memory recipients: core $core (limit 5000), smtp $tpeak (limit 3000)"
+	check_le "$core" 5000 "global recipient limit"
+	check_le "$tpeak" 3000 "transport recipient limit"
+	check_ge "$(value m.out core: reads)" 300 "read in batches"
+}
+
+atf_test_case many_blocked
+many_blocked_head()
+{
+	atf_set "descr" "20,000 messages for one saturated destination: all delivered, FIFO (the run time is printed, not checked)"
+}
+many_blocked_body()
+{
+	start=$(date +%s)
+	atf_check -o save:hot.out $SIM --latency --summary $SC/hot.sim
+	echo "qmgr-sim hot.sim took $(( $(date +%s) - start ))s"
+	atf_check -o match:'delivered=20000 ' grep '^messages:' hot.out
+	check_ge "$(value hot.out "core:" peak_rcpt)" 10000 "jobs waiting at once"
+	# FIFO per destination: completion times grow with arrival order.
+	grep '^M' hot.out | awk -F, '$4 < last { bad = 1 } { last = $4 } END { exit bad }' ||
+	    atf_fail "deliveries out of arrival order"
+}
+
+atf_test_case consistency
+consistency_head()
+{
+	atf_set "descr" "The core's full self-check holds after every event of a mixed scenario and of the dead destination one"
+}
+consistency_body()
+{
+	atf_check -o save:mixed.out $SIM --check $SC/mixed.sim
+	atf_check -o match:'^core: selected=[0-9]+ preemptions=[1-9]' cat mixed.out
+	atf_check -o match:'bounced=[1-9]' grep '^recipients:' mixed.out
+	atf_check -o ignore $SIM --check $SC/fair-backlog.sim
+	atf_check -o ignore $SIM --check $SC/preempt.sim
+}
+
+atf_test_case outputs
+outputs_head()
+{
+	atf_set "descr" "CSV window samples, per-message latency, summary lines"
+}
+outputs_body()
+{
+	atf_check -o save:csv.out $SIM --csv $SC/seq-loan.sim
+	atf_check -o inline:"time,transport,destination,window,busy,todo,state\n" head -n1 csv.out
+	atf_check -o match:'^1\.000,smtp,d\.example,[0-9]+,1,[0-9]+,ok$' cat csv.out
+	atf_check -o save:lat.out $SIM --latency $SC/seq-loan.sim
+	atf_check -o inline:"message,label,arrival,final,latency,attempts,status\nM1,1,0.000,14.000,14.000,1,delivered\nM2,2,0.000,4.000,4.000,1,delivered\nM3,3,0.000,10.000,10.000,1,delivered\n" cat lat.out
+	atf_check -o save:both.out $SIM --order --summary $SC/seq-loan.sim
+	atf_check -o match:'^order: 11221111331111$' cat both.out
+	atf_check -o match:'^core: selected=14 preemptions=2 ' cat both.out
+}
+
+atf_test_case bad_input
+bad_input_head()
+{
+	atf_set "descr" "Scenario errors name the file and line; no crash"
+}
+bad_input_body()
+{
+	printf 'transport smtp\nfoo bar\n' > a.sim
+	atf_check -s exit:2 -e match:'a.sim:2: unknown command "foo"' $SIM a.sim
+	printf 'transport smtp delivery_slot_discount=200\n' > b.sim
+	atf_check -s exit:2 -e match:'b.sim:1: .*delivery_slot_discount' $SIM b.sim
+	printf 'dest a.example\nat 0 rcpts=1 to=b.example\n' > c.sim
+	atf_check -s exit:2 -e match:'c.sim:2: unknown destination "b.example"' $SIM c.sim
+	printf 'dest a.example service=fast\n' > d.sim
+	atf_check -s exit:2 -e match:'d.sim:1: bad time for service' $SIM d.sim
+	printf 'at 0 every=1s rcpts=1 to=x\n' > e.sim
+	atf_check -s exit:2 -e match:'e.sim:1:' $SIM e.sim
+	printf 'dest a.example transport=relay\n' > f.sim
+	atf_check -s exit:2 -e match:'unknown transport "relay"' $SIM f.sim
+	atf_check -s exit:2 -e match:'nosuch.sim' $SIM nosuch.sim
+	atf_check -s exit:2 -e match:'usage' $SIM
+	atf_check -s exit:2 -e match:'unknown option' $SIM --bogus a.sim
+	printf 'set minimal_backoff_time 1h\nset maximal_backoff_time 1m\n' > g.sim
+	atf_check -s exit:2 -e match:'g.sim' $SIM g.sim
+}
+
+atf_init_test_cases()
+{
+	atf_add_test_case sequences
+	atf_add_test_case preemption
+	atf_add_test_case concurrency_reference
+	atf_add_test_case dead_destination
+	atf_add_test_case fairness_backlog
+	atf_add_test_case fairness_stream
+	atf_add_test_case million_recipients
+	atf_add_test_case many_blocked
+	atf_add_test_case consistency
+	atf_add_test_case outputs
+	atf_add_test_case bad_input
+}
