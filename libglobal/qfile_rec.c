@@ -427,6 +427,43 @@ int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err)
 			DAMAGE(off, "not a queue file (unknown first byte %s)", tname);
 		DAMAGE(off, "unknown record type %s", tname);
 	}
+	/* Is this type allowed here at all?  (Checked before the length,
+	 * so a misplaced record is reported as such even when cut short.) */
+	switch (sc->state) {
+	case QF_ST_VERSION:
+		if (type != QF_REC_VERSION)
+			DAMAGE(off, "not a queue file (no version record first)");
+		break;
+	case QF_ST_SIZES:
+	case QF_ST_ATTEMPTS:
+	case QF_ST_WARN: {
+		int want = sc->state == QF_ST_SIZES ? QF_REC_SIZES
+		    : sc->state == QF_ST_ATTEMPTS ? QF_REC_ATTEMPTS : QF_REC_WARN;
+		if (type != want)
+			DAMAGE(off, "record type %s where the %s slot must be",
+			    tname, qf_rec_name(want));
+		break;
+	}
+	case QF_ST_ENVELOPE:
+		if (type == QF_REC_END)
+			DAMAGE(off, "end record in the envelope (no content)");
+		if (strchr("TSIFaODNRrM", type) == NULL)
+			DAMAGE(off, "%s record not allowed in the envelope",
+			    ri->name);
+		break;
+	case QF_ST_EXTRACTED:
+		if (strchr("ODNRrE", type) == NULL)
+			DAMAGE(off, "%s record not allowed in the extracted "
+			    "recipients", ri->name);
+		break;
+	case QF_ST_CONTENT:
+		if (strchr("LlXE", type) == NULL)
+			DAMAGE(off, "%s record not allowed in the content",
+			    ri->name);
+		break;
+	default:
+		DAMAGE(off, "internal scanner state");
+	}
 
 	/* The length: LEB128, 1 to 4 bytes, canonical. */
 	if ((avail = fill(sc, 5)) < 0) {
