@@ -101,8 +101,12 @@ void qf_scan_free(qf_scan_t *sc);
  * the file was checked to end there; -1 on damage or an I/O error (err).
  * Once it returned -1 it keeps returning -1. */
 int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err);
-/* Decoded values of the head slots once read (see qfile_*). */
+/* Decoded values of the head slots once read: the sizes slot (content
+ * offset, content size, extracted offset, recipient count), attempts and
+ * warning time (0 when torn; torn says which, QF_TORN_*). */
 void qf_scan_sizes(const qf_scan_t *sc, uint64_t v[4]);
+void qf_scan_slots(const qf_scan_t *sc, uint64_t *attempts, uint64_t *warn,
+    int *torn);
 /* Slot decoding: fills n values from a slot's data; false when the digits
  * or the check are wrong. */
 bool qf_slot_decode(const char *data, size_t len, uint64_t *v, int n);
@@ -129,9 +133,11 @@ const char *qfw_id(const qfw_t *w);
 /* The temporary path while writing, the final path after commit. */
 const char *qfw_path(const qfw_t *w);
 /* Envelope.  Each returns 0 or -1 (sticky error, qfw_error).  Arrival
- * defaults to the creation time; sender is required.  Envelope calls
- * after the first qfw_content fail, except qfw_rcpt, which then writes an
- * extracted recipient. */
+ * defaults to the creation time; qfw_arrival, when used, comes before
+ * the other envelope calls (the time record is written first).  The
+ * sender is required.  Envelope calls after the first qfw_content fail,
+ * except qfw_rcpt, which then writes an extracted recipient; warning
+ * time and attempts may be set any time before the commit. */
 int qfw_arrival(qfw_t *w, const struct timeval *tv);
 int qfw_sender(qfw_t *w, const char *addr);
 int qfw_envid(qfw_t *w, const char *envid);

@@ -263,6 +263,14 @@ void qf_scan_sizes(const qf_scan_t *sc, uint64_t v[4])
 	memcpy(v, sc->sizes, sizeof(sc->sizes));
 }
 
+void qf_scan_slots(const qf_scan_t *sc, uint64_t *attempts, uint64_t *warn,
+    int *torn)
+{
+	*attempts = sc->attempts;
+	*warn = sc->warn;
+	*torn = sc->torn;
+}
+
 /* Makes at least n bytes available at buf[start] unless the file ends
  * first.  Returns the bytes available, or -1 on a read error. */
 static ssize_t fill(qf_scan_t *sc, size_t n)

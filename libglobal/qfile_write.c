@@ -110,6 +110,28 @@ static int put_str(qfw_t *w, int type, const char *s)
 	return put_rec(w, type, s, strlen(s));
 }
 
+/* The arrival time goes first in the envelope, so that dumps read in
+ * order: written before the first other envelope record. */
+static int put_time(qfw_t *w)
+{
+	char tbuf[40];
+
+	if (w->seen & QF_SEEN_TIME)
+		return 0;
+	w->seen |= QF_SEEN_TIME;
+	snprintf(tbuf, sizeof(tbuf), "%lld.%06ld", (long long)w->arrival.tv_sec,
+	    (long)w->arrival.tv_usec);
+	return put_str(w, QF_REC_TIME, tbuf);
+}
+
+/* An envelope record (after the arrival time). */
+static int put_env(qfw_t *w, int type, const char *s)
+{
+	if (put_time(w) < 0)
+		return -1;
+	return put_str(w, type, s);
+}
+
 /* The head: V, Z, A, W with the current values (fixed size). */
 static void make_head(qfw_t *w, char head[QF_HEAD_SIZE])
 {
@@ -219,6 +241,8 @@ int qfw_arrival(qfw_t *w, const struct timeval *tv)
 		return -1;
 	if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec > 999999)
 		return werr(w, "bad arrival time");
+	if (w->seen & QF_SEEN_TIME)
+		return werr(w, "arrival time after other envelope records");
 	w->arrival = *tv;
 	return 0;
 }
@@ -242,7 +266,7 @@ int qfw_sender(qfw_t *w, const char *addr)
 	if (w->seen & QF_SEEN_SENDER)
 		return werr(w, "second sender");
 	w->seen |= QF_SEEN_SENDER;
-	return put_str(w, QF_REC_SENDER, addr);
+	return put_env(w, QF_REC_SENDER, addr);
 }
 
 int qfw_envid(qfw_t *w, const char *envid)
@@ -253,7 +277,7 @@ int qfw_envid(qfw_t *w, const char *envid)
 	if (w->seen & QF_SEEN_ENVID)
 		return werr(w, "second ENVID");
 	w->seen |= QF_SEEN_ENVID;
-	return put_str(w, QF_REC_ENVID, envid);
+	return put_env(w, QF_REC_ENVID, envid);
 }
 
 int qfw_ret(qfw_t *w, int ret)
@@ -265,7 +289,7 @@ int qfw_ret(qfw_t *w, int ret)
 	if (w->seen & QF_SEEN_RET)
 		return werr(w, "second RET");
 	w->seen |= QF_SEEN_RET;
-	return put_str(w, QF_REC_RET, ret == QF_RET_FULL ? "FULL" : "HDRS");
+	return put_env(w, QF_REC_RET, ret == QF_RET_FULL ? "FULL" : "HDRS");
 }
 
 int qfw_attr(qfw_t *w, const char *name, const char *value)
@@ -288,7 +312,7 @@ int qfw_attr(qfw_t *w, const char *name, const char *value)
 		str_release(&rec);
 		return werr(w, "attribute %s: value too long", name);
 	}
-	r = put_rec(w, QF_REC_ATTR, rec.buf, rec.len);
+	r = put_time(w) < 0 ? -1 : put_rec(w, QF_REC_ATTR, rec.buf, rec.len);
 	str_release(&rec);
 	return r;
 }
@@ -318,16 +342,11 @@ static int put_line(qfw_t *w, int type, const char *data, size_t len)
 
 static int begin_content(qfw_t *w)
 {
-	char tbuf[40];
-
 	if (w->state != W_ENVELOPE)
 		return 0;
 	if (!(w->seen & QF_SEEN_SENDER))
 		return werr(w, "content before the sender");
-	snprintf(tbuf, sizeof(tbuf), "%lld.%06ld", (long long)w->arrival.tv_sec,
-	    (long)w->arrival.tv_usec);
-	if (put_str(w, QF_REC_TIME, tbuf) < 0
-	    || put_rec(w, QF_REC_MESSAGE, "", 0) < 0)
+	if (put_time(w) < 0 || put_rec(w, QF_REC_MESSAGE, "", 0) < 0)
 		return -1;
 	w->sizes[0] = (uint64_t)w->off;
 	w->state = W_CONTENT;
@@ -434,6 +453,8 @@ int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
 			return -1;
 		w->state = W_EXTRACTED;
 	}
+	if (put_time(w) < 0)
+		return -1;
 	if (r->orig && put_str(w, QF_REC_ORIG, r->orig) < 0)
 		return -1;
 	if (r->orcpt && put_str(w, QF_REC_ORCPT, r->orcpt) < 0)

@@ -442,6 +442,12 @@ ATF_TC_BODY(writer_errors, tc)
 	ATF_CHECK(qfw_sender(w, "a") == 0);
 	ATF_CHECK(qfw_sender(w, "b") < 0);
 	qfw_free(w);
+	w = new_writer();
+	struct timeval tv = { 1, 0 };
+	ATF_CHECK(qfw_sender(w, "a") == 0);
+	ATF_CHECK(qfw_arrival(w, &tv) < 0);
+	ATF_CHECK(strstr(qfw_error(w), "arrival time after") != NULL);
+	qfw_free(w);
 
 	/* No file of any of them is left. */
 	DIR *d = opendir("q/incoming");
