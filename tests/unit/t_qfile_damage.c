@@ -61,7 +61,10 @@ static void small_file(str_t *out, bool long_line, char *id)
 
 static void put_bytes(const char *path, const void *data, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	/* A new file each time: rewriting a truncated one makes some file
+	 * systems (ext4 auto_da_alloc) flush it to disk, slowly. */
+	(void)unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	ATF_REQUIRE(fd >= 0);
 	ATF_REQUIRE(file_write_all(fd, data, len) == 0);
 	close(fd);
