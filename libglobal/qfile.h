@@ -159,7 +159,9 @@ extern unsigned long qfw_fsync_count;
 
 /* A stale temporary file (tmp.*): not locked by a live writer and last
  * modified at least min_age seconds ago.  1 stale, 0 not (in use, young,
- * or gone), -1 error (errno). */
+ * or gone), -1 error (errno).  Call it from a process that is not itself
+ * writing queue files: fcntl locks belong to the process, so it cannot
+ * see its own, and closing its descriptor would drop them. */
 int qfile_tmp_is_stale(const char *path, time_t min_age);
 /* True for the temporary names writers use. */
 bool qfile_tmp_name(const char *name);

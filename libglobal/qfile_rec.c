@@ -133,12 +133,19 @@ static const struct rec_info rec_infos[] = {
 	{ QF_REC_END, "end", QF_END_LEN, QF_END_LEN, true },
 };
 
+/* Per-record lookup: a table indexed by the type byte. */
+static const struct rec_info *rec_by_type[256];
+static bool rec_ready;
+
 static const struct rec_info *rec_info(int type)
 {
-	for (size_t i = 0; i < sizeof(rec_infos) / sizeof(rec_infos[0]); i++)
-		if (rec_infos[i].type == type)
-			return &rec_infos[i];
-	return NULL;
+	if (!rec_ready) {
+		/* Benign race: every thread writes the same values. */
+		for (size_t i = 0; i < sizeof(rec_infos) / sizeof(rec_infos[0]); i++)
+			rec_by_type[rec_infos[i].type] = &rec_infos[i];
+		rec_ready = true;
+	}
+	return rec_by_type[type & 0xff];
 }
 
 const char *qf_rec_name(int type)
@@ -212,7 +219,7 @@ bool qf_parse_time(const char *s, size_t len, struct timeval *tv)
 /* ------------------------------------------------------------------ */
 /* The scanner. */
 
-#define SCAN_MIN_BUF 8192
+#define SCAN_MIN_BUF 65536
 /* Room for the largest record: type, 3 length bytes, data, our NUL. */
 #define SCAN_MAX_BUF (QF_MAX_RECORD + 8)
 
