@@ -1,0 +1,625 @@
+/* The queue-file writer: temporary file, records through a buffer, one
+ * file fsync, rename to the queue ID, one directory fsync.
+ * doc/queue-file.md §4. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "file.h"
+#include "mem.h"
+#include "qfile_int.h"
+
+#define WBUF_SIZE 65536
+
+unsigned long qfw_fsync_count;
+
+enum wstate { W_ENVELOPE, W_CONTENT, W_EXTRACTED, W_DONE };
+
+struct qfw {
+	char queue[16];
+	char id[QUEUE_ID_SIZE];
+	str_t top_dir;		/* queue_directory/QUEUE */
+	str_t tmp_path;
+	str_t final_dir;
+	str_t final_path;
+	bool hashed;
+	int fd;
+	str_t buf;		/* not yet written */
+	off_t off;		/* file offset of the next byte */
+	struct timeval created, arrival;
+	int seen;		/* QF_SEEN_* */
+	enum wstate state;
+	str_t pend;		/* start of a line without its LF yet */
+	uint64_t sizes[4];
+	uint64_t attempts, warn;
+	bool failed;
+	bool committed;
+	str_t err;
+};
+
+static unsigned long tmp_counter;
+
+static int werr(qfw_t *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Records the first error; every later call fails with it. */
+static int werr(qfw_t *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!w->failed) {
+		va_start(ap, fmt);
+		str_reset(&w->err);
+		str_vcatf(&w->err, fmt, ap);
+		va_end(ap);
+		w->failed = true;
+	}
+	return -1;
+}
+
+static int flush_buf(qfw_t *w)
+{
+	if (str_len(&w->buf) == 0)
+		return 0;
+	if (file_write_all(w->fd, w->buf.buf, w->buf.len) < 0)
+		return werr(w, "write %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	str_reset(&w->buf);
+	return 0;
+}
+
+static int put_rec(qfw_t *w, int type, const void *data, size_t len)
+{
+	unsigned char hdr[5];
+	size_t n = 0, v = len;
+
+	if (w->failed)
+		return -1;
+	hdr[n++] = (unsigned char)type;
+	do {
+		hdr[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			hdr[n] |= 0x80;
+		n++;
+	} while (v);
+	/* Large records go straight out instead of through the buffer. */
+	if (str_len(&w->buf) + n + len > WBUF_SIZE && flush_buf(w) < 0)
+		return -1;
+	str_append(&w->buf, hdr, n);
+	if (len > WBUF_SIZE / 2) {
+		if (flush_buf(w) < 0)
+			return -1;
+		if (file_write_all(w->fd, data, len) < 0)
+			return werr(w, "write %s: %s", str_cstr(&w->tmp_path),
+			    strerror(errno));
+	} else {
+		str_append(&w->buf, data, len);
+	}
+	w->off += (off_t)(n + len);
+	return 0;
+}
+
+static int put_str(qfw_t *w, int type, const char *s)
+{
+	return put_rec(w, type, s, strlen(s));
+}
+
+/* The arrival time goes first in the envelope, so that dumps read in
+ * order: written before the first other envelope record. */
+static int put_time(qfw_t *w)
+{
+	char tbuf[40];
+
+	if (w->seen & QF_SEEN_TIME)
+		return 0;
+	w->seen |= QF_SEEN_TIME;
+	snprintf(tbuf, sizeof(tbuf), "%lld.%06ld", (long long)w->arrival.tv_sec,
+	    (long)w->arrival.tv_usec);
+	return put_str(w, QF_REC_TIME, tbuf);
+}
+
+/* An envelope record (after the arrival time). */
+static int put_env(qfw_t *w, int type, const char *s)
+{
+	if (put_time(w) < 0)
+		return -1;
+	return put_str(w, type, s);
+}
+
+/* The head: V, Z, A, W with the current values (fixed size). */
+static void make_head(qfw_t *w, char head[QF_HEAD_SIZE])
+{
+	char *p = head;
+
+	*p++ = QF_REC_VERSION;
+	*p++ = 1;
+	*p++ = QF_VERSION[0];
+	*p++ = QF_REC_SIZES;
+	*p++ = QF_SIZES_LEN;
+	qf_slot_encode(p, w->sizes, 4);
+	p += QF_SIZES_LEN;
+	*p++ = QF_REC_ATTEMPTS;
+	*p++ = QF_SLOT1_LEN;
+	qf_slot_encode(p, &w->attempts, 1);
+	p += QF_SLOT1_LEN;
+	*p++ = QF_REC_WARN;
+	*p++ = QF_SLOT1_LEN;
+	qf_slot_encode(p, &w->warn, 1);
+}
+
+qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
+    str_t *err)
+{
+	qfw_t *w;
+	struct stat st;
+	char head[QF_HEAD_SIZE];
+
+	if (!queue_name_valid(queue)) {
+		if (err)
+			str_setf(err, "unknown queue '%s'", queue);
+		return NULL;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->fd = -1;
+	bcopy_str(w->queue, sizeof(w->queue), queue);
+	w->hashed = queue_is_hashed(ql, queue);
+	/* A name that can never be a queue ID (it has dots), unique by pid,
+	 * counter and clock; O_EXCL catches the rest. */
+	for (int tries = 0; w->fd < 0; tries++) {
+		struct timeval tv;
+		gettimeofday(&tv, NULL);
+		str_setf(&w->top_dir, "%s/%s", ql->dir, queue);
+		str_setf(&w->tmp_path, "%s/tmp.%ld.%lu.%lx", str_cstr(&w->top_dir),
+		    (long)getpid(), ++tmp_counter,
+		    (unsigned long)(tv.tv_usec ^ (tv.tv_sec << 20)));
+		w->fd = file_create_excl(str_cstr(&w->tmp_path), mode);
+		if (w->fd < 0 && (errno != EEXIST || tries > 100)) {
+			if (err)
+				str_setf(err, "create %s: %s", str_cstr(&w->tmp_path),
+				    strerror(errno));
+			str_release(&w->tmp_path);
+			str_release(&w->top_dir);
+			free(w);
+			return NULL;
+		}
+	}
+	/* The lock tells qfile_tmp_is_stale that we are alive. */
+	if (file_lock(w->fd, FILE_LOCK_EXCLUSIVE | FILE_LOCK_NOWAIT) < 0
+	    || fstat(w->fd, &st) < 0) {
+		if (err)
+			str_setf(err, "lock/stat %s: %s", str_cstr(&w->tmp_path),
+			    strerror(errno));
+		qfw_free(w);
+		return NULL;
+	}
+	gettimeofday(&w->created, NULL);
+	w->arrival = w->created;
+	queue_id_make(w->id, &w->created, st.st_ino);
+	queue_dir_path(ql, queue, w->id, &w->final_dir);
+	str_setf(&w->final_path, "%s/%s", str_cstr(&w->final_dir), w->id);
+	str_reserve(&w->buf, WBUF_SIZE);
+	/* The head with zero sizes; filled in by the commit. */
+	make_head(w, head);
+	str_append(&w->buf, head, sizeof(head));
+	w->off = QF_HEAD_SIZE;
+	return w;
+}
+
+const char *qfw_id(const qfw_t *w)
+{
+	return w->id;
+}
+
+const char *qfw_path(const qfw_t *w)
+{
+	return str_cstr(w->committed ? &w->final_path : &w->tmp_path);
+}
+
+const char *qfw_error(const qfw_t *w)
+{
+	return w->failed ? str_cstr(&w->err) : "";
+}
+
+static int envelope_only(qfw_t *w, const char *what)
+{
+	if (w->failed)
+		return -1;
+	if (w->state != W_ENVELOPE)
+		return werr(w, "%s after the content", what);
+	return 0;
+}
+
+int qfw_arrival(qfw_t *w, const struct timeval *tv)
+{
+	if (envelope_only(w, "arrival time") < 0)
+		return -1;
+	if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec > 999999)
+		return werr(w, "bad arrival time");
+	if (w->seen & QF_SEEN_TIME)
+		return werr(w, "arrival time after other envelope records");
+	w->arrival = *tv;
+	return 0;
+}
+
+static int check_text(qfw_t *w, const char *what, const char *s,
+    size_t min, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n < min || n > max)
+		return werr(w, "%s of %zu bytes (allowed %zu to %zu)", what, n,
+		    min, max);
+	return 0;
+}
+
+int qfw_sender(qfw_t *w, const char *addr)
+{
+	if (envelope_only(w, "sender") < 0
+	    || check_text(w, "sender", addr, 0, 4096) < 0)
+		return -1;
+	if (w->seen & QF_SEEN_SENDER)
+		return werr(w, "second sender");
+	w->seen |= QF_SEEN_SENDER;
+	return put_env(w, QF_REC_SENDER, addr);
+}
+
+int qfw_envid(qfw_t *w, const char *envid)
+{
+	if (envelope_only(w, "ENVID") < 0
+	    || check_text(w, "ENVID", envid, 1, 512) < 0)
+		return -1;
+	if (w->seen & QF_SEEN_ENVID)
+		return werr(w, "second ENVID");
+	w->seen |= QF_SEEN_ENVID;
+	return put_env(w, QF_REC_ENVID, envid);
+}
+
+int qfw_ret(qfw_t *w, int ret)
+{
+	if (envelope_only(w, "RET") < 0)
+		return -1;
+	if (ret != QF_RET_FULL && ret != QF_RET_HDRS)
+		return werr(w, "bad RET value %d", ret);
+	if (w->seen & QF_SEEN_RET)
+		return werr(w, "second RET");
+	w->seen |= QF_SEEN_RET;
+	return put_env(w, QF_REC_RET, ret == QF_RET_FULL ? "FULL" : "HDRS");
+}
+
+int qfw_attr(qfw_t *w, const char *name, const char *value)
+{
+	size_t nl = strlen(name);
+	str_t rec = STR_INIT;
+	int r;
+
+	if (envelope_only(w, "attribute") < 0)
+		return -1;
+	bool good = nl > 0 && nl <= QF_MAX_ATTR_NAME && name[0] >= 'a'
+	    && name[0] <= 'z';
+	for (size_t i = 1; good && i < nl; i++)
+		good = (name[i] >= 'a' && name[i] <= 'z')
+		    || (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
+	if (!good)
+		return werr(w, "bad attribute name '%.64s'", name);
+	str_setf(&rec, "%s=%s", name, value);
+	if (str_len(&rec) > 8192) {
+		str_release(&rec);
+		return werr(w, "attribute %s: value too long", name);
+	}
+	r = put_time(w) < 0 ? -1 : put_rec(w, QF_REC_ATTR, rec.buf, rec.len);
+	str_release(&rec);
+	return r;
+}
+
+int qfw_warn_time(qfw_t *w, time_t when)
+{
+	if (w->failed)
+		return -1;
+	w->warn = when < 0 ? 0 : (uint64_t)when;
+	return 0;
+}
+
+int qfw_attempts(qfw_t *w, unsigned long n)
+{
+	if (w->failed)
+		return -1;
+	w->attempts = n;
+	return 0;
+}
+
+/* Line pieces: L for a piece that ends a line, l for one that goes on. */
+static int put_line(qfw_t *w, int type, const char *data, size_t len)
+{
+	w->sizes[1] += len;
+	return put_rec(w, type, data, len);
+}
+
+static int begin_content(qfw_t *w)
+{
+	if (w->state != W_ENVELOPE)
+		return 0;
+	if (!(w->seen & QF_SEEN_SENDER))
+		return werr(w, "content before the sender");
+	if (put_time(w) < 0 || put_rec(w, QF_REC_MESSAGE, "", 0) < 0)
+		return -1;
+	w->sizes[0] = (uint64_t)w->off;
+	w->state = W_CONTENT;
+	return 0;
+}
+
+/* Ends the content: a pending line without LF becomes the last line. */
+static int end_content(qfw_t *w)
+{
+	if (begin_content(w) < 0)
+		return -1;
+	if (w->state == W_CONTENT && str_len(&w->pend) > 0) {
+		if (put_line(w, QF_REC_LINE, w->pend.buf, w->pend.len) < 0)
+			return -1;
+		str_reset(&w->pend);
+	}
+	return 0;
+}
+
+int qfw_content(qfw_t *w, const void *data, size_t len)
+{
+	const char *p = data;
+
+	if (w->failed)
+		return -1;
+	if (w->state == W_EXTRACTED || w->state == W_DONE)
+		return werr(w, "content after extracted recipients");
+	if (begin_content(w) < 0)
+		return -1;
+	while (len > 0) {
+		const char *lf = memchr(p, '\n', len);
+		size_t run = lf ? (size_t)(lf - p) + 1 : len;
+
+		/* Split the run at QF_LINE_CHUNK bytes per record (counting
+		 * what is pending from earlier calls). */
+		while (run > 0) {
+			size_t room = QF_LINE_CHUNK - str_len(&w->pend);
+			if (run <= room && lf != NULL && p + run - 1 == lf) {
+				/* The line ends within this record. */
+				if (str_len(&w->pend) == 0) {
+					if (put_line(w, QF_REC_LINE, p, run) < 0)
+						return -1;
+				} else {
+					str_append(&w->pend, p, run);
+					if (put_line(w, QF_REC_LINE, w->pend.buf,
+					    w->pend.len) < 0)
+						return -1;
+					str_reset(&w->pend);
+				}
+			} else if (run <= room) {
+				/* No LF yet: keep it for the next call. */
+				str_append(&w->pend, p, run);
+			} else if (str_len(&w->pend) == 0) {
+				if (put_line(w, QF_REC_PART, p, QF_LINE_CHUNK) < 0)
+					return -1;
+				run = QF_LINE_CHUNK;
+				p += run;
+				len -= run;
+				run = lf ? (size_t)(lf - p) + 1 : len;
+				continue;
+			} else {
+				str_append(&w->pend, p, room);
+				if (put_line(w, QF_REC_PART, w->pend.buf,
+				    w->pend.len) < 0)
+					return -1;
+				str_reset(&w->pend);
+				p += room;
+				len -= room;
+				run -= room;
+				continue;
+			}
+			p += run;
+			len -= run;
+			run = 0;
+		}
+	}
+	return 0;
+}
+
+int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
+{
+	char nbuf[4];
+
+	if (w->failed)
+		return -1;
+	if (w->state == W_DONE)
+		return werr(w, "recipient after commit");
+	if (r->address == NULL
+	    || check_text(w, "recipient", r->address, 1, 4096) < 0
+	    || (r->orig && check_text(w, "original recipient", r->orig, 0,
+		4096) < 0)
+	    || (r->orcpt && check_text(w, "ORCPT", r->orcpt, 1, 1024) < 0))
+		return werr(w, "recipient without address");
+	if (r->notify < 0 || r->notify > 15
+	    || ((r->notify & QF_NOTIFY_NEVER) && r->notify != QF_NOTIFY_NEVER))
+		return werr(w, "bad NOTIFY value %d", r->notify);
+	if (w->state == W_CONTENT) {
+		/* The first recipient after the content starts the extracted
+		 * section. */
+		if (end_content(w) < 0)
+			return -1;
+		w->sizes[2] = (uint64_t)w->off;
+		if (put_rec(w, QF_REC_EXTRACTED, "", 0) < 0)
+			return -1;
+		w->state = W_EXTRACTED;
+	}
+	if (put_time(w) < 0)
+		return -1;
+	if (r->orig && put_str(w, QF_REC_ORIG, r->orig) < 0)
+		return -1;
+	if (r->orcpt && put_str(w, QF_REC_ORCPT, r->orcpt) < 0)
+		return -1;
+	if (r->notify) {
+		snprintf(nbuf, sizeof(nbuf), "%d", r->notify);
+		if (put_str(w, QF_REC_NOTIFY, nbuf) < 0)
+			return -1;
+	}
+	if (put_str(w, QF_REC_RCPT, r->address) < 0)
+		return -1;
+	w->sizes[3]++;
+	return 0;
+}
+
+static int counted_fsync(int fd)
+{
+	qfw_fsync_count++;
+	return file_fsync(fd);
+}
+
+static int fsync_dir_counted(const char *dir)
+{
+	qfw_fsync_count++;
+	return file_fsync_dir(dir);
+}
+
+int qfw_commit(qfw_t *w)
+{
+	char head[QF_HEAD_SIZE], ebuf[QF_END_LEN + 1];
+
+	if (w->state == W_DONE)
+		return werr(w, "second commit");
+	if (w->failed || end_content(w) < 0)
+		goto fail;
+	snprintf(ebuf, sizeof(ebuf), "%016llx", (unsigned long long)w->off);
+	if (put_rec(w, QF_REC_END, ebuf, QF_END_LEN) < 0 || flush_buf(w) < 0)
+		goto fail;
+	make_head(w, head);
+	if (pwrite(w->fd, head, sizeof(head), 0) != (ssize_t)sizeof(head)) {
+		werr(w, "write %s: %s", str_cstr(&w->tmp_path), strerror(errno));
+		goto fail;
+	}
+	/* 1. the data, 2. the name, 3. the name made durable. */
+	if (counted_fsync(w->fd) < 0) {
+		werr(w, "fsync %s: %s", str_cstr(&w->tmp_path), strerror(errno));
+		goto fail;
+	}
+	if (rename(str_cstr(&w->tmp_path), str_cstr(&w->final_path)) < 0) {
+		/* A hashed subdirectory that does not exist yet. */
+		if (errno != ENOENT || !w->hashed
+		    || file_mkdirs(str_cstr(&w->final_dir), 0700) < 0
+		    || rename(str_cstr(&w->tmp_path),
+			str_cstr(&w->final_path)) < 0) {
+			werr(w, "rename %s to %s: %s", str_cstr(&w->tmp_path),
+			    str_cstr(&w->final_path), strerror(errno));
+			goto fail;
+		}
+		/* The new subdirectories must survive a crash as well: fsync
+		 * each level above the file's directory, up to the queue's. */
+		str_t up = STR_INIT;
+		str_set(&up, str_cstr(&w->final_dir));
+		while (strcmp(str_cstr(&up), str_cstr(&w->top_dir)) != 0) {
+			char *slash = strrchr(up.buf, '/');
+			if (slash == NULL)
+				break;
+			str_truncate(&up, (size_t)(slash - up.buf));
+			if (file_fsync_dir(str_cstr(&up)) < 0) {
+				werr(w, "fsync directory %s: %s", str_cstr(&up),
+				    strerror(errno));
+				break;
+			}
+		}
+		str_release(&up);
+		if (w->failed)
+			goto fail_named;
+	}
+	w->committed = true;
+	w->state = W_DONE;
+	if (fsync_dir_counted(str_cstr(&w->final_dir)) < 0) {
+		/* The file is complete and named; only its durability is in
+		 * doubt.  Report failure so the client retries: at worst the
+		 * message is queued twice, never lost. */
+		werr(w, "fsync directory %s: %s", str_cstr(&w->final_dir),
+		    strerror(errno));
+		goto fail_named;
+	}
+	/* After the fsyncs a close error cannot lose the data. */
+	(void)close(w->fd);
+	w->fd = -1;
+	return 0;
+
+fail_named:
+	/* Named but not known to be durable: left in place (complete, so
+	 * valid); the caller reports failure and the client retries. */
+	w->committed = true;
+	w->state = W_DONE;
+	close(w->fd);
+	w->fd = -1;
+	return -1;
+
+fail:
+	if (w->fd >= 0) {
+		unlink(str_cstr(&w->tmp_path));
+		close(w->fd);
+		w->fd = -1;
+	}
+	w->state = W_DONE;
+	return -1;
+}
+
+void qfw_free(qfw_t *w)
+{
+	if (w == NULL)
+		return;
+	if (w->fd >= 0) {
+		if (!w->committed)
+			unlink(str_cstr(&w->tmp_path));
+		close(w->fd);
+	}
+	str_release(&w->top_dir);
+	str_release(&w->tmp_path);
+	str_release(&w->final_dir);
+	str_release(&w->final_path);
+	str_release(&w->buf);
+	str_release(&w->pend);
+	str_release(&w->err);
+	free(w);
+}
+
+bool qfile_tmp_name(const char *name)
+{
+	return strncmp(name, "tmp.", 4) == 0 && name[4] != '\0';
+}
+
+int qfile_tmp_is_stale(const char *path, time_t min_age)
+{
+	struct stat fst, lst;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &fst) < 0) {
+		r = -1;
+		goto out;
+	}
+	if (!S_ISREG(fst.st_mode)) {
+		errno = EINVAL;
+		r = -1;
+		goto out;
+	}
+	if (file_lock(fd, FILE_LOCK_SHARED | FILE_LOCK_NOWAIT) < 0) {
+		/* A live writer holds it (or locking is broken). */
+		r = errno == EAGAIN || errno == EACCES ? 0 : -1;
+		goto out;
+	}
+	/* What we locked must still be what the name points to. */
+	if (lstat(path, &lst) < 0) {
+		r = errno == ENOENT ? 0 : -1;
+		goto out;
+	}
+	r = lst.st_ino == fst.st_ino && lst.st_dev == fst.st_dev
+	    && time(NULL) - fst.st_mtime >= min_age;
+out:
+	close(fd);
+	return r;
+}

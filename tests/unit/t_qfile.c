@@ -1,0 +1,784 @@
+/* Unit tests for queue files (libglobal/qfile): writing and reading
+ * back, content byte for byte, recipients in batches, in-place updates,
+ * the durability protocol. */
+#include <atf-c.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "file.h"
+#include "qfile.h"
+#include "str.h"
+
+static queue_layout_t ql;
+
+static void setup(const char *hashed)
+{
+	str_t err = STR_INIT;
+	ATF_REQUIRE(queue_layout_init(&ql, "q", hashed, 1, &err) == 0);
+	ATF_REQUIRE_MSG(queue_create_dirs(&ql, &err) == 0, "%s", str_cstr(&err));
+	str_release(&err);
+}
+
+static qfw_t *new_writer(void)
+{
+	str_t err = STR_INIT;
+	qfw_t *w = qfw_create(&ql, QUEUE_INCOMING, 0600, &err);
+	ATF_REQUIRE_MSG(w != NULL, "%s", str_cstr(&err));
+	str_release(&err);
+	return w;
+}
+
+static void commit(qfw_t *w)
+{
+	ATF_REQUIRE_MSG(qfw_commit(w) == 0, "%s", qfw_error(w));
+}
+
+static qfile_t *open_ok(const char *id, int flags)
+{
+	qf_err_t err;
+	qfile_t *qf = qfile_open(&ql, QUEUE_INCOMING, id, flags, &err);
+	ATF_REQUIRE_MSG(qf != NULL, "open %s: %s (offset %lld)", id, err.reason,
+	    (long long)err.offset);
+	return qf;
+}
+
+/* The content, reassembled from qfile_read_line pieces with max. */
+static void read_content(qfile_t *qf, str_t *out, size_t max, size_t *lines)
+{
+	str_t line = STR_INIT;
+	int r;
+
+	str_reset(out);
+	*lines = 0;
+	qfile_content_rewind(qf);
+	while ((r = qfile_read_line(qf, &line, max)) > 0) {
+		ATF_REQUIRE(str_len(&line) <= max);
+		str_append(out, line.buf, line.len);
+		if (r == QF_LINE_LF)
+			str_putc(out, '\n');
+		else if (r == QF_LINE_CRLF)
+			str_append(out, "\r\n", 2);
+		if (r != QF_LINE_MORE)
+			(*lines)++;
+	}
+	ATF_REQUIRE_MSG(r == QF_LINE_END, "read_line: %s",
+	    qfile_error(qf)->reason);
+	str_release(&line);
+}
+
+/* Content with everything the format must keep byte for byte. */
+static void make_content(str_t *c)
+{
+	str_reset(c);
+	str_cat(c, "From: Alice <alice@example.org>\r\n");
+	str_cat(c, "Subject: =?utf-8?q?caf=C3=A9?=\n");
+	str_cat(c, "X-Eight-Bit: caf\xc3\xa9 \xff\xfe\r\n");
+	str_cat(c, "\r\n");
+	str_cat(c, "bare LF line\n");
+	str_cat(c, "CRLF line\r\n");
+	str_cat(c, "a lone CR \r inside\n");
+	str_append(c, "NUL \0 byte\n", 11);
+	str_cat(c, "\n");
+	/* A 1 MB line, split by the writer and reassembled. */
+	for (int i = 0; i < 1024 * 1024; i++)
+		str_putc(c, 'a' + i % 26);
+	str_cat(c, "\r\n");
+	str_cat(c, "last line without newline");
+}
+
+ATF_TC_WITHOUT_HEAD(write_read_back);
+ATF_TC_BODY(write_read_back, tc)
+{
+	str_t content = STR_INIT, got = STR_INIT;
+	char id[QUEUE_ID_SIZE];
+	struct timeval arr = { 1700000000, 42 }, tv;
+	size_t lines;
+
+	setup("deferred");
+	make_content(&content);
+	qfw_t *w = new_writer();
+	snprintf(id, sizeof(id), "%s", qfw_id(w));
+	ATF_REQUIRE(qfw_arrival(w, &arr) == 0);
+	ATF_REQUIRE(qfw_sender(w, "alice@example.org") == 0);
+	ATF_REQUIRE(qfw_envid(w, "QQ+2B314") == 0);
+	ATF_REQUIRE(qfw_ret(w, QF_RET_HDRS) == 0);
+	ATF_REQUIRE(qfw_attr(w, "rewrite_context", "local") == 0);
+	ATF_REQUIRE(qfw_attr(w, "client_name", "host.example.com[192.0.2.1]") == 0);
+	ATF_REQUIRE(qfw_attr(w, "log_ident", "") == 0);
+	ATF_REQUIRE(qfw_warn_time(w, 1700014400) == 0);
+	qf_rcpt_in_t r1 = { "bob@example.net", "bob", "rfc822;bob@example.net",
+		QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE };
+	qf_rcpt_in_t r2 = { "carol@example.net", NULL, NULL, QF_NOTIFY_NEVER };
+	qf_rcpt_in_t r3 = { "dave@example.net", "", NULL, 0 };
+	ATF_REQUIRE(qfw_rcpt(w, &r1) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &r2) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &r3) == 0);
+	/* The content in awkward pieces: 1, 7, 4096, ... bytes. */
+	size_t pieces[] = { 1, 7, 4096, 3, 65536, 1 };
+	size_t pos = 0;
+	for (int i = 0; pos < content.len; i++) {
+		size_t n = pieces[i % 6];
+		if (n > content.len - pos)
+			n = content.len - pos;
+		ATF_REQUIRE(qfw_content(w, content.buf + pos, n) == 0);
+		pos += n;
+	}
+	/* Envelope values after the content are refused. */
+	ATF_CHECK(qfw_attr(w, "late", "x") < 0);
+	qfw_free(w);
+
+	/* That writer failed: nothing visible, no temporary file left. */
+	DIR *d = opendir("q/incoming");
+	struct dirent *de;
+	ATF_REQUIRE(d != NULL);
+	while ((de = readdir(d)) != NULL)
+		ATF_CHECK_MSG(de->d_name[0] == '.', "left behind: %s", de->d_name);
+	closedir(d);
+
+	/* Again, properly. */
+	w = new_writer();
+	snprintf(id, sizeof(id), "%s", qfw_id(w));
+	ATF_REQUIRE(qfw_arrival(w, &arr) == 0);
+	ATF_REQUIRE(qfw_sender(w, "alice@example.org") == 0);
+	ATF_REQUIRE(qfw_envid(w, "QQ+2B314") == 0);
+	ATF_REQUIRE(qfw_ret(w, QF_RET_HDRS) == 0);
+	ATF_REQUIRE(qfw_attr(w, "rewrite_context", "local") == 0);
+	ATF_REQUIRE(qfw_attr(w, "client_name", "host.example.com[192.0.2.1]") == 0);
+	ATF_REQUIRE(qfw_attr(w, "log_ident", "") == 0);
+	ATF_REQUIRE(qfw_warn_time(w, 1700014400) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &r1) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &r2) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &r3) == 0);
+	pos = 0;
+	for (int i = 0; pos < content.len; i++) {
+		size_t n = pieces[i % 6];
+		if (n > content.len - pos)
+			n = content.len - pos;
+		ATF_REQUIRE(qfw_content(w, content.buf + pos, n) == 0);
+		pos += n;
+	}
+	unsigned long before = qfw_fsync_count;
+	commit(w);
+	/* One file fsync and one directory fsync per message. */
+	ATF_CHECK_EQ(qfw_fsync_count - before, 2);
+	ATF_CHECK(strstr(qfw_path(w), id) != NULL);
+	qfw_free(w);
+
+	qfile_t *qf = open_ok(id, 0);
+	ATF_CHECK_STREQ(qfile_id(qf), id);
+	ATF_CHECK_STREQ(qfile_sender(qf), "alice@example.org");
+	ATF_CHECK_STREQ(qfile_envid(qf), "QQ+2B314");
+	ATF_CHECK_EQ(qfile_ret(qf), QF_RET_HDRS);
+	qfile_arrival(qf, &tv);
+	ATF_CHECK_EQ(tv.tv_sec, arr.tv_sec);
+	ATF_CHECK_EQ(tv.tv_usec, arr.tv_usec);
+	ATF_CHECK_STREQ(qfile_attr(qf, "rewrite_context"), "local");
+	ATF_CHECK_STREQ(qfile_attr(qf, "client_name"), "host.example.com[192.0.2.1]");
+	ATF_CHECK_STREQ(qfile_attr(qf, "log_ident"), "");
+	ATF_CHECK(qfile_attr(qf, "nosuch") == NULL);
+	const char *an, *av;
+	ATF_CHECK(qfile_attr_at(qf, 0, &an, &av) && strcmp(an, "rewrite_context") == 0);
+	ATF_CHECK(qfile_attr_at(qf, 2, &an, &av) && strcmp(an, "log_ident") == 0);
+	ATF_CHECK(!qfile_attr_at(qf, 3, &an, &av));
+	ATF_CHECK_EQ(qfile_attempts(qf), 0);
+	ATF_CHECK_EQ(qfile_warn_time(qf), 1700014400);
+	ATF_CHECK_EQ(qfile_torn_slots(qf), 0);
+	ATF_CHECK_EQ(qfile_content_size(qf), content.len);
+	ATF_CHECK_EQ(qfile_rcpt_count(qf), 3);
+
+	qf_rcpt_batch_t b = { 0 };
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 10, 0), 3);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "bob@example.net");
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].orig), "bob");
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].orcpt), "rfc822;bob@example.net");
+	ATF_CHECK_EQ(b.rcpt[0].notify, QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[1].address), "carol@example.net");
+	ATF_CHECK_EQ(str_len(&b.rcpt[1].orig), 0);
+	ATF_CHECK_EQ(str_len(&b.rcpt[1].orcpt), 0);
+	ATF_CHECK_EQ(b.rcpt[1].notify, QF_NOTIFY_NEVER);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[2].address), "dave@example.net");
+	ATF_CHECK_EQ(b.rcpt[2].notify, 0);
+	for (int i = 0; i < 3; i++)
+		ATF_CHECK(!b.rcpt[i].done && !b.rcpt[i].extracted);
+	ATF_CHECK_EQ(qfile_rcpt_read(qf, &b, 10, 0), 0);
+
+	/* Content: whole lines, then in small pieces. */
+	read_content(qf, &got, (size_t)-1, &lines);
+	ATF_CHECK_EQ(got.len, content.len);
+	ATF_CHECK(got.len == content.len && memcmp(got.buf, content.buf, got.len) == 0);
+	ATF_CHECK_EQ(lines, 11);
+	read_content(qf, &got, 100, &lines);
+	ATF_CHECK(got.len == content.len && memcmp(got.buf, content.buf, got.len) == 0);
+	ATF_CHECK_EQ(lines, 11);
+	read_content(qf, &got, 1, &lines);
+	ATF_CHECK(got.len == content.len && memcmp(got.buf, content.buf, got.len) == 0);
+
+	/* Line kinds. */
+	str_t line = STR_INIT;
+	qfile_content_rewind(qf);
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 4096), QF_LINE_CRLF);
+	ATF_CHECK_STREQ(str_cstr(&line), "From: Alice <alice@example.org>");
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 4096), QF_LINE_LF);
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 4096), QF_LINE_CRLF);
+	ATF_CHECK_STREQ(str_cstr(&line), "X-Eight-Bit: caf\xc3\xa9 \xff\xfe");
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 4096), QF_LINE_CRLF);
+	ATF_CHECK_EQ(str_len(&line), 0);
+	str_release(&line);
+	qf_rcpt_batch_free(&b);
+	qfile_close(qf);
+	str_release(&content);
+	str_release(&got);
+	queue_layout_free(&ql);
+}
+
+/* Writes a message with the given content and n recipients; returns
+ * the ID in id. */
+static void write_msg(char *id, const char *content, size_t len, int nrcpt)
+{
+	qfw_t *w = new_writer();
+	char addr[64];
+
+	snprintf(id, QUEUE_ID_SIZE, "%s", qfw_id(w));
+	ATF_REQUIRE(qfw_sender(w, "") == 0);
+	for (int i = 0; i < nrcpt; i++) {
+		snprintf(addr, sizeof(addr), "user%d@example.com", i);
+		qf_rcpt_in_t r = { addr, NULL, NULL, 0 };
+		ATF_REQUIRE(qfw_rcpt(w, &r) == 0);
+	}
+	if (len)
+		ATF_REQUIRE(qfw_content(w, content, len) == 0);
+	commit(w);
+	qfw_free(w);
+}
+
+ATF_TC_WITHOUT_HEAD(empty_body_and_content);
+ATF_TC_BODY(empty_body_and_content, tc)
+{
+	char id[QUEUE_ID_SIZE];
+	str_t got = STR_INIT, line = STR_INIT;
+	size_t lines;
+
+	setup("");
+	/* Header and the empty line, no body. */
+	write_msg(id, "Subject: x\n\n", 12, 1);
+	qfile_t *qf = open_ok(id, 0);
+	ATF_CHECK_STREQ(qfile_sender(qf), "");
+	read_content(qf, &got, 1000, &lines);
+	ATF_CHECK_EQ(lines, 2);
+	ATF_CHECK_STREQ(str_cstr(&got), "Subject: x\n\n");
+	ATF_CHECK_EQ(qfile_content_size(qf), 12);
+	qfile_close(qf);
+
+	/* No content at all. */
+	write_msg(id, NULL, 0, 1);
+	qf = open_ok(id, 0);
+	ATF_CHECK_EQ(qfile_content_size(qf), 0);
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 100), QF_LINE_END);
+	qfile_close(qf);
+
+	/* A single newline; a single byte without one; only CRLF. */
+	write_msg(id, "\n", 1, 0);
+	qf = open_ok(id, 0);
+	ATF_CHECK_EQ(qfile_rcpt_count(qf), 0);
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 100), QF_LINE_LF);
+	ATF_CHECK_EQ(str_len(&line), 0);
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 100), QF_LINE_END);
+	qfile_close(qf);
+	write_msg(id, "x", 1, 1);
+	qf = open_ok(id, 0);
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 100), QF_LINE_NONE);
+	ATF_CHECK_STREQ(str_cstr(&line), "x");
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 100), QF_LINE_END);
+	qfile_close(qf);
+	write_msg(id, "a\r", 2, 1);
+	qf = open_ok(id, 0);
+	ATF_CHECK_EQ(qfile_read_line(qf, &line, 100), QF_LINE_NONE);
+	ATF_CHECK_STREQ(str_cstr(&line), "a\r");
+	qfile_close(qf);
+	str_release(&got);
+	str_release(&line);
+	queue_layout_free(&ql);
+}
+
+ATF_TC_WITHOUT_HEAD(crlf_never_split);
+ATF_TC_BODY(crlf_never_split, tc)
+{
+	/* A line whose CR and LF the writer puts in different records
+	 * (the CR is the last byte of an 8192-byte piece), read with every
+	 * max around the split: a piece never ends in the CR of the CRLF. */
+	char id[QUEUE_ID_SIZE];
+	str_t c = STR_INIT, line = STR_INIT;
+
+	setup("");
+	for (int i = 0; i < QF_LINE_CHUNK - 1; i++)
+		str_putc(&c, 'x');
+	str_cat(&c, "\r\nnext\r\n");
+	write_msg(id, c.buf, c.len, 1);
+	qfile_t *qf = open_ok(id, 0);
+	size_t maxes[] = { QF_LINE_CHUNK - 2, QF_LINE_CHUNK - 1, QF_LINE_CHUNK,
+		QF_LINE_CHUNK + 1, 1, 3 };
+	for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+		size_t total = 0;
+		int r;
+		qfile_content_rewind(qf);
+		while ((r = qfile_read_line(qf, &line, maxes[m])) == QF_LINE_MORE)
+			total += line.len;
+		total += line.len;
+		ATF_CHECK_EQ_MSG(r, QF_LINE_CRLF, "max %zu", maxes[m]);
+		ATF_CHECK_EQ(total, QF_LINE_CHUNK - 1);
+		ATF_CHECK_EQ(qfile_read_line(qf, &line, maxes[m] > 4 ? maxes[m] : 4),
+		    QF_LINE_CRLF);
+		ATF_CHECK_STREQ(str_cstr(&line), "next");
+	}
+	qfile_close(qf);
+	str_release(&c);
+	str_release(&line);
+	queue_layout_free(&ql);
+}
+
+ATF_TC_WITHOUT_HEAD(extracted_recipients);
+ATF_TC_BODY(extracted_recipients, tc)
+{
+	char id[QUEUE_ID_SIZE];
+	str_t got = STR_INIT;
+	size_t lines;
+
+	setup("");
+	qfw_t *w = new_writer();
+	snprintf(id, sizeof(id), "%s", qfw_id(w));
+	ATF_REQUIRE(qfw_sender(w, "a@b") == 0);
+	qf_rcpt_in_t env = { "env@example.com", NULL, NULL, 0 };
+	ATF_REQUIRE(qfw_rcpt(w, &env) == 0);
+	ATF_REQUIRE(qfw_content(w, "To: x@example.com\n\nbody no newline", 34) == 0);
+	qf_rcpt_in_t x1 = { "x@example.com", "x@example.com", NULL, QF_NOTIFY_DELAY };
+	qf_rcpt_in_t x2 = { "y@example.com", NULL, NULL, 0 };
+	ATF_REQUIRE(qfw_rcpt(w, &x1) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &x2) == 0);
+	ATF_CHECK(qfw_content(w, "more", 4) < 0);	/* content is over */
+	ATF_CHECK(strstr(qfw_error(w), "extracted") != NULL);
+	ATF_CHECK(qfw_commit(w) < 0);
+	qfw_free(w);
+
+	w = new_writer();
+	snprintf(id, sizeof(id), "%s", qfw_id(w));
+	ATF_REQUIRE(qfw_sender(w, "a@b") == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &env) == 0);
+	ATF_REQUIRE(qfw_content(w, "To: x@example.com\n\nbody no newline", 34) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &x1) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &x2) == 0);
+	commit(w);
+	qfw_free(w);
+
+	qfile_t *qf = open_ok(id, 0);
+	ATF_CHECK_EQ(qfile_rcpt_count(qf), 3);
+	qf_rcpt_batch_t b = { 0 };
+	/* In batches of 1: envelope, then extracted after the content. */
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 1, 0), 1);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "env@example.com");
+	ATF_CHECK(!b.rcpt[0].extracted);
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 1, 0), 1);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "x@example.com");
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].orig), "x@example.com");
+	ATF_CHECK_EQ(b.rcpt[0].notify, QF_NOTIFY_DELAY);
+	ATF_CHECK(b.rcpt[0].extracted);
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 1, 0), 1);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "y@example.com");
+	ATF_CHECK(b.rcpt[0].extracted);
+	ATF_CHECK_EQ(qfile_rcpt_read(qf, &b, 1, 0), 0);
+	ATF_CHECK_EQ(b.cap, 1);
+	read_content(qf, &got, 1000, &lines);
+	ATF_CHECK_STREQ(str_cstr(&got), "To: x@example.com\n\nbody no newline");
+	qfile_rcpt_rewind(qf);
+	ATF_CHECK_EQ(qfile_rcpt_read(qf, &b, 100, 0), 3);
+	qf_rcpt_batch_free(&b);
+	qfile_close(qf);
+	str_release(&got);
+	queue_layout_free(&ql);
+}
+
+ATF_TC_WITHOUT_HEAD(writer_errors);
+ATF_TC_BODY(writer_errors, tc)
+{
+	str_t err = STR_INIT, big = STR_INIT;
+
+	setup("");
+	ATF_CHECK(qfw_create(&ql, "nosuch", 0600, &err) == NULL);
+	ATF_CHECK(strstr(str_cstr(&err), "nosuch") != NULL);
+
+	qfw_t *w = new_writer();
+	ATF_CHECK(qfw_content(w, "x\n", 2) < 0);
+	ATF_CHECK(strstr(qfw_error(w), "sender") != NULL);
+	ATF_CHECK(qfw_sender(w, "a@b") < 0);		/* sticky */
+	ATF_CHECK(qfw_commit(w) < 0);
+	qfw_free(w);
+
+	w = new_writer();
+	ATF_CHECK(qfw_attr(w, "Bad-Name", "x") < 0);
+	qfw_free(w);
+	w = new_writer();
+	ATF_CHECK(qfw_attr(w, "9x", "x") < 0);
+	qfw_free(w);
+	w = new_writer();
+	qf_rcpt_in_t r = { "", NULL, NULL, 0 };
+	ATF_CHECK(qfw_rcpt(w, &r) < 0);
+	qfw_free(w);
+	w = new_writer();
+	qf_rcpt_in_t r2 = { "a@b", NULL, NULL, QF_NOTIFY_NEVER | QF_NOTIFY_DELAY };
+	ATF_CHECK(qfw_rcpt(w, &r2) < 0);
+	qfw_free(w);
+	w = new_writer();
+	for (int i = 0; i < 5000; i++)
+		str_putc(&big, 'x');
+	ATF_CHECK(qfw_sender(w, big.buf) < 0);
+	qfw_free(w);
+	w = new_writer();
+	ATF_CHECK(qfw_sender(w, "a") == 0);
+	ATF_CHECK(qfw_sender(w, "b") < 0);
+	qfw_free(w);
+	w = new_writer();
+	struct timeval tv = { 1, 0 };
+	ATF_CHECK(qfw_sender(w, "a") == 0);
+	ATF_CHECK(qfw_arrival(w, &tv) < 0);
+	ATF_CHECK(strstr(qfw_error(w), "arrival time after") != NULL);
+	qfw_free(w);
+
+	/* No file of any of them is left. */
+	DIR *d = opendir("q/incoming");
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL)
+		ATF_CHECK_MSG(de->d_name[0] == '.', "left behind: %s", de->d_name);
+	closedir(d);
+	str_release(&err);
+	str_release(&big);
+	queue_layout_free(&ql);
+}
+
+ATF_TC_WITHOUT_HEAD(mark_done_in_place);
+ATF_TC_BODY(mark_done_in_place, tc)
+{
+	char id[QUEUE_ID_SIZE];
+	qf_rcpt_batch_t b = { 0 };
+
+	setup("");
+	write_msg(id, "x\n", 2, 5);
+	qfile_t *qf = open_ok(id, QF_OPEN_RDWR);
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 10, 0), 5);
+	off_t off1 = b.rcpt[1].offset, off3 = b.rcpt[3].offset;
+	ATF_REQUIRE(qfile_rcpt_done(qf, off1, QF_SYNC) == 0);
+	ATF_REQUIRE(qfile_rcpt_done(qf, off3, 0) == 0);
+	ATF_REQUIRE(qfile_rcpt_done(qf, off3, 0) == 0);	/* idempotent */
+	/* Offsets that are not a recipient record are refused. */
+	ATF_CHECK(qfile_rcpt_done(qf, off1 + 1, 0) < 0);
+	ATF_CHECK(qfile_rcpt_done(qf, 0, 0) < 0);
+	ATF_CHECK(qfile_rcpt_done(qf, QF_OFF_ATTEMPTS, 0) < 0);
+	ATF_CHECK(qfile_rcpt_done(qf, qfile_content_offset(qf), 0) < 0);
+	ATF_CHECK(qfile_rcpt_done(qf, 1 << 30, 0) < 0);
+	/* The same handle sees it on the next pass. */
+	qfile_rcpt_rewind(qf);
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 10, 0), 3);
+	qfile_close(qf);
+
+	/* Reopened: the file is still valid, done recipients skipped. */
+	qf = open_ok(id, 0);
+	ATF_CHECK_EQ(qfile_rcpt_count(qf), 5);
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 10, 0), 3);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "user0@example.com");
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[1].address), "user2@example.com");
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[2].address), "user4@example.com");
+	qfile_rcpt_rewind(qf);
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 10, QF_RCPT_ALL), 5);
+	ATF_CHECK(!b.rcpt[0].done && b.rcpt[1].done && !b.rcpt[2].done
+	    && b.rcpt[3].done && !b.rcpt[4].done);
+	/* Read-only handles cannot update. */
+	ATF_CHECK(qfile_rcpt_done(qf, b.rcpt[0].offset, 0) < 0);
+	ATF_CHECK_EQ(errno, EBADF);
+	ATF_CHECK(qfile_set_attempts(qf, 1, 0) < 0);
+	qfile_close(qf);
+	qf_rcpt_batch_free(&b);
+	queue_layout_free(&ql);
+}
+
+ATF_TC_WITHOUT_HEAD(slots_update);
+ATF_TC_BODY(slots_update, tc)
+{
+	char id[QUEUE_ID_SIZE];
+	str_t path = STR_INIT;
+	struct stat st1, st2;
+
+	setup("");
+	write_msg(id, "x\n", 2, 1);
+	queue_path(&ql, QUEUE_INCOMING, id, &path);
+	ATF_REQUIRE(stat(str_cstr(&path), &st1) == 0);
+	qfile_t *qf = open_ok(id, QF_OPEN_RDWR);
+	ATF_REQUIRE(qfile_set_attempts(qf, 7, QF_SYNC) == 0);
+	ATF_REQUIRE(qfile_set_warn_time(qf, 1800000000, 0) == 0);
+	ATF_CHECK_EQ(qfile_attempts(qf), 7);
+	qfile_close(qf);
+	ATF_REQUIRE(stat(str_cstr(&path), &st2) == 0);
+	ATF_CHECK_EQ(st1.st_size, st2.st_size);		/* no rewrite */
+	ATF_CHECK_EQ(st1.st_ino, st2.st_ino);
+	qf = open_ok(id, QF_OPEN_RDWR);
+	ATF_CHECK_EQ(qfile_attempts(qf), 7);
+	ATF_CHECK_EQ(qfile_warn_time(qf), 1800000000);
+	ATF_REQUIRE(qfile_set_attempts(qf, 8, 0) == 0);
+	qfile_close(qf);
+	qf = open_ok(id, 0);
+	ATF_CHECK_EQ(qfile_attempts(qf), 8);
+	ATF_CHECK_EQ(qfile_torn_slots(qf), 0);
+	qfile_close(qf);
+
+	/* A torn attempts slot (digits of two versions): not damage; the
+	 * value reads as 0, and the next update repairs it. */
+	int fd = open(str_cstr(&path), O_RDWR);
+	ATF_REQUIRE(fd >= 0);
+	char c = '9';
+	ATF_REQUIRE(pwrite(fd, &c, 1, QF_OFF_ATTEMPTS + 2 + 3) == 1);
+	qf = open_ok(id, QF_OPEN_RDWR);
+	ATF_CHECK_EQ(qfile_torn_slots(qf), QF_TORN_ATTEMPTS);
+	ATF_CHECK_EQ(qfile_attempts(qf), 0);
+	ATF_CHECK_EQ(qfile_warn_time(qf), 1800000000);
+	ATF_REQUIRE(qfile_set_attempts(qf, 9, 0) == 0);
+	qfile_close(qf);
+	qf = open_ok(id, 0);
+	ATF_CHECK_EQ(qfile_torn_slots(qf), 0);
+	ATF_CHECK_EQ(qfile_attempts(qf), 9);
+	qfile_close(qf);
+	/* Not hex at all: damage. */
+	c = 'x';
+	ATF_REQUIRE(pwrite(fd, &c, 1, QF_OFF_WARN + 2 + 3) == 1);
+	close(fd);
+	qf_err_t err;
+	ATF_CHECK(qfile_open(&ql, QUEUE_INCOMING, id, 0, &err) == NULL);
+	ATF_CHECK(err.damaged);
+	ATF_CHECK_EQ(err.offset, QF_OFF_WARN);
+	str_release(&path);
+	queue_layout_free(&ql);
+}
+
+ATF_TC_WITHOUT_HEAD(many_recipients_batches);
+ATF_TC_BODY(many_recipients_batches, tc)
+{
+	enum { N = 100000, MAX = 1000 };
+	char id[QUEUE_ID_SIZE], want[64];
+	qf_rcpt_batch_t b = { 0 };
+	long n, total = 0, calls = 0;
+
+	setup("");
+	write_msg(id, "Subject: many\n\nhi\n", 18, N);
+	qfile_t *qf = open_ok(id, QF_OPEN_RDWR);
+	ATF_CHECK_EQ(qfile_rcpt_count(qf), N);
+	while ((n = qfile_rcpt_read(qf, &b, MAX, 0)) > 0) {
+		/* Memory is bounded by the batch: never more entries. */
+		ATF_REQUIRE(n <= MAX);
+		ATF_REQUIRE(b.cap <= MAX);
+		for (long i = 0; i < n; i++) {
+			snprintf(want, sizeof(want), "user%ld@example.com", total + i);
+			ATF_REQUIRE_STREQ(str_cstr(&b.rcpt[i].address), want);
+		}
+		/* Mark every other one done as a delivery would. */
+		for (long i = 0; i < n; i += 2)
+			ATF_REQUIRE(qfile_rcpt_done(qf, b.rcpt[i].offset, 0) == 0);
+		total += n;
+		calls++;
+		ATF_REQUIRE(calls <= N / MAX + 1);
+	}
+	ATF_CHECK_EQ(n, 0);
+	ATF_CHECK_EQ(total, N);
+	ATF_CHECK_EQ(calls, N / MAX);
+	ATF_CHECK_EQ(b.cap, MAX);
+	qfile_close(qf);
+	qf = open_ok(id, 0);
+	total = 0;
+	while ((n = qfile_rcpt_read(qf, &b, 333, 0)) > 0)
+		total += n;
+	ATF_CHECK_EQ(total, N / 2);
+	qfile_close(qf);
+	qf_rcpt_batch_free(&b);
+	queue_layout_free(&ql);
+}
+
+ATF_TC_WITHOUT_HEAD(hashed_incoming);
+ATF_TC_BODY(hashed_incoming, tc)
+{
+	/* A hashed queue: the writer makes the subdirectory on commit. */
+	char id[QUEUE_ID_SIZE];
+	str_t err = STR_INIT, p = STR_INIT;
+	struct stat st;
+
+	ATF_REQUIRE(queue_layout_init(&ql, "q", "incoming deferred", 2, &err) == 0);
+	ATF_REQUIRE(queue_create_dirs(&ql, &err) == 0);
+	write_msg(id, "x\n", 2, 1);
+	str_setf(&p, "q/incoming/%c/%c/%s", id[10], id[9], id);
+	ATF_CHECK_MSG(stat(str_cstr(&p), &st) == 0, "%s", str_cstr(&p));
+	qfile_t *qf = open_ok(id, 0);
+	qfile_close(qf);
+	ATF_REQUIRE(queue_move(&ql, QUEUE_INCOMING, QUEUE_DEFERRED, id, &err) == 0);
+	qf_err_t qerr;
+	qf = qfile_open(&ql, QUEUE_DEFERRED, id, 0, &qerr);
+	ATF_CHECK(qf != NULL);
+	qfile_close(qf);
+	ATF_CHECK(qfile_open(&ql, QUEUE_INCOMING, id, 0, &qerr) == NULL);
+	ATF_CHECK(!qerr.damaged && qerr.errnum == ENOENT);
+	str_release(&err);
+	str_release(&p);
+	queue_layout_free(&ql);
+}
+
+ATF_TC_WITHOUT_HEAD(tmp_stale);
+ATF_TC_BODY(tmp_stale, tc)
+{
+	int pfd[2];
+	char path[512];
+	pid_t pid;
+
+	setup("");
+	ATF_REQUIRE(pipe(pfd) == 0);
+	/* A live writer in another process (locks are per process). */
+	if ((pid = fork()) == 0) {
+		str_t err = STR_INIT;
+		qfw_t *w = qfw_create(&ql, QUEUE_INCOMING, 0600, &err);
+		if (w == NULL)
+			_exit(1);
+		dprintf(pfd[1], "%s\n", qfw_path(w));
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	FILE *f = fdopen(pfd[0], "r");
+	ATF_REQUIRE(fgets(path, sizeof(path), f) != NULL);
+	path[strcspn(path, "\n")] = '\0';
+	const char *base = strrchr(path, '/') + 1;
+	ATF_CHECK(qfile_tmp_name(base));
+	ATF_CHECK(!queue_id_valid(base));
+	ATF_CHECK_EQ(qfile_tmp_is_stale(path, 0), 0);	/* locked: in use */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fclose(f);
+	ATF_CHECK_EQ(qfile_tmp_is_stale(path, 0), 1);	/* writer died */
+	ATF_CHECK_EQ(qfile_tmp_is_stale(path, 3600), 0);	/* too young */
+	ATF_CHECK_EQ(qfile_tmp_is_stale("q/incoming/tmp.none", 0), 0);
+	ATF_CHECK(!qfile_tmp_name("1NB6Q3P0B4K7G2"));
+	queue_layout_free(&ql);
+}
+
+/* Every visible file in dir (recursively one level) is a valid queue
+ * file; returns how many there were. */
+static int check_visible(const char *dir, int *tmps)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	ATF_REQUIRE(d != NULL);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (qfile_tmp_name(de->d_name)) {
+			(*tmps)++;
+			continue;
+		}
+		ATF_REQUIRE_MSG(queue_id_valid(de->d_name), "stray %s", de->d_name);
+		qf_err_t err;
+		qfile_t *qf = qfile_open(&ql, QUEUE_INCOMING, de->d_name, 0, &err);
+		ATF_REQUIRE_MSG(qf != NULL, "visible but bad: %s: %s at %lld",
+		    de->d_name, err.reason, (long long)err.offset);
+		qf_rcpt_batch_t b = { 0 };
+		long total = 0, r;
+		while ((r = qfile_rcpt_read(qf, &b, 50, 0)) > 0)
+			total += r;
+		ATF_REQUIRE_EQ(total, 200);
+		qf_rcpt_batch_free(&b);
+		qfile_close(qf);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+ATF_TC(killed_writer);
+ATF_TC_HEAD(killed_writer, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "A writer killed with SIGKILL at "
+	    "random points never leaves a visible incomplete file");
+	atf_tc_set_md_var(tc, "timeout", "120");
+}
+ATF_TC_BODY(killed_writer, tc)
+{
+	enum { ROUNDS = 60 };
+	int visible = 0, tmps = 0;
+
+	setup("");
+	srandom(12345);
+	for (int round = 0; round < ROUNDS; round++) {
+		pid_t pid = fork();
+		ATF_REQUIRE(pid >= 0);
+		if (pid == 0) {
+			/* Writes messages (200 recipients, ~200 KB) forever. */
+			str_t line = STR_INIT;
+			for (int i = 0; i < 2000; i++)
+				str_putc(&line, 'a' + i % 26);
+			str_putc(&line, '\n');
+			for (;;) {
+				qfw_t *w = qfw_create(&ql, QUEUE_INCOMING, 0600, NULL);
+				char a[64];
+				if (w == NULL)
+					_exit(1);
+				qfw_sender(w, "s@example.com");
+				for (int i = 0; i < 200; i++) {
+					snprintf(a, sizeof(a), "r%d@example.com", i);
+					qf_rcpt_in_t r = { a, NULL, NULL, 0 };
+					qfw_rcpt(w, &r);
+				}
+				for (int i = 0; i < 100; i++)
+					qfw_content(w, line.buf, line.len);
+				if (qfw_commit(w) < 0)
+					_exit(2);
+				qfw_free(w);
+			}
+		}
+		/* Kill it anywhere from at once to a few messages in. */
+		usleep((useconds_t)(random() % 20000));
+		kill(pid, SIGKILL);
+		int status;
+		ATF_REQUIRE(waitpid(pid, &status, 0) == pid);
+		ATF_REQUIRE_MSG(WIFSIGNALED(status), "writer exited %d",
+		    WEXITSTATUS(status));
+		visible += check_visible("q/incoming", &tmps);
+		/* Start each round clean so counts stay small. */
+		DIR *d = opendir("q/incoming");
+		struct dirent *de;
+		char p[600];
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "q/incoming/%s", de->d_name);
+			unlink(p);
+		}
+		closedir(d);
+	}
+	/* Informational: how often the kill landed where. */
+	printf("complete files seen %d, temporary files left %d\n", visible, tmps);
+	queue_layout_free(&ql);
+}
+
+ATF_TP_ADD_TCS(tp)
+{
+	ATF_TP_ADD_TC(tp, write_read_back);
+	ATF_TP_ADD_TC(tp, empty_body_and_content);
+	ATF_TP_ADD_TC(tp, crlf_never_split);
+	ATF_TP_ADD_TC(tp, extracted_recipients);
+	ATF_TP_ADD_TC(tp, writer_errors);
+	ATF_TP_ADD_TC(tp, mark_done_in_place);
+	ATF_TP_ADD_TC(tp, slots_update);
+	ATF_TP_ADD_TC(tp, many_recipients_batches);
+	ATF_TP_ADD_TC(tp, hashed_incoming);
+	ATF_TP_ADD_TC(tp, tmp_stale);
+	ATF_TP_ADD_TC(tp, killed_writer);
+	return atf_no_error();
+}
