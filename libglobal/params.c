@@ -1,0 +1,834 @@
+/* The parameter table (see params.h) and the value parsers. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "config.h"
+#include "htable.h"
+#include "log.h"
+#include "mem.h"
+#include "params.h"
+#include "pconfig.h"
+
+static bool check_feedback(const char *value, str_t *why);
+static bool check_protocols(const char *value, str_t *why);
+static bool check_host_lookup(const char *value, str_t *why);
+static bool check_reply_code(const char *value, str_t *why);
+static const char *compute_mydomain(void);
+
+#define UNL LONG_MAX
+
+#define P_STR(n, d, ds) \
+	{ .name = n, .type = PARAM_STR, .defval = d, .desc = ds }
+#define P_STRF(n, d, fl, ds) \
+	{ .name = n, .type = PARAM_STR, .defval = d, .flags = fl, .desc = ds }
+#define P_CHOICE(n, d, ch, ds) \
+	{ .name = n, .type = PARAM_STR, .defval = d, .choices = ch, .desc = ds }
+#define P_CHECK(n, d, fn, fl, ds) \
+	{ .name = n, .type = PARAM_STR, .defval = d, .check = fn, .flags = fl, .desc = ds }
+#define P_INT(n, d, lo, hi, fl, ds) \
+	{ .name = n, .type = PARAM_INT, .defval = d, .min = lo, .max = hi, \
+	  .flags = fl, .desc = ds }
+#define P_BOOL(n, d, ds) \
+	{ .name = n, .type = PARAM_BOOL, .defval = d, .desc = ds }
+#define P_TIME(n, d, u, fl, ds) \
+	{ .name = n, .type = PARAM_TIME, .defval = d, .min = 0, .max = UNL, \
+	  .unit = u, .flags = fl, .desc = ds }
+#define P_TIMER(n, d, u, lo, fl, ds) \
+	{ .name = n, .type = PARAM_TIME, .defval = d, .min = lo, .max = UNL, \
+	  .unit = u, .flags = fl, .desc = ds }
+#define P_SIZE(n, d, ds) \
+	{ .name = n, .type = PARAM_SIZE, .defval = d, .min = 0, .max = UNL, .desc = ds }
+#define P_BUILD(n, d, dd, ds) \
+	{ .name = n, .type = PARAM_STR, .defval = d, .flags = PARAM_F_BUILD, \
+	  .defdesc = dd, .desc = ds }
+#define P_COMPUTED(n, fn, dd, ds) \
+	{ .name = n, .type = PARAM_STR, .compute = fn, .flags = PARAM_F_COMPUTED, \
+	  .defdesc = dd, .desc = ds }
+
+#define TR PARAM_F_TRANSPORT
+
+static const param_def_t table[] = {
+	/* Installation: compiled-in defaults from ./configure. */
+	P_BUILD("config_directory", DEF_CONFIG_DIR, "SYSCONFDIR/petrel (configure --sysconfdir)",
+	    "Where main.cf and master.cf are; set by -c or MAIL_CONFIG, not in main.cf."),
+	P_BUILD("queue_directory", DEF_QUEUE_DIR, "LOCALSTATEDIR/spool/petrel (configure --localstatedir)",
+	    "The root of the mail queue; also the chroot directory of chrooted daemons."),
+	P_BUILD("daemon_directory", DEF_DAEMON_DIR, "LIBEXECDIR/petrel (configure --libexecdir)",
+	    "Where the daemon programs started by master are installed."),
+	P_BUILD("command_directory", DEF_COMMAND_DIR, "SBINDIR (configure --sbindir)",
+	    "Where the administrative commands are installed."),
+	P_BUILD("mail_owner", DEF_MAIL_OWNER, "petrel (configure --with-mail-owner)",
+	    "The unprivileged account the daemons run as; owns the queue."),
+	P_BUILD("setgid_group", DEF_SETGID_GROUP, "petrdrop (configure --with-setgid-group)",
+	    "The group of the set-gid postdrop and postq programs and of the public sockets."),
+	P_STR("sendmail_path", "$command_directory/sendmail",
+	    "The sendmail compatibility program, used to re-inject mail."),
+	P_STR("process_id_directory", "pid",
+	    "Where master keeps its lock and pid files, relative to queue_directory."),
+	P_STR("mail_name", "Petrel",
+	    "The name of the mail system, used in the SMTP greeting and in notices."),
+	P_BUILD("mail_version", PETREL_VERSION, "the version of this build",
+	    "The version of the mail system."),
+
+	/* Identity of this host and of its mail domain. */
+	P_COMPUTED("myhostname", param_system_hostname,
+	    "the system's host name, fully qualified when the resolver knows it",
+	    "The fully qualified name of this host."),
+	P_COMPUTED("mydomain", compute_mydomain,
+	    "$myhostname without its first label, or localdomain",
+	    "The mail domain of this host."),
+	P_STR("myorigin", "$myhostname",
+	    "The domain appended to locally posted mail without a domain."),
+	P_STR("mydestination", "$myhostname, localhost.$mydomain, localhost",
+	    "Domains delivered locally (by local_transport)."),
+	P_STR("mynetworks", "127.0.0.0/8 [::1]/128",
+	    "Client networks trusted to relay through this host."),
+	P_STR("inet_interfaces", "all",
+	    "Addresses to listen on for inet services in master.cf (all, loopback-only or a list)."),
+	P_CHECK("inet_protocols", "all", check_protocols, 0,
+	    "IP versions used for listening and delivery: all, ipv4, ipv6 or ipv4, ipv6."),
+	P_BOOL("append_at_myorigin", "yes",
+	    "Append @$myorigin to addresses without a domain."),
+	P_BOOL("append_dot_mydomain", "no",
+	    "Append .$mydomain to domains without a dot."),
+	P_STR("masquerade_domains", "",
+	    "Domains whose subdomains are stripped from header addresses."),
+
+	/* Routing. */
+	P_STR("relayhost", "",
+	    "Default next hop for non-local mail ([host]:port suppresses MX lookups); empty means direct delivery."),
+	P_STR("relay_domains", "",
+	    "Domains this host relays mail to from anywhere."),
+	P_STR("transport_maps", "",
+	    "Lookup tables mapping domains or addresses to transport:nexthop."),
+	P_STR("default_transport", "smtp",
+	    "Transport for mail to domains that are neither local nor relayed."),
+	P_STR("local_transport", "local:$myhostname",
+	    "Transport for mail to mydestination."),
+	P_STR("relay_transport", "relay",
+	    "Transport for mail to relay_domains."),
+	P_STR("defer_transports", "",
+	    "Transports whose mail is deferred instead of delivered, until a flush."),
+	P_STR("empty_address_recipient", "MAILER-DAEMON",
+	    "Recipient of mail addressed to the null address."),
+
+	/* Address rewriting (cleanup). */
+	P_STR("canonical_maps", "",
+	    "Lookup tables rewriting envelope and header addresses."),
+	P_STR("sender_canonical_maps", "",
+	    "Lookup tables rewriting sender addresses."),
+	P_STR("recipient_canonical_maps", "",
+	    "Lookup tables rewriting recipient addresses."),
+	P_STR("virtual_alias_maps", "",
+	    "Lookup tables redirecting recipients to other addresses."),
+	P_INT("virtual_alias_expansion_limit", "1000", 1, UNL, 0,
+	    "Most addresses one recipient may expand to through virtual_alias_maps."),
+	P_INT("virtual_alias_recursion_limit", "1000", 1, UNL, 0,
+	    "Deepest nesting of virtual alias expansion."),
+	P_BOOL("enable_original_recipient", "yes",
+	    "Keep the original recipient address for DSN and logging."),
+
+	/* Local delivery. */
+	P_STR("alias_maps", "hash:/etc/aliases",
+	    "Alias tables used by local delivery."),
+	P_STR("alias_database", "hash:/etc/aliases",
+	    "Alias databases rebuilt by newaliases."),
+	P_STR("local_recipient_maps", "unix:passwd.byname $alias_maps",
+	    "Tables of known local recipients; unknown ones are rejected (empty: accept all)."),
+	P_INT("unknown_local_recipient_reject_code", "550", 400, 599, 0,
+	    "SMTP reply code for an unknown local recipient."),
+	P_STR("recipient_delimiter", "",
+	    "Characters separating a user name from an address extension (user+ext)."),
+	P_STR("home_mailbox", "",
+	    "Mailbox relative to the home directory (Maildir/ ends with a slash); empty: mail_spool_directory."),
+	P_STR("mail_spool_directory", "/var/mail",
+	    "Directory of the users' mbox mailboxes."),
+	P_STRF("mailbox_command", "", PARAM_F_RAW,
+	    "Command that delivers to the mailbox instead of local ($user, $home... expanded at delivery)."),
+	P_STR("mailbox_delivery_lock", "fcntl, dotlock",
+	    "How mbox mailboxes are locked."),
+	P_SIZE("mailbox_size_limit", "51200000",
+	    "Largest mailbox or mailbox file local may append to (0: no limit)."),
+	P_STRF("forward_path", "$home/.forward${recipient_delimiter}${extension}, $home/.forward",
+	    PARAM_F_RAW,
+	    "Where local looks for a user's .forward file ($home, $user... expanded at delivery)."),
+	P_STR("allow_mail_to_commands", "alias, forward",
+	    "Where |command destinations are allowed (alias, forward, include)."),
+	P_STR("allow_mail_to_files", "alias, forward",
+	    "Where /file destinations are allowed (alias, forward, include)."),
+	P_STR("default_privs", "nobody",
+	    "Account used for deliveries to commands and files on behalf of root-owned aliases."),
+	P_TIME("command_time_limit", "1000s", 's', 0,
+	    "Time limit of a command run by local delivery."),
+	P_STR("prepend_delivered_header", "command, file, forward",
+	    "Deliveries that get a Delivered-To: header."),
+	P_BOOL("owner_request_special", "yes",
+	    "Give owner-X and X-request aliases their mailing list meaning."),
+	P_BOOL("expand_owner_alias", "no",
+	    "Expand owner-X aliases instead of using them as the sender."),
+	P_STRF("luser_relay", "", PARAM_F_RAW,
+	    "Where mail for unknown local users goes ($user expanded at delivery); empty: bounce."),
+	P_INT("duplicate_filter_limit", "1000", 0, UNL, 0,
+	    "Addresses remembered for duplicate removal in local and cleanup."),
+
+	/* Message limits. */
+	P_SIZE("message_size_limit", "10240000",
+	    "Largest message accepted, envelope and headers included (0: no limit)."),
+	P_SIZE("header_size_limit", "102400",
+	    "Largest message header; the rest of the header becomes body."),
+	P_INT("hopcount_limit", "50", 1, UNL, 0,
+	    "Most Received: headers before a message is considered looping."),
+	P_INT("line_length_limit", "2048", 80, UNL, 0,
+	    "Longer lines are split into pieces of this size."),
+	P_INT("header_address_token_limit", "10240", 1, UNL, 0,
+	    "Most tokens in one address header."),
+	P_BOOL("strict_rfc821_envelopes", "no",
+	    "Require <> around MAIL FROM and RCPT TO addresses."),
+
+	/* Processes (master and the daemon skeleton). */
+	P_INT("default_process_limit", "100", 0, UNL, 0,
+	    "Default maxproc of master.cf services."),
+	P_TIMER("service_throttle_time", "60s", 's', 1, 0,
+	    "How long master waits before restarting a service that fails at start-up."),
+	P_TIMER("max_idle", "100s", 's', 1, 0,
+	    "How long a daemon waits for a client before exiting."),
+	P_INT("max_use", "100", 0, UNL, 0,
+	    "Clients a daemon serves before exiting (0: no limit)."),
+	P_TIMER("daemon_timeout", "18000s", 's', 1, 0,
+	    "Watchdog: a daemon stuck this long in one request is killed."),
+	P_TIMER("ipc_timeout", "3600s", 's', 1, 0,
+	    "Time limit for a read or write between Petrel processes."),
+	P_TIMER("ipc_idle", "5s", 's', 1, 0,
+	    "How long a client keeps an idle connection to a Petrel daemon."),
+	P_TIMER("ipc_ttl", "1000s", 's', 1, 0,
+	    "Longest a client keeps a connection to a Petrel daemon."),
+	P_TIMER("trigger_timeout", "10s", 's', 1, 0,
+	    "Time limit for sending a trigger to a daemon."),
+	P_TIME("in_flow_delay", "1s", 's', 0,
+	    "Pause of a submitting process when mail arrives faster than it leaves (0: off)."),
+	P_STR("debug_peer_list", "",
+	    "Remote hosts whose sessions are logged verbosely."),
+	P_INT("debug_peer_level", "2", 1, 10, 0,
+	    "Verbosity added for debug_peer_list hosts."),
+	P_BOOL("soft_bounce", "no",
+	    "Turn would-be bounces into deferrals (for testing a configuration)."),
+
+	/* Logging. */
+	P_STR("maillog_file", "",
+	    "Log to this file instead of syslog."),
+	P_CHOICE("syslog_facility", "mail",
+	    "mail daemon user local0 local1 local2 local3 local4 local5 local6 local7",
+	    "Syslog facility of the log lines."),
+	P_STR("syslog_name", "petrel",
+	    "Prefix of the program names in log lines (petrel/qmgr)."),
+	P_INT("delay_logging_resolution_limit", "2", 0, 6, 0,
+	    "Decimal places of the delays in delivery log lines."),
+
+	/* Queue. */
+	P_STR("hash_queue_names", "deferred, defer",
+	    "Queues split into hashed subdirectories."),
+	P_INT("hash_queue_depth", "1", 1, 4, 0,
+	    "Levels of hashed subdirectories."),
+	P_SIZE("queue_minfree", "0",
+	    "Free space the queue file system must keep; below it mail is refused (0: no check)."),
+	P_STR("authorized_mailq_users", "static:anyone",
+	    "Who may list the queue."),
+	P_STR("authorized_flush_users", "static:anyone",
+	    "Who may flush the queue."),
+	P_STR("authorized_submit_users", "static:anyone",
+	    "Who may submit mail with sendmail."),
+
+	/* Queue manager: active queue and retries. */
+	P_INT("qmgr_message_active_limit", "20000", 1, UNL, 0,
+	    "Most messages in the active queue."),
+	P_INT("qmgr_message_recipient_limit", "20000", 1, UNL, 0,
+	    "Most recipients held in memory over all active messages."),
+	P_INT("qmgr_message_recipient_minimum", "10", 1, UNL, 0,
+	    "Recipients read per message even when the recipient limit is reached."),
+	P_TIMER("qmgr_clog_warn_time", "300s", 's', 0, 0,
+	    "Minimal interval between warnings that the active queue is congested (0: never)."),
+	P_TIMER("qmgr_daemon_timeout", "1000s", 's', 1, 0,
+	    "Watchdog of the queue manager."),
+	P_TIMER("qmgr_ipc_timeout", "60s", 's', 1, 0,
+	    "Time limit for the queue manager's requests to other daemons."),
+	P_TIMER("queue_run_delay", "300s", 's', 1, 0,
+	    "Interval between scans of the deferred queue."),
+	P_TIMER("minimal_backoff_time", "300s", 's', 1, 0,
+	    "Shortest retry interval of deferred mail and of dead destinations."),
+	P_TIMER("maximal_backoff_time", "4000s", 's', 1, 0,
+	    "Longest retry interval of deferred mail and of dead destinations."),
+	P_TIME("maximal_queue_lifetime", "5d", 'd', 0,
+	    "Age at which undeliverable mail is returned to the sender (0: after one attempt)."),
+	P_TIME("bounce_queue_lifetime", "5d", 'd', 0,
+	    "maximal_queue_lifetime for mail from the null sender (bounces)."),
+	P_TIME("delay_warning_time", "0h", 'h', 0,
+	    "Age at which the sender is told that mail is delayed (0: never)."),
+	P_CHOICE("backoff_function", "postfix",
+	    "postfix linear arithmetic geometric exponential",
+	    "How retry intervals grow: postfix (message age), linear, arithmetic, geometric or exponential."),
+	P_INT("backoff_retry_count", "10", 2, UNL, 0,
+	    "NUM of the back-off functions: attempts until maximal_backoff_time is reached."),
+	P_INT("backoff_jitter", "0", 0, 100, 0,
+	    "Random spread of retry times, in percent."),
+	P_TIMER("transport_retry_time", "60s", 's', 1, 0,
+	    "How long a transport with failing delivery agents is suspended."),
+	P_INT("destination_status_cache_limit", "10000", 1, UNL, 0,
+	    "Most dead destinations remembered in the destination status cache."),
+
+	/* Queue manager: per-destination concurrency and scheduling, with
+	 * TRANSPORT_X overrides. */
+	P_INT("initial_destination_concurrency", "5", 1, UNL, TR,
+	    "Concurrency a destination starts with."),
+	P_INT("default_destination_concurrency_limit", "20", 0, UNL, TR,
+	    "Most parallel deliveries to one destination (0: no limit)."),
+	P_INT("local_destination_concurrency_limit", "2", 0, UNL, 0,
+	    "Most parallel deliveries to one local recipient."),
+	P_INT("default_destination_recipient_limit", "50", 0, UNL, TR,
+	    "Most recipients per delivery (0: no limit)."),
+	P_INT("local_destination_recipient_limit", "1", 0, UNL, 0,
+	    "Most recipients per local delivery."),
+	P_CHECK("default_destination_concurrency_positive_feedback", "1", check_feedback, TR,
+	    "Window growth per successful delivery: 1/concurrency, 1/sqrt_concurrency or a number in [0,1]."),
+	P_CHECK("default_destination_concurrency_negative_feedback", "1", check_feedback, TR,
+	    "Window shrink per failed connection: 1/concurrency, 1/sqrt_concurrency or a number in [0,1]."),
+	P_INT("default_destination_concurrency_failed_cohort_limit", "1", 0, UNL, TR,
+	    "Failed pseudo-cohorts after which a destination is declared dead."),
+	P_TIME("default_destination_rate_delay", "0s", 's', TR,
+	    "Pause between deliveries to one destination (0: none; else concurrency 1)."),
+	P_BOOL("destination_concurrency_feedback_debug", "no",
+	    "Log every change of a destination's concurrency window."),
+	P_INT("default_delivery_slot_cost", "5", 0, UNL, TR,
+	    "Deliveries a message must make to earn one slot for preemption (below 2: no preemption)."),
+	P_INT("default_delivery_slot_loan", "3", 0, UNL, TR,
+	    "Slots lent to a preempting message."),
+	P_INT("default_delivery_slot_discount", "50", 0, 100, TR,
+	    "Percent of the needed slots a preempting message may lack."),
+	P_INT("default_minimum_delivery_slots", "3", 0, UNL, TR,
+	    "Slots a message must be able to earn before it can be preempted."),
+	P_INT("default_recipient_limit", "20000", 1, UNL, TR,
+	    "Most in-memory recipients of one transport."),
+	P_INT("default_extra_recipient_limit", "1000", 0, UNL, TR,
+	    "In-memory recipients of a transport kept for preempting messages."),
+	P_INT("default_recipient_refill_limit", "100", 1, UNL, TR,
+	    "Recipients read at a time for a partly read message."),
+	P_TIMER("default_recipient_refill_delay", "5s", 's', 1, TR,
+	    "Longest wait before reading more recipients of a partly read message."),
+	P_TIME("default_time_limit", "$command_time_limit", 's', TR,
+	    "Time limit of one delivery by a delivery agent."),
+
+	/* Notices (bounce). */
+	P_STR("notify_classes", "resource, software",
+	    "Problems reported to the postmaster (bounce, 2bounce, delay, resource, software, protocol, policy)."),
+	P_STR("bounce_notice_recipient", "postmaster",
+	    "Recipient of postmaster copies of bounces."),
+	P_STR("2bounce_notice_recipient", "postmaster",
+	    "Recipient of undeliverable bounces (double bounces)."),
+	P_STR("delay_notice_recipient", "postmaster",
+	    "Recipient of postmaster copies of delay warnings."),
+	P_STR("error_notice_recipient", "postmaster",
+	    "Recipient of notices about resource, software and protocol problems."),
+	P_STR("double_bounce_sender", "double-bounce",
+	    "Sender address of bounces of bounces; mail to it is dropped."),
+	P_SIZE("bounce_size_limit", "50000",
+	    "Most of the original message returned in a notice."),
+
+	/* SMTP server. */
+	P_STR("smtpd_banner", "$myhostname ESMTP $mail_name",
+	    "Text after 220 in the greeting."),
+	P_TIMER("smtpd_timeout", "300s", 's', 1, 0,
+	    "Time limit for the client to send a command or data."),
+	P_TIMER("smtpd_starttls_timeout", "300s", 's', 1, 0,
+	    "Time limit of the server's TLS handshake."),
+	P_INT("smtpd_hard_error_limit", "20", 1, UNL, 0,
+	    "Errors after which the server disconnects."),
+	P_INT("smtpd_soft_error_limit", "10", 0, UNL, 0,
+	    "Errors after which each reply is delayed by smtpd_error_sleep_time."),
+	P_TIME("smtpd_error_sleep_time", "1s", 's', 0,
+	    "Delay of replies once the soft error limit is reached."),
+	P_INT("smtpd_junk_command_limit", "100", 1, UNL, 0,
+	    "NOOP, RSET, VRFY and ETRN commands counted as errors beyond this."),
+	P_INT("smtpd_recipient_limit", "1000", 1, UNL, 0,
+	    "Most recipients of one message."),
+	P_INT("smtpd_recipient_overshoot_limit", "1000", 1, UNL, 0,
+	    "Recipients over the limit counted as errors."),
+	P_INT("smtpd_client_connection_count_limit", "50", 0, UNL, 0,
+	    "Most simultaneous connections from one client address (0: no limit)."),
+	P_INT("smtpd_client_connection_rate_limit", "0", 0, UNL, 0,
+	    "Most connections from one client per anvil_rate_time_unit (0: no limit)."),
+	P_INT("smtpd_client_message_rate_limit", "0", 0, UNL, 0,
+	    "Most messages from one client per anvil_rate_time_unit (0: no limit)."),
+	P_TIMER("anvil_rate_time_unit", "60s", 's', 1, 0,
+	    "Time unit of the client rate limits."),
+	P_STR("smtpd_client_restrictions", "",
+	    "Access restrictions applied when a client connects."),
+	P_STR("smtpd_helo_restrictions", "",
+	    "Access restrictions applied to HELO/EHLO."),
+	P_STR("smtpd_sender_restrictions", "",
+	    "Access restrictions applied to MAIL FROM."),
+	P_STR("smtpd_relay_restrictions", "permit_mynetworks, reject_unauth_destination",
+	    "Relay control restrictions applied to RCPT TO, before smtpd_recipient_restrictions."),
+	P_STR("smtpd_recipient_restrictions", "",
+	    "Access restrictions applied to RCPT TO."),
+	P_STR("smtpd_data_restrictions", "",
+	    "Access restrictions applied to DATA."),
+	P_STR("smtpd_end_of_data_restrictions", "",
+	    "Access restrictions applied at the end of the message."),
+	P_BOOL("smtpd_helo_required", "no",
+	    "Require HELO or EHLO before MAIL."),
+	P_BOOL("smtpd_delay_reject", "yes",
+	    "Apply client, HELO and sender restrictions at RCPT TO."),
+	P_BOOL("disable_vrfy_command", "yes",
+	    "Answer VRFY with 252 without looking the address up."),
+	P_BOOL("smtpd_reject_unlisted_recipient", "yes",
+	    "Reject recipients unknown in local_recipient_maps at RCPT TO."),
+	P_BOOL("smtpd_reject_unlisted_sender", "no",
+	    "Reject senders this host would reject as recipients."),
+	P_BOOL("smtpd_peername_lookup", "yes",
+	    "Look up the client's host name in DNS."),
+	P_BOOL("smtputf8_enable", "yes",
+	    "Offer and accept SMTPUTF8."),
+	P_CHOICE("smtpd_forbid_bare_newline", "normalize", "no normalize yes",
+	    "Bare LF in SMTP input: accept (no), treat as CRLF (normalize) or reject (yes)."),
+	P_STR("smtpd_discard_ehlo_keywords", "",
+	    "EHLO keywords not to offer (e.g. pipelining, dsn)."),
+	P_BOOL("smtpd_client_port_logging", "no",
+	    "Log the client's port number."),
+	P_INT("relay_domains_reject_code", "554", 400, 599, 0,
+	    "SMTP reply code for a refused relay attempt."),
+	P_INT("access_map_reject_code", "554", 400, 599, 0,
+	    "SMTP reply code for a REJECT from an access table."),
+	P_CHECK("unknown_address_reject_code", "450", check_reply_code, 0,
+	    "SMTP reply code for a recipient or sender domain that does not resolve."),
+	P_CHOICE("smtpd_tls_security_level", "none", "none may encrypt",
+	    "STARTTLS in the server: none, may (offer) or encrypt (require)."),
+	P_STR("smtpd_tls_cert_file", "",
+	    "Server certificate (PEM), with its chain."),
+	P_STR("smtpd_tls_key_file", "$smtpd_tls_cert_file",
+	    "Private key of the server certificate (PEM)."),
+	P_STR("smtpd_tls_CAfile", "",
+	    "Trusted CA certificates for client certificates (PEM file)."),
+	P_STR("smtpd_tls_CApath", "",
+	    "Directory of trusted CA certificates for client certificates."),
+	P_STR("smtpd_tls_protocols", ">=TLSv1.2",
+	    "TLS versions the server accepts."),
+	P_INT("smtpd_tls_loglevel", "0", 0, 4, 0,
+	    "Detail of the server's TLS logging."),
+	P_BOOL("smtpd_tls_received_header", "no",
+	    "Put the TLS protocol and cipher in the Received: header."),
+
+	/* SMTP client. */
+	P_TIMER("smtp_connect_timeout", "30s", 's', 1, 0,
+	    "Time limit for a TCP connection to a server."),
+	P_TIMER("smtp_helo_timeout", "300s", 's', 1, 0,
+	    "Time limit for the greeting and the reply to HELO/EHLO."),
+	P_TIMER("smtp_mail_timeout", "300s", 's', 1, 0,
+	    "Time limit for the reply to MAIL FROM."),
+	P_TIMER("smtp_rcpt_timeout", "300s", 's', 1, 0,
+	    "Time limit for the reply to RCPT TO."),
+	P_TIMER("smtp_data_init_timeout", "120s", 's', 1, 0,
+	    "Time limit for the reply to DATA."),
+	P_TIMER("smtp_data_xfer_timeout", "180s", 's', 1, 0,
+	    "Time limit for sending a piece of the message content."),
+	P_TIMER("smtp_data_done_timeout", "600s", 's', 1, 0,
+	    "Time limit for the reply to the final dot."),
+	P_TIMER("smtp_quit_timeout", "300s", 's', 1, 0,
+	    "Time limit for the reply to QUIT."),
+	P_TIMER("smtp_rset_timeout", "20s", 's', 1, 0,
+	    "Time limit for the reply to RSET on a reused connection."),
+	P_TIMER("smtp_starttls_timeout", "300s", 's', 1, 0,
+	    "Time limit of the client's TLS handshake."),
+	P_CHECK("smtp_host_lookup", "dns", check_host_lookup, 0,
+	    "How server addresses are found: dns, native (getaddrinfo) or both."),
+	P_INT("smtp_mx_address_limit", "5", 0, UNL, 0,
+	    "Most server addresses tried per delivery (0: no limit)."),
+	P_INT("smtp_mx_session_limit", "2", 0, UNL, 0,
+	    "Most SMTP sessions per delivery (0: no limit)."),
+	P_CHOICE("smtp_address_preference", "any", "any ipv4 ipv6",
+	    "Address family tried first among equal MX preferences."),
+	P_BOOL("smtp_defer_if_no_mx_address_found", "no",
+	    "Defer instead of trying the A/AAAA record when MX hosts have no address."),
+	P_BOOL("smtp_skip_5xx_greeting", "yes",
+	    "Try the next server after a 5xx greeting."),
+	P_BOOL("smtp_always_send_ehlo", "yes",
+	    "Send EHLO even when the greeting does not say ESMTP."),
+	P_STR("smtp_helo_name", "$myhostname",
+	    "Host name sent in HELO/EHLO."),
+	P_STR("smtp_bind_address", "",
+	    "Local IPv4 address of outgoing connections."),
+	P_STR("smtp_bind_address6", "",
+	    "Local IPv6 address of outgoing connections."),
+	P_INT("smtp_line_length_limit", "998", 0, UNL, 0,
+	    "Longer message lines are folded when sent (0: never)."),
+	P_TIMER("smtp_connection_cache_time_limit", "2s", 's', 1, 0,
+	    "How long an idle connection is kept for reuse."),
+	P_TIMER("smtp_connection_reuse_time_limit", "300s", 's', 1, 0,
+	    "Age after which a connection is no longer reused."),
+	P_INT("smtp_connection_reuse_count_limit", "0", 0, UNL, 0,
+	    "Deliveries after which a connection is no longer reused (0: no limit)."),
+	P_BOOL("smtp_connection_cache_on_demand", "yes",
+	    "Keep connections to destinations with a backlog for reuse."),
+	P_CHOICE("smtp_tls_security_level", "may", "none may encrypt verify secure",
+	    "STARTTLS in the client: none, may, encrypt, verify or secure."),
+	P_STR("smtp_tls_CAfile", "",
+	    "Trusted CA certificates for server certificates (PEM file)."),
+	P_STR("smtp_tls_CApath", "",
+	    "Directory of trusted CA certificates for server certificates."),
+	P_STR("smtp_tls_cert_file", "",
+	    "Client certificate (PEM), if the servers want one."),
+	P_STR("smtp_tls_key_file", "$smtp_tls_cert_file",
+	    "Private key of the client certificate."),
+	P_STR("smtp_tls_protocols", ">=TLSv1.2",
+	    "TLS versions the client uses."),
+	P_INT("smtp_tls_loglevel", "0", 0, 4, 0,
+	    "Detail of the client's TLS logging."),
+};
+
+const param_def_t *param_table(size_t *count)
+{
+	*count = sizeof(table) / sizeof(table[0]);
+	return table;
+}
+
+const char *param_type_name(enum param_type type)
+{
+	switch (type) {
+	case PARAM_STR:
+		return "string";
+	case PARAM_INT:
+		return "integer";
+	case PARAM_BOOL:
+		return "boolean";
+	case PARAM_TIME:
+		return "time";
+	case PARAM_SIZE:
+		return "size";
+	}
+	return "?";
+}
+
+/* Name index and the list of per-transport suffixes, built on first use. */
+static htable_t *index_by_name;
+static htable_t *index_by_suffix;
+
+static void build_index(void)
+{
+	if (index_by_name)
+		return;
+	index_by_name = htable_new(512, 0);
+	index_by_suffix = htable_new(64, 0);
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		const param_def_t *d = &table[i];
+		if (htable_add(index_by_name, d->name, (void *)d) == NULL)
+			log_panic("parameter table: duplicate entry %s", d->name);
+		if (d->flags & PARAM_F_TRANSPORT)
+			htable_add(index_by_suffix, param_transport_suffix(d), (void *)d);
+	}
+}
+
+const param_def_t *param_find(const char *name)
+{
+	build_index();
+	return htable_get(index_by_name, name);
+}
+
+const char *param_transport_suffix(const param_def_t *def)
+{
+	if (strncmp(def->name, "default_", 8) == 0)
+		return def->name + 8;
+	return def->name;
+}
+
+const param_def_t *param_transport_default(const char *suffix)
+{
+	build_index();
+	return htable_get(index_by_suffix, suffix);
+}
+
+const param_def_t *param_lookup(const char *name)
+{
+	const param_def_t *d = param_find(name);
+	if (d)
+		return d;
+	d = param_transport_default(name);
+	return d;
+}
+
+const param_def_t *param_split_transport(const char *name, size_t *service_len)
+{
+	build_index();
+	/* Try every '_' as the separator, leftmost first, so that the
+	 * longest suffix wins. */
+	for (const char *p = name; (p = strchr(p, '_')) != NULL; p++) {
+		if (p == name)
+			continue;
+		const param_def_t *d = htable_get(index_by_suffix, p + 1);
+		if (d) {
+			if (service_len)
+				*service_len = (size_t)(p - name);
+			return d;
+		}
+	}
+	return NULL;
+}
+
+const char *param_default(const param_def_t *def)
+{
+	if (def->flags & PARAM_F_COMPUTED)
+		return def->compute();
+	return def->defval;
+}
+
+bool param_name_ok(const char *name)
+{
+	if (!isalnum((unsigned char)*name))
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+			return false;
+	return true;
+}
+
+bool param_parse_int(const char *value, long *out)
+{
+	return str_to_long(value, out);
+}
+
+bool param_parse_size(const char *value, long *out)
+{
+	unsigned long v;
+	if (!str_to_ulong(value, &v) || v > (unsigned long)LONG_MAX)
+		return false;
+	*out = (long)v;
+	return true;
+}
+
+bool param_parse_time(const char *value, char unit, long *out)
+{
+	unsigned long v;
+	long mult;
+	size_t n = strlen(value);
+	char u = unit;
+	char digits[32];
+
+	if (n == 0 || n >= sizeof(digits))
+		return false;
+	if (isalpha((unsigned char)value[n - 1])) {
+		u = (char)tolower((unsigned char)value[n - 1]);
+		n--;
+	}
+	memcpy(digits, value, n);
+	digits[n] = 0;
+	if (!str_to_ulong(digits, &v))
+		return false;
+	switch (u) {
+	case 's': mult = 1; break;
+	case 'm': mult = 60; break;
+	case 'h': mult = 3600; break;
+	case 'd': mult = 86400; break;
+	case 'w': mult = 7 * 86400; break;
+	default: return false;
+	}
+	if (v > (unsigned long)(LONG_MAX / mult))
+		return false;
+	*out = (long)v * mult;
+	return true;
+}
+
+bool param_parse_bool(const char *value, bool *out)
+{
+	if (strcasecmp(value, "yes") == 0 || strcasecmp(value, "true") == 0) {
+		*out = true;
+		return true;
+	}
+	if (strcasecmp(value, "no") == 0 || strcasecmp(value, "false") == 0) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+/* "a b c" -> "a, b, c" for messages. */
+static void list_choices(str_t *out, const char *choices)
+{
+	char *copy = xstrdup(choices), *cp = copy, *t;
+	int n = 0;
+	while ((t = str_token(&cp, " ")) != NULL)
+		str_catf(out, "%s%s", n++ ? ", " : "", t);
+	free(copy);
+}
+
+static bool in_choices(const char *value, const char *choices)
+{
+	size_t len = strlen(value);
+	for (const char *p = choices; *p;) {
+		size_t w = strcspn(p, " ");
+		/* exact case: programs compare the value with strcmp */
+		if (w == len && strncmp(p, value, len) == 0)
+			return true;
+		p += w;
+		while (*p == ' ')
+			p++;
+	}
+	return false;
+}
+
+bool param_check_value(const param_def_t *def, const char *name,
+    const char *value, str_t *why)
+{
+	long v = 0;
+	bool b;
+	const char *what = NULL;
+
+	switch (def->type) {
+	case PARAM_STR:
+		if (def->choices && !in_choices(value, def->choices)) {
+			str_setf(why, "bad value '%s' for parameter %s (one of: ", value, name);
+			list_choices(why, def->choices);
+			str_cat(why, ")");
+			return false;
+		}
+		if (def->check) {
+			str_t sub = STR_INIT;
+			if (!def->check(value, &sub)) {
+				str_setf(why, "bad value '%s' for parameter %s (%s)",
+				    value, name, str_cstr(&sub));
+				str_release(&sub);
+				return false;
+			}
+			str_release(&sub);
+		}
+		return true;
+	case PARAM_BOOL:
+		if (param_parse_bool(value, &b))
+			return true;
+		str_setf(why, "bad boolean value '%s' for parameter %s (yes or no)", value, name);
+		return false;
+	case PARAM_INT:
+		if (!param_parse_int(value, &v))
+			what = "integer";
+		break;
+	case PARAM_SIZE:
+		if (!param_parse_size(value, &v))
+			what = "size";
+		break;
+	case PARAM_TIME:
+		if (!param_parse_time(value, def->unit, &v))
+			what = "time";
+		break;
+	}
+	if (what) {
+		str_setf(why, "bad %s value '%s' for parameter %s", what, value, name);
+		if (def->type == PARAM_TIME)
+			str_cat(why, " (a number with an optional unit s, m, h, d or w)");
+		return false;
+	}
+	if (v < def->min || v > def->max) {
+		str_setf(why, "%s value '%s' out of range for parameter %s (",
+		    param_type_name(def->type), value, name);
+		if (def->max == UNL)
+			str_catf(why, "at least %ld", def->min);
+		else
+			str_catf(why, "%ld..%ld", def->min, def->max);
+		str_cat(why, def->type == PARAM_TIME ? " seconds)" : ")");
+		return false;
+	}
+	return true;
+}
+
+/* Feedback: 1/concurrency, 1/sqrt_concurrency, or a number in [0, 1]. */
+static bool check_feedback(const char *value, str_t *why)
+{
+	if (strcmp(value, "1/concurrency") == 0 ||
+	    strcmp(value, "1/sqrt_concurrency") == 0)
+		return true;
+	char *end;
+	errno = 0;
+	double x = strtod(value, &end);
+	if (end != value && *end == 0 && errno == 0 && isfinite(x) &&
+	    x >= 0 && x <= 1 && (isdigit((unsigned char)*value) || *value == '.'))
+		return true;
+	str_set(why, "1/concurrency, 1/sqrt_concurrency or a number from 0 to 1");
+	return false;
+}
+
+/* A list (commas or blanks) of words, each in choices. */
+static bool check_word_list(const char *value, const char *choices,
+    const char *explain, str_t *why)
+{
+	char *copy = xstrdup(value), *cp = copy, *t;
+	int n = 0;
+	bool ok = true;
+	while ((t = str_token(&cp, ", \t")) != NULL) {
+		n++;
+		if (!in_choices(t, choices))
+			ok = false;
+	}
+	free(copy);
+	if (ok && n > 0)
+		return true;
+	str_set(why, explain);
+	return false;
+}
+
+static bool check_protocols(const char *value, str_t *why)
+{
+	return check_word_list(value, "all ipv4 ipv6", "all, ipv4, ipv6 or ipv4, ipv6", why);
+}
+
+static bool check_host_lookup(const char *value, str_t *why)
+{
+	return check_word_list(value, "dns native", "dns, native or dns, native", why);
+}
+
+static bool check_reply_code(const char *value, str_t *why)
+{
+	long v;
+	if (str_to_long(value, &v) && v >= 400 && v <= 599)
+		return true;
+	str_set(why, "an SMTP reply code from 400 to 599");
+	return false;
+}
+
+const char *param_system_hostname(void)
+{
+	static char *name;
+	char buf[256];
+
+	if (name)
+		return name;
+	if (gethostname(buf, sizeof(buf) - 1) < 0 || buf[0] == 0)
+		bcopy_str(buf, sizeof(buf), "localhost");
+	buf[sizeof(buf) - 1] = 0;
+	name = xstrdup(buf);
+	if (strchr(name, '.') == NULL) {
+		struct addrinfo hints, *res = NULL;
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_flags = AI_CANONNAME;
+		hints.ai_socktype = SOCK_STREAM;
+		if (getaddrinfo(name, NULL, &hints, &res) == 0 && res &&
+		    res->ai_canonname && strchr(res->ai_canonname, '.')) {
+			free(name);
+			name = xstrdup(res->ai_canonname);
+		}
+		if (res)
+			freeaddrinfo(res);
+	}
+	str_lower(name);
+	return name;
+}
+
+/* mydomain: the effective myhostname minus its first label. */
+static const char *compute_mydomain(void)
+{
+	static str_t dom = STR_INIT;
+	const char *host = config_get_str("myhostname");
+	const char *dot = strchr(host, '.');
+	str_set(&dom, dot && dot[1] != 0 ? dot + 1 : "localdomain");
+	return str_cstr(&dom);
+}
