@@ -210,11 +210,14 @@ static int expand_name(const char *name, str_t *out)
 		return 0;
 	}
 	int loop_at = -1;
+	bool too_deep = false;
 	for (int i = 0; i < xdepth && loop_at < 0; i++)
 		if (strcmp(xstack[i], cname) == 0)
 			loop_at = i;
-	if (loop_at < 0 && xdepth >= EXPAND_DEPTH)
-		loop_at = 0;	/* far too deep: report it as a loop */
+	if (loop_at < 0 && xdepth >= EXPAND_DEPTH) {
+		loop_at = 0;
+		too_deep = true;
+	}
 	if (loop_at >= 0) {
 		/* xstack[loop_at..] and back to cname */
 		if (xc) {
@@ -224,7 +227,8 @@ static int expand_name(const char *name, str_t *out)
 					seen = true;
 			if (!seen) {
 				where(xc->errs, setting_of(xstack[loop_at]));
-				str_cat(xc->errs, "parameter expansion loop: ");
+				str_cat(xc->errs, too_deep ? "parameters refer to parameters "
+				    "more than 64 deep: " : "parameter expansion loop: ");
 				for (int j = loop_at; j < xdepth; j++) {
 					str_catf(xc->errs, "$%s -> ", xstack[j]);
 					htable_put(xc->reported, xstack[j], NULL);
@@ -307,18 +311,16 @@ static void expand_error(const char *what)
 
 static int expand_text_nested(const char *t, str_t *out);
 
+/* Conditional text being expanded within conditional text. */
+static int cond_nest;
+
 static int expand_text(const char *t, str_t *out)
 {
 	/* Bounds, so that a hostile or mistaken value can neither exhaust
-	 * memory (each $name may double the length) nor the stack. */
-	static int nest;
-	if (nest >= NEST_DEPTH) {
-		expand_error("${...} nested too deeply");
-		return -1;
-	}
-	nest++;
+	 * memory (each $name may multiply the length) nor the stack (the
+	 * depth of parameters is bounded by EXPAND_DEPTH, of conditionals
+	 * by NEST_DEPTH). */
 	int rc = expand_text_nested(t, out);
-	nest--;
 	if (rc == 0 && str_len(out) > EXPAND_MAX) {
 		expand_error("value too long after expansion (more than 1 MB)");
 		rc = -1;
@@ -377,10 +379,15 @@ static int expand_text_nested(const char *t, str_t *out)
 					rc = -1;
 				bool nonempty = str_len(&val) > 0;
 				str_release(&val);
-				if ((*n == '?') == nonempty) {
+				if ((*n == '?') == nonempty && cond_nest >= NEST_DEPTH) {
+					expand_error("${...} nested too deeply");
+					rc = -1;
+				} else if ((*n == '?') == nonempty) {
 					char *sub = xstrndup(n + 1, (size_t)(end - n - 1));
+					cond_nest++;
 					if (expand_text(sub, out) < 0)
 						rc = -1;
+					cond_nest--;
 					free(sub);
 				}
 			}

@@ -420,6 +420,14 @@ ATF_TC_BODY(expansion_bounds, tc)
 	ATF_CHECK_MSG(strstr(config_errors(),
 	    ": value too long after expansion (more than 1 MB)") != NULL, "%s", config_errors());
 	ATF_CHECK(strlen(config_get_str("top")) < 2 * (1 << 20));
+	/* a chain of 100 references: a bound, reported as such */
+	str_reset(&text);
+	for (int i = 0; i < 100; i++)
+		str_catf(&text, "c%d = $c%d\n", i, i + 1);
+	str_cat(&text, "c100 = end\n");
+	ATF_CHECK_EQ(load(str_cstr(&text)), -1);
+	ATF_CHECK_MSG(strncmp(config_errors(), "main.cf:1: parameters refer to parameters "
+	    "more than 64 deep: $c0 -> $c1 -> ", 74) == 0, "%s", config_errors());
 	/* conditionals nested far too deep */
 	str_set(&text, "x = 1\ndeep = ");
 	for (int i = 0; i < 100000; i++)
