@@ -420,8 +420,8 @@ static void run_debugger(void)
 	st = system(str_cstr(&out));
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		log_warning("debugger_command failed (status %d)", st);
-	str_free(&cmd);
-	str_free(&out);
+	str_release(&cmd);
+	str_release(&out);
 }
 
 static void setup_logging(void)
@@ -432,7 +432,7 @@ static void setup_logging(void)
 	/* log_init keeps what fits of a long name. */
 	str_setf(&name, "%s/%s", config_get_str("syslog_name"), S.progname);
 	log_init(str_cstr(&name));
-	str_free(&name);
+	str_release(&name);
 	if (*file) {
 		if (log_to_file(file) < 0)
 			log_fatal("maillog_file %s: %s", file, strerror(errno));
@@ -559,9 +559,9 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 				log_fatal("-o %s: %s", p, str_cstr(&err));
 			free(name);
 		}
-		str_free(&err);
+		str_release(&err);
 	}
-	str_free(&overrides);
+	str_release(&overrides);
 	setup_logging();
 	log_verbose += verbose;
 	S.under_master = true;

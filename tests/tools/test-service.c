@@ -125,8 +125,8 @@ static void serve(stream_t *st, void *ctx)
 		    stream_flush(st) < 0)
 			break;
 	}
-	str_free(&line);
-	str_free(&out);
+	str_release(&line);
+	str_release(&out);
 }
 
 /* Event-driven clients: a buffer of partial input each. */
@@ -171,9 +171,9 @@ static void client_event(int fd, int events, void *ctx)
 			str_truncate(&c->in, str_len(&c->in) - l - 1);
 		}
 	}
-	str_free(&out);
+	str_release(&out);
 	if (n <= 0) {
-		str_free(&c->in);
+		str_release(&c->in);
 		free(c);
 		server_disconnect(fd);
 	}
@@ -202,7 +202,7 @@ static void trigger(const char *buf, size_t len, void *ctx)
 	str_catf(&line, "%ld %.*s\n", (long)getpid(), (int)len, buf);
 	if (write(trigger_fd, str_cstr(&line), str_len(&line)) < 0)
 		log_warning("write %s: %s", trigger_file, strerror(errno));
-	str_free(&line);
+	str_release(&line);
 }
 
 static void fail_post_jail(void *ctx)
@@ -250,14 +250,14 @@ static int client(int argc, char **argv)
 			printf("%s\n", stream_timedout(st) ? "TIMEOUT" : "EOF");
 			fflush(stdout);
 			stream_close(st);
-			str_free(&line);
+			str_release(&line);
 			return 2;
 		}
 		printf("%s\n", str_cstr(&line));
 		fflush(stdout);
 	}
 	stream_close(st);
-	str_free(&line);
+	str_release(&line);
 	return 0;
 }
 
