@@ -69,8 +69,6 @@ int master_services_start(bool fatal);
 /* SIGHUP: re-reads main.cf and master.cf and applies the difference. */
 void master_reload(void);
 void master_service_free(master_service_t *s);
-/* Local endpoint path of an entry ("private/name" or "public/name"). */
-char *master_local_path(const mastercf_entry_t *e);
 
 /* master_spawn.c */
 void master_update_listen(master_service_t *s);

@@ -12,19 +12,13 @@
 #include <unistd.h>
 #include "file.h"
 #include "log.h"
+#include "endpoint.h"
 #include "master.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "sock.h"
 
 #define LISTEN_BACKLOG 100
-
-char *master_local_path(const mastercf_entry_t *e)
-{
-	str_t p = STR_INIT;
-	str_setf(&p, "%s/%s", e->private_svc ? "private" : "public", e->service);
-	return str_steal(&p);
-}
 
 /* ---- inet addresses ---- */
 
