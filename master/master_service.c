@@ -205,7 +205,7 @@ static int endpoint_identity(master_service_t *s, struct sockaddr_storage **addr
 		for (int i = 0; i < *naddr; i++) {
 			char b[SOCK_ADDR_STRLEN];
 			sock_addr_port_str((struct sockaddr *)&(*addrs)[i], b, sizeof(b));
-			str_catf(&id, ",%s", b);
+			str_catf(&id, "%s%s", i > 0 || *wildcard ? "," : "", b);
 		}
 	} else {
 		s->path = master_local_path(e);

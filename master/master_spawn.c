@@ -132,6 +132,12 @@ static void child_exec(master_service_t *s)
 		argv[a++] = e->argv[i];
 	argv[a] = NULL;
 	execve(s->command, argv, master.envp);
+	/* close_from() took our log descriptor: open it again to say why. */
+	const char *logfile = config_get_str("maillog_file");
+	if (*logfile == 0)
+		log_to_syslog();
+	else if (log_to_file(logfile) < 0)
+		log_to_stderr();
 	log_error("service %s: cannot run %s: %s", s->label, s->command,
 	    strerror(errno));
 	_exit(127);

@@ -218,7 +218,7 @@ static int client(int argc, char **argv)
 	int timeout = 10000, fd, r, i = 0;
 	const char *ep;
 
-	if (argc > 1 && strcmp(argv[0], "-t") == 0) {
+	while (argc > 1 && strcmp(argv[0], "-t") == 0) {
 		timeout = atoi(argv[1]);
 		argc -= 2;
 		argv += 2;
