@@ -545,7 +545,10 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	if (config_dir == NULL)
 		config_dir = DEF_CONFIG_DIR;
 	if (config_load(config_dir) < 0)
-		log_fatal("configuration errors:\n%s", config_errors());
+	{
+		log_lines(LOG_LVL_ERROR, config_errors());
+		log_fatal("errors in %s/main.cf", config_dir);
+	}
 	{
 		const char *p = str_cstr(&overrides);
 		str_t err = STR_INIT;

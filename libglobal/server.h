@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "event.h"
+#include "log.h"
 #include "stream.h"
 
 /* The descriptors master gives a child. */
@@ -108,6 +109,9 @@ void server_disconnect(int fd);
 unsigned long server_use_count(void);
 /* Re-arms the watchdog (a request that legitimately takes long). */
 void server_watchdog_pet(void);
+
+/* Logs each line of text as its own message (error lists). */
+void log_lines(enum log_level lvl, const char *text);
 
 /* Sends trigger bytes to a local service endpoint: a fifo, a UNIX stream
  * socket (connect, write, close) or a UNIX datagram socket, path

@@ -216,7 +216,10 @@ int main(int argc, char **argv)
 	master.config_dir = real;
 
 	if (config_load(master.config_dir) < 0)
-		log_fatal("errors in %s/main.cf:\n%s", master.config_dir, config_errors());
+	{
+		log_lines(LOG_LVL_ERROR, config_errors());
+		log_fatal("errors in %s/main.cf", master.config_dir);
+	}
 	master_pidfile_path(&path);
 	if (test_only) {
 		pid_t pid = master_running(str_cstr(&path));
@@ -224,8 +227,10 @@ int main(int argc, char **argv)
 	}
 	str_setf(&path, "%s/master.cf", master.config_dir);
 	master.mcf = mastercf_load(str_cstr(&path), &errors);
-	if (master.mcf == NULL || str_len(&errors) > 0)
-		log_fatal("errors in %s:\n%s", str_cstr(&path), str_cstr(&errors));
+	if (master.mcf == NULL || str_len(&errors) > 0) {
+		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
+		log_fatal("errors in %s", str_cstr(&path));
+	}
 	str_setf(&path, "%s/main.cf", master.config_dir);
 	if (file_read_all_follow(str_cstr(&path), &master.maincf_text, 16 << 20) < 0)
 		str_reset(&master.maincf_text);

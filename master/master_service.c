@@ -473,8 +473,8 @@ void master_reload(void)
 	log_info("reload -- re-reading the configuration in %s", master.config_dir);
 	str_set(&oldtext, str_cstr(&master.maincf_text));
 	if (config_load(master.config_dir) < 0) {
-		log_error("reload: errors in main.cf; configuration unchanged:\n%s",
-		    config_errors());
+		log_lines(LOG_LVL_ERROR, config_errors());
+		log_error("reload: errors in main.cf; configuration unchanged");
 		/* Back to what we ran with. */
 		str_setf(&path, "%s/main.cf", master.config_dir);
 		config_load_text(str_cstr(&oldtext), str_cstr(&path));
@@ -483,8 +483,8 @@ void master_reload(void)
 	str_setf(&path, "%s/master.cf", master.config_dir);
 	mcf = mastercf_load(str_cstr(&path), &errors);
 	if (mcf == NULL || str_len(&errors) > 0) {
-		log_error("reload: errors in master.cf; services unchanged:\n%s",
-		    str_cstr(&errors));
+		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
+		log_error("reload: errors in master.cf; services unchanged");
 		if (mcf)
 			mastercf_free(mcf);
 		goto out;

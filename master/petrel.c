@@ -218,7 +218,8 @@ static int cmd_flush(void)
 	}
 	str_setf(&path, "%s/master.cf", config_dir);
 	if ((m = mastercf_load(str_cstr(&path), &errors)) == NULL) {
-		log_error("cannot flush: %s", str_cstr(&errors));
+		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
+		log_error("cannot flush: no master.cf");
 		goto out;
 	}
 	for (size_t i = 0; i < m->count && e == NULL; i++) {
@@ -277,8 +278,16 @@ int main(int argc, char **argv)
 	if (realpath(config_dir, real) == NULL)
 		log_fatal("configuration directory %s: %s", config_dir, strerror(errno));
 	config_dir = real;
-	if (config_load(config_dir) < 0)
-		log_fatal("errors in %s/main.cf:\n%s", config_dir, config_errors());
+	if (config_load(config_dir) < 0) {
+		log_lines(LOG_LVL_ERROR, config_errors());
+		/* Stopping or asking about a running system must work with a
+		 * main.cf broken since it started. */
+		if (strcmp(cmd, "start") == 0 || strcmp(cmd, "start-fg") == 0 ||
+		    strcmp(cmd, "check") == 0)
+			log_fatal("errors in %s/main.cf", config_dir);
+		log_warning("errors in %s/main.cf; going on with the rest of it",
+		    config_dir);
+	}
 
 	/* Messages go to the terminal and to the mail log. */
 	str_setf(&name, "%s/petrel", config_get_str("syslog_name"));

@@ -17,6 +17,7 @@
 #include "pconfig.h"
 #include "petrel_check.h"
 #include "queue_dirs.h"
+#include "server.h"
 #include "str.h"
 
 /* The first of the candidates that exists. */
@@ -175,7 +176,7 @@ int petrel_check(const char *config_dir)
 	problems += check_config_file(str_cstr(&path), true);
 	m = mastercf_load(str_cstr(&path), &errors);
 	if (m == NULL || str_len(&errors)) {
-		log_error("%s", str_cstr(&errors));
+		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
 		problems++;
 	}
 	if (m)
