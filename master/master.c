@@ -223,6 +223,7 @@ int main(int argc, char **argv)
 	master_pidfile_path(&path);
 	if (test_only) {
 		pid_t pid = master_running(str_cstr(&path));
+		str_release(&path);
 		return pid > 0 ? 1 : 0;
 	}
 	str_setf(&path, "%s/master.cf", master.config_dir);

@@ -33,6 +33,7 @@ unix_and_tcp_body() {
 	atf_check -s exit:1 -o empty -e match:'not running' $PETREL -c $PWD/etc status
 	wait_for no_process_left || atf_fail "processes left: $(instance_pids)"
 	in_log "all processes stopped" || atf_fail "stop not logged"
+	assert_log_clean
 }
 unix_and_tcp_cleanup() {
 	stop_instance
@@ -87,6 +88,7 @@ respawn_body() {
 	if in_log "echo/unix.*throttling"; then
 		atf_fail "a ready child's death throttled the service"
 	fi
+	assert_log_clean
 }
 respawn_cleanup() {
 	stop_instance
@@ -122,6 +124,7 @@ throttle_body() {
 	# throttled: no second attempt within service_throttle_time (60 s)
 	atf_check -s exit:2 -o inline:'TIMEOUT\n' $ASK -t 300 q/private/bad pid
 	test "$(grep -c 'bad/unix: process pid' maillog)" -eq 1 || atf_fail "bad restarted while throttled"
+	assert_log_clean
 }
 throttle_cleanup() {
 	stop_instance
@@ -181,6 +184,7 @@ recycle_body() {
 	if grep -q 'warning: service use/unix' maillog; then
 		atf_fail "a recycled daemon was reported as failing"
 	fi
+	assert_log_clean
 }
 recycle_cleanup() {
 	stop_instance
@@ -204,6 +208,7 @@ multi_clients_body() {
 	wait $cpid || atf_fail "first client failed"
 	test "$(sed -n 2p first)" = first || atf_fail "first client lost its connection"
 	test "$(pgrep -f -- "-c $PWD/etc -n multi" | wc -l)" -eq 1 || atf_fail "more than one process"
+	assert_log_clean
 }
 multi_clients_cleanup() {
 	stop_instance
@@ -223,6 +228,7 @@ watchdog_body() {
 	wait_for in_log "watchdog timeout" || atf_fail "watchdog not logged"
 	wait_for pid_gone "$(cat p)" || atf_fail "stuck daemon still there"
 	atf_check -s exit:0 -o inline:'next\n' $ASK q/private/stuck "echo next"
+	assert_log_clean
 }
 watchdog_cleanup() {
 	stop_instance
@@ -258,6 +264,7 @@ wakeup_body() {
 	wait_for grep -q ' W$' lazy.out || atf_fail "used service not woken"
 	# one process each (maxproc 1) served every trigger
 	test "$(cut -d' ' -f1 tick.out | sort -u | wc -l)" -eq 1 || atf_fail "tick: several processes"
+	assert_log_clean
 }
 wakeup_cleanup() {
 	stop_instance
@@ -320,6 +327,7 @@ stop_busy_body() {
 	in_log "abort: killing every process" || atf_fail "abort not logged"
 	atf_check -s exit:1 -o ignore -e match:'not running' $PETREL -c $PWD/etc stop
 	atf_check -s exit:1 -o ignore -e match:'not running' $PETREL -c $PWD/etc abort
+	assert_log_clean
 }
 stop_busy_cleanup() {
 	stop_instance

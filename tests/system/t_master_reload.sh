@@ -56,6 +56,7 @@ add_remove_keep_body() {
 	if grep -q "keep/unix.*\(retir\|restart\|stopping\)" maillog; then
 		atf_fail "unchanged service touched"
 	fi
+	assert_log_clean
 }
 add_remove_keep_cleanup() {
 	stop_instance
@@ -87,6 +88,7 @@ changed_body() {
 	release tcp
 	wait_for pid_gone "$(head -1 busy.out)" || atf_fail "old busy process did not exit"
 	wait_for pid_gone "$(cat idle.pid)" || atf_fail "old idle process did not exit"
+	assert_log_clean
 }
 changed_cleanup() {
 	stop_instance
@@ -112,6 +114,7 @@ maincf_body() {
 	wait_for lines_ge 2 'reload -- re-reading' maillog || atf_fail "no second reload"
 	wait_for pid_gone "$(cat p1)" || atf_fail "old process did not retire"
 	atf_check -s exit:0 -o inline:'55\n' $ASK q/private/svc "param max_use"
+	assert_log_clean
 }
 maincf_cleanup() {
 	stop_instance
@@ -138,6 +141,7 @@ bad_reload_body() {
 	wait_for in_log "reload: errors in main.cf; configuration unchanged" || atf_fail "not reported"
 	atf_check -s exit:0 -o file:p1 $ASK q/private/svc pid
 	atf_check -s exit:0 -o ignore -e match:'is running' $PETREL -c $PWD/etc status
+	assert_log_clean
 }
 bad_reload_cleanup() {
 	stop_instance

@@ -65,6 +65,7 @@ privileges_body() {
 
 	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc stop
 	wait_for no_process_left || atf_fail "processes left: $(instance_pids)"
+	assert_log_clean
 }
 privileges_cleanup() {
 	stop_instance
