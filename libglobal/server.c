@@ -165,6 +165,11 @@ static void retire(const char *why)
 /* Decides after each round or request whether to go on. */
 static void check_exit(void)
 {
+	/* A SIGHUP during the request: act before taking the next. */
+	if (got_hup) {
+		got_hup = 0;
+		retire("SIGHUP from master");
+	}
 	if (S.spec->model == SERVER_MULTI) {
 		if (S.clients > 0)
 			return;

@@ -146,8 +146,16 @@ static void child_exec(master_service_t *s)
 static void spawn(master_service_t *s)
 {
 	master_child_t *c;
-	pid_t pid = fork();
+	sigset_t all, old;
+	pid_t pid;
 
+	/* No signal may run master's handlers in the child before it has
+	 * reset them: a SIGTERM there would be lost. */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = fork();
+	if (pid != 0)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		log_warning("service %s: fork: %s", s->label, strerror(errno));
 		/* Do not spin on a full process table. */

@@ -355,6 +355,74 @@ bad_config_cleanup() {
 	stop_instance
 }
 
+atf_test_case on_demand cleanup
+on_demand_head() {
+	atf_set descr "a new process starts only when all are busy, up to maxproc; then clients wait"
+	atf_set require.user unprivileged
+}
+on_demand_body() {
+	mk_instance
+	mcf "two unix - n n - 2 TS"
+	start_instance
+	# one idle process serves consecutive clients
+	atf_check -s exit:0 -o save:p0 $ASK q/private/two pid
+	atf_check -s exit:0 -o file:p0 $ASK q/private/two pid
+	$TS client -t 20000 q/private/two pid wait:go.a "echo a" > a.out &
+	ca=$!
+	wait_for test -s a.out || atf_fail "a not served"
+	$TS client -t 20000 q/private/two pid wait:go.b "echo b" > b.out &
+	cb=$!
+	wait_for test -s b.out || atf_fail "b not served"
+	test "$(head -1 a.out)" != "$(head -1 b.out)" || atf_fail "one process for two busy clients"
+	# maxproc 2 reached: a third client waits
+	atf_check -s exit:2 -o inline:'TIMEOUT\n' $ASK -t 500 q/private/two pid
+	test "$(pgrep -f -- "-c $PWD/etc -n two" | wc -l)" -eq 2 || atf_fail "not 2 processes"
+	touch go.a go.b
+	wait $ca && wait $cb || atf_fail "held clients failed"
+	atf_check -s exit:0 -o inline:'c\n' $ASK q/private/two "echo c"
+	assert_log_clean
+}
+on_demand_cleanup() {
+	stop_instance
+}
+
+atf_test_case endpoints cleanup
+endpoints_head() {
+	atf_set descr "pass services, public sockets, IPv6 and loopback-only inet services"
+	atf_set require.user unprivileged
+}
+endpoints_body() {
+	p4=$(free_port)
+	p6=$(free_port)
+	mk_instance "inet_interfaces = loopback-only"
+	mcf "passvc pass - n n - 1 TS" \
+	    "pub unix n n n - 1 TS" \
+	    "$p4 inet n n n - 1 TS" \
+	    "[::1]:$p6 inet n n n - 1 TS"
+	if ! start_instance_try; then
+		# no IPv6 loopback here: the IPv4 part alone
+		mk_instance "inet_interfaces = 127.0.0.1"
+		mcf "passvc pass - n n - 1 TS" "pub unix n n n - 1 TS" "$p4 inet n n n - 1 TS"
+		start_instance
+		nov6=1
+	fi
+	atf_check -s exit:0 -o inline:'passed\n' $ASK pass:q/private/passvc "echo passed"
+	atf_check -s exit:0 -o inline:'passvc pass\n' $ASK pass:q/private/passvc service
+	atf_check -s exit:0 -o inline:'public\n' $ASK q/public/pub "echo public"
+	test ! -e q/private/pub || atf_fail "public service in private/"
+	atf_check -s exit:0 -o inline:'v4\n' $ASK 127.0.0.1:$p4 "echo v4"
+	if [ -z "$nov6" ]; then
+		# loopback-only: both loopback addresses, nothing else
+		atf_check -s exit:0 -o inline:'v6 loopback\n' $ASK "[::1]:$p4" "echo v6 loopback"
+		atf_check -s exit:0 -o inline:'v6\n' $ASK "[::1]:$p6" "echo v6"
+		atf_check -s exit:1 -o empty -e match:'refused' $ASK 127.0.0.1:$p6 pid
+	fi
+	assert_log_clean
+}
+endpoints_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
 	atf_add_test_case unix_and_tcp
 	atf_add_test_case one_master
@@ -369,4 +437,6 @@ atf_init_test_cases() {
 	atf_add_test_case debugger
 	atf_add_test_case stop_busy
 	atf_add_test_case bad_config
+	atf_add_test_case on_demand
+	atf_add_test_case endpoints
 }

@@ -23,7 +23,8 @@
  * Tools for the tests (no master involved):
  *   test-service client [-t ms] ENDPOINT CMD...
  *       connects to ENDPOINT (a path with '/': UNIX socket; else
- *       host:port), sends each CMD and prints each reply line.  CMD
+ *       host:port; pass:PATH hands a connection to a "pass" service at
+ *       PATH), sends each CMD and prints each reply line.  CMD
  *       "wait:FILE" waits (at most 20 s) until FILE exists instead.
  *       Exit 0; 1 connect failed; 2 connection closed or timed out.
  *   test-service freeport        prints a free TCP port on 127.0.0.1
@@ -228,11 +229,30 @@ static int client(int argc, char **argv)
 		return 64;
 	}
 	ep = argv[0];
-	r = strchr(ep, '/') ? sock_unix_connect(ep, timeout, &fd) :
-	    sock_tcp_connect_str(ep, timeout, &fd);
-	if (r != 0) {
-		fprintf(stderr, "connect %s: %s\n", ep, strerror(r));
-		return 1;
+	if (strncmp(ep, "pass:", 5) == 0) {
+		/* A "pass" service: hand it one end of a socket pair over a
+		 * UNIX connection, talk over the other end. */
+		int conn, sp[2];
+		r = sock_unix_connect(ep + 5, timeout, &conn);
+		if (r != 0) {
+			fprintf(stderr, "connect %s: %s\n", ep + 5, strerror(r));
+			return 1;
+		}
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0 ||
+		    (sock_set_nonblock(conn, false), sock_send_fd(conn, sp[1])) < 0) {
+			fprintf(stderr, "pass %s: %s\n", ep + 5, strerror(errno));
+			return 1;
+		}
+		close(sp[1]);
+		close(conn);
+		fd = sp[0];
+	} else {
+		r = strchr(ep, '/') ? sock_unix_connect(ep, timeout, &fd) :
+		    sock_tcp_connect_str(ep, timeout, &fd);
+		if (r != 0) {
+			fprintf(stderr, "connect %s: %s\n", ep, strerror(r));
+			return 1;
+		}
 	}
 	stream_t *st = stream_open(fd);
 	str_t line = STR_INIT;
