@@ -29,6 +29,7 @@ typedef struct master_service {
 	bool listening;			/* fds watched for clients */
 	bool throttled;
 	bool used;			/* a child has taken a request */
+	bool endpoint_changed;		/* reload: to be replaced */
 	event_timer_t throttle_timer;
 	event_timer_t wakeup_timer;
 	list_t children;

@@ -395,6 +395,31 @@ void master_service_free(master_service_t *s)
 	free(s);
 }
 
+/* Two local services of different types but one name would share a
+ * path: the second is refused. */
+static bool endpoint_taken(const mastercf_entry_t *e, const list_t *list,
+    str_t *err)
+{
+	char *path;
+	list_node_t *n;
+	bool taken = false;
+
+	if (e->type == MCF_INET)
+		return false;
+	path = master_local_path(e);
+	list_foreach(n, list) {
+		master_service_t *s = list_entry(n, master_service_t, node);
+		if (s->path && strcmp(s->path, path) == 0) {
+			str_catf(err, "%s is already the endpoint of service %s",
+			    path, s->label);
+			taken = true;
+			break;
+		}
+	}
+	free(path);
+	return taken;
+}
+
 int master_services_start(bool fatal)
 {
 	str_t err = STR_INIT;
@@ -404,7 +429,8 @@ int master_services_start(bool fatal)
 		const mastercf_entry_t *e = master.mcf->entries[i];
 		master_service_t *s;
 		str_reset(&err);
-		if ((s = service_new(e, &err)) == NULL) {
+		if (endpoint_taken(e, &master.services, &err) ||
+		    (s = service_new(e, &err)) == NULL) {
 			if (fatal)
 				log_fatal("%s:%d: service %s/%s: %s", e->file, e->line,
 				    e->service, mastercf_type_name(e->type), str_cstr(&err));
@@ -468,7 +494,7 @@ void master_reload(void)
 	mastercf_t *mcf, *old;
 	list_t keep;
 	list_node_t *n, *tmp;
-	bool maincf_changed;
+	bool maincf_changed, *create;
 
 	log_info("reload -- re-reading the configuration in %s", master.config_dir);
 	str_set(&oldtext, str_cstr(&master.maincf_text));
@@ -499,6 +525,7 @@ void master_reload(void)
 	old = master.mcf;
 	master.mcf = mcf;
 	list_init(&keep);
+	create = xcalloc(mcf->count + 1, sizeof(bool));
 	for (size_t i = 0; i < mcf->count; i++) {
 		const mastercf_entry_t *e = mcf->entries[i];
 		str_t key = STR_INIT;
@@ -548,11 +575,26 @@ void master_reload(void)
 			free(probe->path);
 			free(probe);
 			free(addrs);
-			remove_service(s, "endpoint changed");
+			/* Left in the old list: removed below, made anew. */
+			s->endpoint_changed = true;
 		}
+		create[i] = true;
+	}
+	/* What is left is gone from master.cf or moved elsewhere.  Removed
+	 * first, so their ports and paths are free for the new services. */
+	list_foreach_safe(n, tmp, &master.services) {
+		master_service_t *s = list_entry(n, master_service_t, node);
+		remove_service(s, s->endpoint_changed ? "endpoint changed" :
+		    "removed from master.cf");
+	}
+	for (size_t i = 0; i < mcf->count; i++) {
+		const mastercf_entry_t *e = mcf->entries[i];
+		master_service_t *s;
+		if (!create[i])
+			continue;
 		str_reset(&err);
-		s = service_new(e, &err);
-		if (s == NULL) {
+		if (endpoint_taken(e, &keep, &err) ||
+		    (s = service_new(e, &err)) == NULL) {
 			log_error("%s:%d: service %s/%s not started: %s", e->file, e->line,
 			    e->service, mastercf_type_name(e->type), str_cstr(&err));
 			continue;
@@ -562,11 +604,7 @@ void master_reload(void)
 		master_update_listen(s);
 		master_wakeup_arm(s, true);
 	}
-	/* What is left was removed from master.cf. */
-	list_foreach_safe(n, tmp, &master.services) {
-		master_service_t *s = list_entry(n, master_service_t, node);
-		remove_service(s, "removed from master.cf");
-	}
+	free(create);
 	/* keep becomes the service list. */
 	list_foreach_safe(n, tmp, &keep) {
 		list_remove(n);

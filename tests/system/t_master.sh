@@ -346,6 +346,10 @@ bad_config_body() {
 	port=$(free_port)
 	mcf "$port inet n n n - 1 TS" "$port inet n n n - 1 TS"
 	atf_check -s exit:1 -o ignore -e match:'duplicate service' $PETREL -c $PWD/etc start
+	# one name, two local types: one path
+	mcf "x unix - n n - 1 TS" "x fifo - n n - 1 TS trigger $PWD/x.out"
+	atf_check -s exit:1 -o ignore -e match:'private/x is already the endpoint of service x/unix' \
+	    $PETREL -c $PWD/etc start
 	# an inet service on an address we do not have
 	mcf "192.0.2.1:$port inet n n n - 1 TS"
 	atf_check -s exit:1 -o ignore -e match:'listen on .*192.0.2.1' $PETREL -c $PWD/etc start

@@ -147,9 +147,38 @@ bad_reload_cleanup() {
 	stop_instance
 }
 
+atf_test_case type_change cleanup
+type_change_head() {
+	atf_set descr "reload moving a service to another type or place: the old endpoint goes, the new one works"
+	atf_set require.user unprivileged
+}
+type_change_body() {
+	mk_instance
+	mcf "trig unix - n n - 1 TS trigger $PWD/t.out" \
+	    "svc unix - n n - 1 TS"
+	start_instance
+	atf_check -s exit:0 $TS trigger-send q/private/trig one
+	wait_for grep -q ' one$' t.out || atf_fail "unix trigger lost"
+	mcf "trig fifo - n n - 1 TS trigger $PWD/t.out" \
+	    "svc unix n n n - 1 TS"
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	wait_for in_log "service svc/unix: endpoint changed; stopping it" || atf_fail "move not noticed"
+	wait_for in_log "service trig/fifo: started" || atf_fail "fifo not started"
+	test -p q/private/trig || atf_fail "the fifo is not there"
+	atf_check -s exit:0 $TS trigger-send q/private/trig two
+	wait_for grep -q ' two$' t.out || atf_fail "fifo trigger lost"
+	test ! -e q/private/svc || atf_fail "old socket left"
+	atf_check -s exit:0 -o inline:'moved\n' $ASK q/public/svc "echo moved"
+	assert_log_clean
+}
+type_change_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
 	atf_add_test_case add_remove_keep
 	atf_add_test_case changed
 	atf_add_test_case maincf
 	atf_add_test_case bad_reload
+	atf_add_test_case type_change
 }
