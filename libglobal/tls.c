@@ -1160,6 +1160,13 @@ const char *tls_sess_issuer_cn(const tls_sess_t *t)
 	return str_cstr(&t->issuer_cn);
 }
 
+const char *tls_sess_server_name(const tls_sess_t *t)
+{
+	const char *name = SSL_get_servername(t->ssl, TLSEXT_NAMETYPE_host_name);
+
+	return t->server && name != NULL ? name : "";
+}
+
 const char *tls_sess_error(const tls_sess_t *t)
 {
 	return str_cstr(&t->error);

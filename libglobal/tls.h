@@ -148,6 +148,8 @@ const char *tls_sess_verify_reason(const tls_sess_t *t);
 /* The peer certificate's subject and issuer common names ("" if none). */
 const char *tls_sess_peer_cn(const tls_sess_t *t);
 const char *tls_sess_issuer_cn(const tls_sess_t *t);
+/* Server: the name the client asked for with SNI ("" if none). */
+const char *tls_sess_server_name(const tls_sess_t *t);
 /* Text of the last TLS-level I/O failure seen by the stream layer (the
  * stream then has its error flag with errno EPROTO, or ECONNRESET etc.),
  * "" if none. */
