@@ -103,12 +103,18 @@ void tls_drain_errors(str_t *out)
 	char buf[256];
 	int flags;
 
+	unsigned long prev = 0;
+
 	while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+		bool text = (flags & ERR_TXT_STRING) && data != NULL && *data;
+		if (e == prev && !text)	/* OpenSSL repeats itself */
+			continue;
+		prev = e;
 		ERR_error_string_n(e, buf, sizeof(buf));
 		if (any)
 			str_cat(out, "; ");
 		str_cat(out, buf);
-		if ((flags & ERR_TXT_STRING) && data != NULL && *data)
+		if (text)
 			str_catf(out, " (%s)", data);
 		any = true;
 	}
@@ -276,13 +282,17 @@ int tls_protocols_parse(const char *spec, int *min, int *max, str_t *err)
 
 /* ---- contexts ---- */
 
-/* Keys are never read with a pass phrase: a daemon must not prompt. */
+/* Keys are never read with a pass phrase: a daemon must not prompt.
+ * Being called means the key is encrypted, which the message then says. */
+static bool password_wanted;
+
 static int no_password(char *buf, int size, int rwflag, void *u)
 {
 	(void)buf;
 	(void)size;
 	(void)rwflag;
 	(void)u;
+	password_wanted = true;
 	return -1;
 }
 
@@ -367,15 +377,35 @@ static bool load_cert_key(SSL_CTX *c, const char *cert, const char *key,
 		return false;
 	if (!check_file("private key file", key, err))
 		return false;
+	password_wanted = false;
 	if (SSL_CTX_use_PrivateKey_file(c, key, SSL_FILETYPE_PEM) != 1) {
-		str_setf(err, "cannot load private key from %s: ", key);
-		tls_drain_errors(err);
+		unsigned long e = ERR_peek_error();
+		if (ERR_GET_LIB(e) == ERR_LIB_X509 &&
+		    ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH) {
+			str_setf(err, "private key in %s does not match the "
+			    "certificate in %s", key, cert);
+			ERR_clear_error();
+		} else if (password_wanted) {
+			str_setf(err, "cannot load private key from %s: it is "
+			    "encrypted with a pass phrase, which nobody is there to "
+			    "type; store it unencrypted, readable only by root", key);
+			ERR_clear_error();
+		} else {
+			str_setf(err, "cannot load private key from %s: ", key);
+			tls_drain_errors(err);
+		}
 		return false;
 	}
-	if (SSL_CTX_check_private_key(c) != 1) {
-		str_setf(err, "private key in %s does not match the certificate in %s: ",
-		    key, cert);
-		tls_drain_errors(err);
+	/* A key of another type than the certificate lands in another slot
+	 * and OpenSSL's own message is then "no certificate assigned": check
+	 * the pair ourselves and say what is wrong. */
+	X509 *x = SSL_CTX_get0_certificate(c);
+	EVP_PKEY *k = SSL_CTX_get0_privatekey(c);
+	if (x == NULL || k == NULL || X509_check_private_key(x, k) != 1 ||
+	    SSL_CTX_check_private_key(c) != 1) {
+		str_setf(err, "private key in %s does not match the certificate"
+		    " in %s", key, cert);
+		ERR_clear_error();
 		return false;
 	}
 	return true;

@@ -759,14 +759,19 @@ ATF_TC_BODY(server_load_errors, tc)
 
 	a = (struct server_arg){ "server.pem", "wrong.key", NULL, 0, 0 };
 	ATF_CHECK(server_ctx(&a, &err) == NULL);
-	ATF_CHECK_MATCH("^private key in wrong.key does not match the "
-	    "certificate in server.pem", str_cstr(&err));
+	ATF_CHECK_STREQ(str_cstr(&err), "private key in wrong.key does not "
+	    "match the certificate in server.pem");
+	/* The same with a key of the same type (both EC). */
+	a = (struct server_arg){ "wrong.pem", "self.key", NULL, 0, 0 };
+	ATF_CHECK(server_ctx(&a, &err) == NULL);
+	ATF_CHECK_STREQ(str_cstr(&err), "private key in self.key does not "
+	    "match the certificate in wrong.pem");
 
 	/* A key with a pass phrase is refused, never prompted for. */
 	a = (struct server_arg){ "server.pem", "locked.key", NULL, 0, 0 };
 	ATF_CHECK(server_ctx(&a, &err) == NULL);
-	ATF_CHECK_MATCH("^cannot load private key from locked.key: ",
-	    str_cstr(&err));
+	ATF_CHECK_MATCH("^cannot load private key from locked.key: it is "
+	    "encrypted with a pass phrase", str_cstr(&err));
 
 	a = (struct server_arg){ ".", "server.key", NULL, 0, 0 };
 	ATF_CHECK(server_ctx(&a, &err) == NULL);
@@ -1106,7 +1111,12 @@ ATF_TC_BODY(garbage_after_handshake, tc)
 	 * an error (EPROTO) with the reason, not garbage data. */
 	ATF_REQUIRE_EQ(write(stream_fd(c.s), junk, sizeof(junk) - 1),
 	    (ssize_t)sizeof(junk) - 1);
-	ATF_CHECK_EQ(client_end(&c), 0);
+	ATF_CHECK_EQ(reap(c.pid), 0);
+	/* The server has sent an alert and hung up: our close_notify may or
+	 * may not get out, but closing must not crash or hang. */
+	tls_close(c.t, c.s, IO_MS);
+	tls_ctx_free(c.ctx);
+	str_release(&c.err);
 	snprintf(re, sizeof(re), "^error: errno %d: TLS read: .*(wrong version "
 	    "number|record layer failure|packet length)", EPROTO);
 	ATF_CHECK_MATCH_MSG(re, child_output(), "%s", child_output());
