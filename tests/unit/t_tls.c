@@ -246,6 +246,9 @@ static void serve(int fd, void *arg)
 		str_release(&err);
 		exit(st == TLS_ERR_TIMEOUT ? 12 : 11);
 	}
+	log_init("smtpd");
+	if (log_to_file("smtpd.log") == 0)
+		tls_sess_log(t, "client.example.test[127.0.0.1]");
 	for (;;) {
 		int r = stream_getline(s, &line, 1000);
 		unsigned long n;
@@ -375,7 +378,7 @@ ATF_TC_BODY(handshake_and_data, tc)
 {
 	struct server_arg sa = { "server.pem", "server.key", NULL, 0, 0 };
 	struct client c;
-	char desc[256];
+	char desc[256], desc_copy[256];
 	unsigned char *buf;
 
 	make_pki();
@@ -396,6 +399,7 @@ ATF_TC_BODY(handshake_and_data, tc)
 	 * Anonymous; SNI carried the host name. */
 	snprintf(desc, sizeof(desc), "%s|Anonymous|mx.example.test",
 	    tls_sess_describe(c.t));
+	snprintf(desc_copy, sizeof(desc_copy), "%s", tls_sess_describe(c.t));
 	ATF_CHECK_STREQ(ask(c.s, "DESC"), desc);
 
 	/* Large transfers: server to client, then client to server. */
@@ -419,6 +423,18 @@ ATF_TC_BODY(handshake_and_data, tc)
 	/* Our close_notify is a clean end of input for the server. */
 	ATF_CHECK_EQ(client_end(&c), 0);
 	ATF_CHECK_STREQ(child_output(), "eof\n");
+
+	/* The server's log line, in Postfix's words. */
+	char logline[1024], expect[512];
+	FILE *f = fopen("smtpd.log", "r");
+	ATF_REQUIRE(f != NULL);
+	ATF_REQUIRE(fgets(logline, sizeof(logline), f) != NULL);
+	fclose(f);
+	snprintf(expect, sizeof(expect), "]: Anonymous TLS connection established"
+	    " from client.example.test[127.0.0.1]: %s\n", desc_copy);
+	ATF_CHECK_MSG(strlen(logline) > strlen(expect) &&
+	    strcmp(logline + strlen(logline) - strlen(expect), expect) == 0,
+	    "log line: %s", logline);
 }
 
 ATF_TC_WITHOUT_HEAD(tls12_description);
