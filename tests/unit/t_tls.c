@@ -1138,6 +1138,26 @@ ATF_TC_BODY(garbage_after_handshake, tc)
 	ATF_CHECK_MATCH_MSG(re, child_output(), "%s", child_output());
 }
 
+ATF_TC_WITHOUT_HEAD(hangup_without_close_notify);
+ATF_TC_BODY(hangup_without_close_notify, tc)
+{
+	struct server_arg sa = { "server.pem", "server.key", NULL, 0, 0 };
+	struct client c;
+
+	make_pki();
+	client_run(&c, &sa, "ca.pem", TLS_LEVEL_MAY, "mx.example.test", NULL);
+	ATF_REQUIRE_EQ_MSG(c.status, TLS_OK, "%s", str_cstr(&c.err));
+	ATF_CHECK_STREQ(ask(c.s, "ECHO bye"), "bye");
+	/* A FIN without close_notify: end of input for the server, not an
+	 * error (SMTP frames its own data). */
+	ATF_REQUIRE_EQ(shutdown(stream_fd(c.s), SHUT_WR), 0);
+	ATF_CHECK_EQ(reap(c.pid), 0);
+	ATF_CHECK_STREQ(child_output(), "eof\n");
+	tls_close(c.t, c.s, IO_MS);
+	tls_ctx_free(c.ctx);
+	str_release(&c.err);
+}
+
 ATF_TC_WITHOUT_HEAD(sni_not_for_addresses);
 ATF_TC_BODY(sni_not_for_addresses, tc)
 {
@@ -1301,6 +1321,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, server_handshake_timeout);
 	ATF_TP_ADD_TC(tp, read_timeout_through_layer);
 	ATF_TP_ADD_TC(tp, garbage_after_handshake);
+	ATF_TP_ADD_TC(tp, hangup_without_close_notify);
 	ATF_TP_ADD_TC(tp, sni_not_for_addresses);
 	ATF_TP_ADD_TC(tp, plaintext_pending_refused);
 	ATF_TP_ADD_TC(tp, client_gives_up);
