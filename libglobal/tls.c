@@ -1057,6 +1057,10 @@ static int start(tls_ctx_t *ctx, stream_t *s, bool server,
 		    "TLS: not a client context");
 		return TLS_ERR_HANDSHAKE;
 	}
+	if (!server && peer == NULL) {
+		str_set(err, "TLS: no peer given for a client handshake");
+		return TLS_ERR_HANDSHAKE;
+	}
 	if (!server && peer->level == TLS_LEVEL_NONE) {
 		str_set(err, "TLS: security level none does not use TLS");
 		return TLS_ERR_HANDSHAKE;

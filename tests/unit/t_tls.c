@@ -1037,6 +1037,56 @@ ATF_TC_BODY(tls11_refused, tc)
 	    child_output());
 }
 
+/* A server that speaks only TLS 1.1. */
+static void tls11_server(int fd, void *arg)
+{
+	SSL_CTX *raw = SSL_CTX_new(TLS_server_method());
+	SSL *ssl;
+	int r;
+
+	(void)arg;
+	if (raw == NULL)
+		exit(2);
+	SSL_CTX_set_security_level(raw, 0);
+	if (SSL_CTX_set_cipher_list(raw, "DEFAULT:@SECLEVEL=0") != 1 ||
+	    !SSL_CTX_set_min_proto_version(raw, TLS1_1_VERSION) ||
+	    !SSL_CTX_set_max_proto_version(raw, TLS1_1_VERSION) ||
+	    SSL_CTX_use_certificate_chain_file(raw, "server.pem") != 1 ||
+	    SSL_CTX_use_PrivateKey_file(raw, "server.key", SSL_FILETYPE_PEM) != 1)
+		exit(3);
+	sock_set_nonblock(fd, false);
+	ssl = SSL_new(raw);
+	SSL_set_fd(ssl, fd);
+	r = SSL_accept(ssl);
+	SSL_free(ssl);
+	SSL_CTX_free(raw);
+	close(fd);
+	exit(r == 1 ? 1 : 0);
+}
+
+ATF_TC_WITHOUT_HEAD(client_refuses_tls11);
+ATF_TC_BODY(client_refuses_tls11, tc)
+{
+	tls_ctx_t *ctx;
+	tls_peer_t peer = { TLS_LEVEL_ENCRYPT, "mx.example.test", NULL };
+	str_t err = STR_INIT;
+	tls_sess_t *t;
+	stream_t *s;
+	pid_t pid;
+
+	make_pki();
+	ctx = client_ctx("ca.pem", NULL);
+	s = stream_open(connect_child(tls11_server, NULL, &pid));
+	ATF_CHECK_EQ(tls_client_start(ctx, s, &peer, IO_MS, &t, &err),
+	    TLS_ERR_HANDSHAKE);
+	ATF_CHECK_MATCH("^TLS handshake failed: .*(unsupported protocol|"
+	    "protocol version)", str_cstr(&err));
+	stream_close(s);
+	ATF_CHECK_EQ(reap(pid), 0);
+	tls_ctx_free(ctx);
+	str_release(&err);
+}
+
 static const unsigned char hello_start[] = {
 	0x16, 0x03, 0x01, 0x02, 0x00,	/* handshake record, 512 bytes */
 	0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,	/* ClientHello, TLS 1.2 ... */
@@ -1317,6 +1367,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, protocols_parse);
 	ATF_TP_ADD_TC(tp, names);
 	ATF_TP_ADD_TC(tp, tls11_refused);
+	ATF_TP_ADD_TC(tp, client_refuses_tls11);
 	ATF_TP_ADD_TC(tp, client_gone_mid_handshake);
 	ATF_TP_ADD_TC(tp, server_handshake_timeout);
 	ATF_TP_ADD_TC(tp, read_timeout_through_layer);
