@@ -257,8 +257,10 @@ static int expand_name(const char *name, str_t *out)
 			rc = expand_text(raw ? raw : "", &tmp);
 	}
 	xdepth--;
+	/* A computed default may already have cached this name through a
+	 * nested lookup: replace it and free the old copy. */
 	if (rc == 0)
-		htable_put(cache, cname, xstrdup(str_cstr(&tmp)));
+		free(htable_put(cache, cname, xstrdup(str_cstr(&tmp))));
 	str_append(out, str_cstr(&tmp), str_len(&tmp));
 	str_release(&tmp);
 	return rc;
