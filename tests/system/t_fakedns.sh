@@ -210,6 +210,8 @@ bad_setup_body() {
 	: > z5
 	atf_check -s exit:1 -e match:"refusing to listen on a non-loopback" \
 		"$FAKEDNS" -z z5 0.0.0.0:0
+	atf_check -s exit:1 -e match:"bad address" "$FAKEDNS" -z z5 ::1:0
+	atf_check -s exit:1 -e match:"bad address" "$FAKEDNS" -z z5 localhost:0
 	atf_check -s exit:2 -e match:"usage" "$FAKEDNS" 127.0.0.1:0
 	atf_check -s exit:1 -e match:"-s wants an IPv4 address" \
 		"$DNSQ" -s localhost -p 53 example.com

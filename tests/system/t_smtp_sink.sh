@@ -458,6 +458,8 @@ signals_and_exit_body() {
 	atf_check -s exit:1 -e match:"refusing to listen on a non-loopback" \
 		"$SINK" "[::]:0"
 	atf_check -s exit:1 -e match:"bad address" "$SINK" localhost:25
+	atf_check -s exit:1 -e match:"bad address" "$SINK" ::1:25
+	atf_check -s exit:1 -e match:"bad address" "$SINK" 127.0.0.1:65536
 	atf_check -s exit:1 -e match:"not a writable directory" "$SINK" -d nosuch 127.0.0.1:0
 	atf_check -s exit:2 -e match:"usage" "$SINK"
 	finish
@@ -470,7 +472,8 @@ ipv6_head() {
 	atf_set require.progs swaks
 }
 ipv6_body() {
-	spawn p6 "$SINK" -P p6.port -s p6.stats "[::1]:0"
+	mkdir saved
+	spawn p6 "$SINK" -P p6.port -s p6.stats -d saved "[::1]:0"
 	if ! wait_port p6; then
 		grep -q "bind" p6.err && atf_skip "no IPv6 loopback here: $(cat p6.err)"
 		atf_fail "smtp-sink did not start: $(cat p6.err)"
@@ -479,9 +482,26 @@ ipv6_body() {
 		swaks --server "::1" --port "$port" -6 --timeout 10 \
 		--from s@example.com --to a@example.com
 	stat_is p6.stats messages 1
+	# The client's address is bracketed, so its port stands apart.
+	atf_check -o match:"^X-Sink-Envelope: session=1 client=\[::1\]:[0-9]+ " \
+		cat saved/msg-00000001.eml
 	finish
 }
 ipv6_cleanup() { stop_all; }
+
+atf_test_case bare_port cleanup
+bare_port_head() {
+	atf_set descr "A bare port means 127.0.0.1"
+}
+bare_port_body() {
+	need_bash
+	start_server b smtp-sink "$SINK" -P b.port -s b.stats 0
+	mail_script m.txt
+	atf_check -o match:"^250 2.0.0 Ok: queued" bash chat.bash $port m.txt
+	stat_is b.stats messages 1
+	finish
+}
+bare_port_cleanup() { stop_all; }
 
 atf_init_test_cases() {
 	atf_add_test_case swaks_accepts
@@ -499,4 +519,5 @@ atf_init_test_cases() {
 	atf_add_test_case starttls
 	atf_add_test_case signals_and_exit
 	atf_add_test_case ipv6
+	atf_add_test_case bare_port
 }

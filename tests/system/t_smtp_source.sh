@@ -215,6 +215,11 @@ bad_arguments_body() {
 	atf_check -s exit:1 -e match:"no brackets" "$SOURCE" -f "a>b@x" 127.0.0.1:25
 	atf_check -s exit:1 -e match:"bad value for -s" "$SOURCE" -s 0 127.0.0.1:25
 	atf_check -s exit:1 -e match:"bad server" "$SOURCE" 127.0.0.1
+	# An IPv6 address goes in brackets; the port is a number to 65535.
+	atf_check -s exit:1 -e match:"bad server" "$SOURCE" ::1:25
+	atf_check -s exit:1 -e match:"bad server" "$SOURCE" "[::1]"
+	atf_check -s exit:1 -e match:"bad server" "$SOURCE" 127.0.0.1:65536
+	atf_check -s exit:1 -e match:"bad server" "$SOURCE" :25
 	atf_check -s exit:2 -e match:"usage" "$SOURCE"
 }
 
