@@ -608,15 +608,6 @@ static bool parse_endpoint(const char *text, struct sockaddr_storage *ss,
 	return sock_addr_parse(text, -1, ss, len) == 0;
 }
 
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
-	if (ss->ss_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
-	return false;
-}
-
 static void set_port(struct sockaddr_storage *ss, uint16_t port)
 {
 	if (ss->ss_family == AF_INET)
@@ -669,7 +660,7 @@ int main(int argc, char **argv)
 		usage();
 	if (!parse_endpoint(argv[optind], &ss, &sslen))
 		log_fatal("bad address '%s' (want [addr:]port or [ipv6]:port)", argv[optind]);
-	if (!allow_any && !is_loopback(&ss))
+	if (!allow_any && !sock_addr_is_loopback((struct sockaddr *)&ss))
 		log_fatal("refusing to listen on a non-loopback address without -A: %s", argv[optind]);
 	if (!load_zone(zone_path, &zone))
 		log_fatal("cannot load the zone file %s", zone_path);

@@ -1132,22 +1132,6 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)ss;
-		return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
-	}
-	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const void *)ss;
-		const uint8_t *a = sin6->sin6_addr.s6_addr;
-		if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr))
-			return true;
-		return IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && a[12] == 127;
-	}
-	return false;
-}
-
 /* "[addr]:port", "addr:port" (IPv4) or just "port" (127.0.0.1). */
 static bool parse_endpoint(const char *text, struct sockaddr_storage *ss,
     socklen_t *len)
@@ -1406,7 +1390,7 @@ int main(int argc, char **argv)
 		log_fatal("-T must be at least 1");
 	if (!parse_endpoint(argv[optind], &ss, &sslen))
 		log_fatal("bad address '%s' (want [addr:]port or [ipv6]:port)", argv[optind]);
-	if (!cf.allow_any && !is_loopback(&ss))
+	if (!cf.allow_any && !sock_addr_is_loopback((struct sockaddr *)&ss))
 		log_fatal("refusing to listen on a non-loopback address without -A: %s", argv[optind]);
 	rng_state = cf.seed ? cf.seed : 0x9E3779B97F4A7C15ULL;
 	if (cf.savedir != NULL) {
