@@ -69,7 +69,12 @@ int dlv_call(int fd, const dlv_request_t *req, dlv_reply_t *rep,
 		str_setf(err, "timed out waiting for the reply");
 		goto out;
 	default:
-		str_setf(err, "malformed reply: %s", attr_reader_error(r));
+		if (attr_reader_errcode(r) == ATTR_E_IO)
+			str_setf(err, "reading the reply: %s",
+			    attr_reader_error(r));
+		else
+			str_setf(err, "malformed reply: %s",
+			    attr_reader_error(r));
 		goto out;
 	}
 	if (dlv_reply_decode(msg, req, rep, err) < 0) {
