@@ -179,8 +179,9 @@ static void human_part(const dsn_report_t *r, str_t *out)
 			    "to one or more recipients, for the reasons shown "
 			    "below. It is attached to this notice (or its "
 			    "header, when the message is large).", "");
-		str_cat(out, "\nIf you need help, please contact the "
-		    "postmaster of this system and include this notice.\n");
+		str_putc(out, '\n');
+		put_wrapped(out, "If you need help, please contact the "
+		    "postmaster of this system and include this notice.", "");
 		break;
 	case DSN_NOTICE_DELAY:
 		put_wrapped(out, "Your message could not be delivered yet to "
@@ -341,9 +342,12 @@ int dsn_report_build(const dsn_report_t *r, dsn_line_fn lines,
 	dsn_put_field(out, "To", str_cstr(&s));
 	dsn_put_field(out, "Auto-Submitted", "auto-replied");
 	gmtime_r(&r->now, &tm);
-	str_setf(&s, "<%04d%02d%02d%02d%02d%02d.%s@%s>", tm.tm_year + 1900,
+	/* Unique per message, kind and audience: a sender's notice and its
+	 * postmaster copy are made in the same second. */
+	str_setf(&s, "<%04d%02d%02d%02d%02d%02d.%s.%c%c@%s>", tm.tm_year + 1900,
 	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-	    r->queue_id, r->myhostname);
+	    r->queue_id, "NBDS"[r->kind & 3], "SPD"[r->audience % 3],
+	    r->myhostname);
 	dsn_put_field(out, "Message-Id", str_cstr(&s));
 	put_date_field(out, "Date", r->now);
 	dsn_put_field(out, "MIME-Version", "1.0");

@@ -305,7 +305,7 @@ ATF_TC_BODY(bounce_full, tc)
 	ATF_CHECK_STREQ(get(&m.top, "MIME-Version"), "1.0");
 	ATF_CHECK_STREQ(get(&m.top, "Content-Transfer-Encoding"), "7bit");
 	ATF_CHECK_STREQ(get(&m.top, "Message-Id"),
-	    "<20260101000640." QID "@mx.example.com>");
+	    "<20260101000640." QID ".BS@mx.example.com>");
 	ATF_CHECK_STREQ(get(&m.top, "Date"), "Thu, 1 Jan 2026 00:06:40 +0000");
 	ATF_CHECK(strncmp(get(&m.top, "Content-Type"),
 	    "multipart/report; report-type=delivery-status; boundary=\"", 57) == 0);
