@@ -310,9 +310,16 @@ int main(int argc, char **argv)
 	attr_reader_free(r);
 	if (!hdr_scan_finish(&hs, &serr))
 		die(serr.status, "%s; nothing was queued", serr.text);
-	if ((flags & SUBMIT_F_EXTRACT) && nrcpt == 0 && hs.rcpts == 0)
-		die(EX_NOUSER, "no recipient addresses found in the message "
-		    "header (To:, Cc:, Bcc:); nothing was queued");
+	if (flags & SUBMIT_F_EXTRACT) {
+		const hdr_rcpts_t *hr = hdr_scan_rcpts(&hs);
+		if (hr->bad > 0)
+			die(EX_NOUSER, "bad recipient address in the message "
+			    "header: %s; nothing was queued", hr->first_bad);
+		if (nrcpt == 0 && hr->good == 0)
+			die(EX_NOUSER, "no recipient addresses found in the "
+			    "message header (To:, Cc:, Bcc:); nothing was "
+			    "queued");
+	}
 
 	/* A signal after the rename must not remove anything or change the
 	 * status: the message is accepted once the commit returns. */

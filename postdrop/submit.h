@@ -98,25 +98,32 @@ int submit_user_allowed(uid_t uid, str_t *why);
 /* ---- The message header, as it streams by --------------------------- */
 
 /* Checks the header of a message as its bytes arrive, in pieces of any
- * size: counts Received: fields (hopcount_limit), refuses NUL bytes in
- * the header, and with -t counts the addresses of To/Cc/Bcc (and their
- * Resent- forms).  The header ends at the first empty line, at a line
- * that is neither a field nor a continuation, or after header_size_limit
- * bytes (the rest is body, as cleanup sees it).  Memory is bounded by
- * header_size_limit. */
+ * size, the way cleanup will, so that the submitter gets the error at
+ * once instead of a rejection later: a NUL byte in the header, too many
+ * Received: fields (hopcount_limit), a header over header_size_limit;
+ * and it counts the addresses of To/Cc/Bcc and of Resent-To/Cc/Bcc (for
+ * -t, which uses the Resent- ones when there are any).  The header ends
+ * at the first empty line or at a line that is neither a field nor a
+ * continuation.  Memory is bounded by header_size_limit. */
+typedef struct hdr_rcpts {
+	size_t fields;		/* fields seen */
+	size_t good;		/* good addresses */
+	size_t bad;		/* bad entries */
+	char first_bad[200];	/* the first bad entry and why */
+} hdr_rcpts_t;
+
 typedef struct hdr_scan {
 	bool in_body;
-	bool line_start;	/* the next byte starts a line */
-	bool field_is_rcpt;	/* the current field is To/Cc/Bcc */
 	bool field_open;	/* a field has started and not yet ended */
+	int field_rcpt;		/* 0, 1 To/Cc/Bcc, 2 Resent-To/Cc/Bcc */
+	bool failed;
 	size_t header_bytes;
 	size_t header_limit;
 	long hop_limit;
-	str_t line;		/* the current line's first bytes (name) */
+	str_t line;		/* the current line */
 	str_t value;		/* To/Cc/Bcc value, folded lines included */
 	long received;		/* Received: fields */
-	size_t rcpts;		/* good addresses in To/Cc/Bcc */
-	size_t bad_rcpts;	/* bad entries there */
+	hdr_rcpts_t rcpt[2];	/* [0] To/Cc/Bcc, [1] Resent- */
 } hdr_scan_t;
 
 void hdr_scan_init(hdr_scan_t *h, size_t header_limit, long hop_limit);
@@ -126,6 +133,8 @@ bool hdr_scan_feed(hdr_scan_t *h, const char *buf, size_t len,
     submit_err_t *err);
 /* The end of the message (a last line without LF is checked too). */
 bool hdr_scan_finish(hdr_scan_t *h, submit_err_t *err);
+/* The recipient fields -t uses: the Resent- ones if any, else To/Cc/Bcc. */
+const hdr_rcpts_t *hdr_scan_rcpts(const hdr_scan_t *h);
 void hdr_scan_free(hdr_scan_t *h);
 
 /* Sets err and returns false, for one-line returns. */

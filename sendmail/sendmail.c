@@ -461,7 +461,8 @@ static int do_send(int nargs, char **args)
 	long limit = config_get_size("message_size_limit");
 	uint64_t total = 0;
 	stream_t *in;
-	bool at_start = true, done = false;
+	bool at_start = true, done = false, first_line = true;
+	bool skip_line = false;
 	str_t why = STR_INIT;
 
 	switch (submit_user_allowed(getuid(), &why)) {
@@ -503,37 +504,40 @@ static int do_send(int nargs, char **args)
 	attr_put_end(&msg);
 	pd_send(&msg);
 
-	/* The content: bytes as they are, except that without -i a line
-	 * holding a single dot ends the message. */
+	/* The content: bytes as they are, except that a first line
+	 * "From " (an mbox separator) is dropped, and that without -i a
+	 * line holding a single dot ends the message. */
 	in = stream_open(0);
 	while (!done) {
-		ssize_t n = 0;
+		ssize_t n;
+		int r = stream_getline(in, &line, SUBMIT_CHUNK);
+		const char *term = r == STREAM_LINE_LF ? "\n" :
+		    r == STREAM_LINE_CRLF ? "\r\n" : "";
+		bool starts = at_start;
 
-		if (opt.ignore_dots) {
-			str_reserve(&buf, SUBMIT_CHUNK);
-			n = stream_read_some(in, buf.buf + buf.len,
-			    SUBMIT_CHUNK - buf.len);
-			if (n > 0) {
-				buf.len += (size_t)n;
-				buf.buf[buf.len] = 0;
+		if (r == STREAM_LINE_NONE)
+			break;
+		at_start = r != STREAM_LINE_MORE;
+		if (first_line) {
+			first_line = false;
+			if (str_len(&line) >= 5 &&
+			    memcmp(str_cstr(&line), "From ", 5) == 0) {
+				/* Skip the rest of it too. */
+				skip_line = r == STREAM_LINE_MORE;
+				continue;
 			}
-			done = n <= 0;
-		} else {
-			int r = stream_getline(in, &line, SUBMIT_CHUNK);
-			const char *term = r == STREAM_LINE_LF ? "\n" :
-			    r == STREAM_LINE_CRLF ? "\r\n" : "";
-
-			if (r == STREAM_LINE_NONE)
-				break;
-			if (at_start && r != STREAM_LINE_MORE &&
-			    str_len(&line) == 1 && str_cstr(&line)[0] == '.')
-				break;
-			at_start = r != STREAM_LINE_MORE;
-			str_append(&buf, str_cstr(&line), str_len(&line));
-			str_cat(&buf, term);
-			n = (ssize_t)(str_len(&line) + strlen(term));
-			done = r == STREAM_LINE_PARTIAL;
 		}
+		if (skip_line) {
+			skip_line = r == STREAM_LINE_MORE;
+			continue;
+		}
+		if (!opt.ignore_dots && starts && r != STREAM_LINE_MORE &&
+		    str_len(&line) == 1 && str_cstr(&line)[0] == '.')
+			break;
+		str_append(&buf, str_cstr(&line), str_len(&line));
+		str_cat(&buf, term);
+		n = (ssize_t)(str_len(&line) + strlen(term));
+		done = r == STREAM_LINE_PARTIAL;
 		total += (uint64_t)(n > 0 ? n : 0);
 		if (limit > 0 && total > (uint64_t)limit) {
 			attr_print(&msg, ATTR_STR(SUBMIT_A_ABORT,
