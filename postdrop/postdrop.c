@@ -37,9 +37,11 @@ static volatile sig_atomic_t tmp_armed;
 
 static void on_signal(int sig)
 {
-	(void)sig;
 	if (tmp_armed)
 		unlink(tmp_path);
+	/* Die of the signal (the handler was reset and the signal is not
+	 * blocked in it), so that our parent knows what happened. */
+	raise(sig);
 	_exit(EX_TEMPFAIL);
 }
 
@@ -236,10 +238,17 @@ int main(int argc, char **argv)
 		    ql.dir, QUEUE_MAILDROP, str_cstr(&err));
 	bcopy_str(tmp_path, sizeof(tmp_path), qfw_path(w));
 	tmp_armed = 1;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	signal(SIGQUIT, on_signal);
+	{
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		sigaction(SIGQUIT, &sa, NULL);
+	}
 
 	attr_get_str(env, SUBMIT_A_SENDER, &s);
 	submit_addr(s, strlen(s), true, &addr, &serr);
