@@ -107,15 +107,20 @@ static void scan_dir(const char *dir, int depth, scan_t *s)
 /* Parks a file that cleanup refused for good. */
 static void park_rejected(const char *id, const char *why)
 {
-	str_t err = STR_INIT;
+	str_t err = STR_INIT, where = STR_INIT;
 
-	if (queue_move(&ql, QUEUE_MAILDROP, QUEUE_CORRUPT, id, &err) < 0)
+	/* queue_move would replace a file of that name: never do that. */
+	if (queue_find(&ql, QUEUE_CORRUPT, id, &where) == 0) {
+		str_setf(&err, "rejected by cleanup: %s", why);
+		qfile_move_corrupt(&ql, QUEUE_MAILDROP, id, str_cstr(&err));
+	} else if (queue_move(&ql, QUEUE_MAILDROP, QUEUE_CORRUPT, id, &err) < 0)
 		log_warning("%s: cannot move to %s/: %s; it stays in %s/", id,
 		    QUEUE_CORRUPT, str_cstr(&err), QUEUE_MAILDROP);
 	else
 		log_warning("%s: rejected by cleanup: %s; moved to %s/", id, why,
 		    QUEUE_CORRUPT);
 	str_release(&err);
+	str_release(&where);
 }
 
 static bool transient_errno(int e)
@@ -236,8 +241,8 @@ static enum result pickup_file(const entry_t *e)
 			log_warning("%s: queued as %s, but cannot remove %s: %s "
 			    "(it will be queued again)", e->id, reply.queue_id,
 			    e->path, strerror(errno));
-		log_info("%s: uid=%ld from=<%s>", reply.queue_id,
-		    (long)st.st_uid, qfile_sender(qf));
+		/* cleanup logged "ID: uid=N from=<...>" with our uid. */
+		log_debug("%s: queued as %s", e->id, reply.queue_id);
 		break;
 	case CLEANUP_STAT_PERM: {
 		str_t why = STR_INIT;
