@@ -295,7 +295,8 @@ static void scan_maildrop(void)
 	str_setf(&dir, "%s", QUEUE_MAILDROP);
 	scan_dir(str_cstr(&dir), 0, &s);
 	/* Oldest first: the IDs sort by arrival. */
-	qsort(s.v, s.n, sizeof(*s.v), entry_cmp);
+	if (s.n > 1)
+		qsort(s.v, s.n, sizeof(*s.v), entry_cmp);
 	for (size_t i = 0; i < s.n; i++) {
 		enum result r = pickup_file(&s.v[i]);
 		server_watchdog_pet();

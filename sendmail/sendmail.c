@@ -588,7 +588,7 @@ int main(int argc, char **argv)
 	char *base, *dir;
 	const char *s;
 	str_t name = STR_INIT;
-	int first;
+	int first, rc;
 
 	log_init("sendmail");
 	base = strrchr(argv[0], '/');
@@ -619,17 +619,20 @@ int main(int argc, char **argv)
 	log_also_stderr(1);
 
 	switch (opt.mode) {
-	case MODE_LIST: return do_list();
-	case MODE_ALIASES: return do_aliases();
-	case MODE_FLUSH: return do_petrel("flush", "flush the queue");
-	case MODE_SMTP: return do_smtp();
-	case MODE_DAEMON: return do_petrel("start", "start the mail system");
+	case MODE_LIST: rc = do_list(); break;
+	case MODE_ALIASES: rc = do_aliases(); break;
+	case MODE_FLUSH: rc = do_petrel("flush", "flush the queue"); break;
+	case MODE_SMTP: rc = do_smtp(); break;
+	case MODE_DAEMON: rc = do_petrel("start", "start the mail system"); break;
 	case MODE_NOTHING:
 		log_debug("-q with an interval: ignored (Petrel runs its "
 		    "queue by itself)");
-		return 0;
-	case MODE_SEND:
+		rc = 0;
 		break;
+	default:
+		rc = do_send(argc - first, argv + first);
 	}
-	return do_send(argc - first, argv + first);
+	free(dir);
+	str_release(&name);
+	return rc;
 }
