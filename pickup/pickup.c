@@ -12,11 +12,13 @@
  * nor retried for ever.  See pickup(8) and doc/submission.md. */
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cleanup_client.h"
+#include "file.h"
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -26,9 +28,10 @@
 #include "server.h"
 #include "str.h"
 
-/* A temporary file in maildrop/ that no live postdrop holds and that is
- * this old is left over from a postdrop that was killed: removed. */
-#define STALE_TMP_AGE	3600
+/* A temporary file in maildrop/ that no live postdrop holds (its lock
+ * died with it) and that is this old was left by a postdrop that was
+ * killed, or by a crash that lost its rename: see tmp_file(). */
+#define STALE_TMP_AGE	300
 /* Recipients read from a maildrop file at a time. */
 #define RCPT_BATCH	100
 
@@ -68,6 +71,48 @@ static int entry_cmp(const void *a, const void *b)
 	return strcmp(((const entry_t *)a)->id, ((const entry_t *)b)->id);
 }
 
+/* A stale temporary file at path: complete (a crash lost the rename of a
+ * committed file, or postdrop died between its fsync and its rename):
+ * give it its queue ID and pick it up; incomplete (postdrop died while
+ * writing, its sendmail reported the failure): remove it. */
+static void tmp_file(const char *path, scan_t *s)
+{
+	qf_err_t err;
+	qfile_t *qf;
+	struct stat st;
+	struct timeval tv;
+	char id[QUEUE_ID_SIZE];
+	str_t target = STR_INIT, dir = STR_INIT;
+
+	if (qfile_tmp_is_stale(path, STALE_TMP_AGE) != 1)
+		return;
+	if ((qf = qfile_open_path(path, 0, &err)) == NULL) {
+		if (!err.damaged)
+			return;
+		if (unlink(path) == 0)
+			log_warning("removed %s: an incomplete file left by a "
+			    "postdrop that did not finish (%s)", path, err.reason);
+		return;
+	}
+	if (fstat(qfile_fd(qf), &st) == 0) {
+		qfile_arrival(qf, &tv);
+		queue_id_make(id, &tv, st.st_ino);
+		queue_dir_path(&ql, QUEUE_MAILDROP, id, &dir);
+		str_setf(&target, "%s/%s", str_cstr(&dir), id);
+		/* Never over another file; rename() would replace it. */
+		if (lstat(str_cstr(&target), &st) < 0 && errno == ENOENT &&
+		    file_mkdirs(str_cstr(&dir), 0700) == 0 &&
+		    rename(path, str_cstr(&target)) == 0) {
+			log_warning("%s: recovered %s, a complete maildrop file "
+			    "that had lost its rename", id, path);
+			scan_add(s, str_cstr(&target), id);
+		}
+	}
+	qfile_close(qf);
+	str_release(&target);
+	str_release(&dir);
+}
+
 /* Collects queue files under dir (maildrop/, and its one-letter hash
  * subdirectories when maildrop is or was hashed); removes stale
  * temporary files at the top. */
@@ -93,11 +138,8 @@ static void scan_dir(const char *dir, int depth, scan_t *s)
 		} else if (depth < QUEUE_HASH_MAX_DEPTH && name[1] == 0 &&
 		    lstat(str_cstr(&path), &st) == 0 && S_ISDIR(st.st_mode)) {
 			scan_dir(str_cstr(&path), depth + 1, s);
-		} else if (depth == 0 && qfile_tmp_name(name) &&
-		    qfile_tmp_is_stale(str_cstr(&path), STALE_TMP_AGE) == 1) {
-			if (unlink(str_cstr(&path)) == 0)
-				log_warning("removed %s: a temporary file left by "
-				    "a postdrop that did not finish", str_cstr(&path));
+		} else if (depth == 0 && qfile_tmp_name(name)) {
+			tmp_file(str_cstr(&path), s);
 		}
 	}
 	closedir(d);

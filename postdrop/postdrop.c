@@ -11,6 +11,7 @@
  * on disk; otherwise a sysexits(3) status and a message on stderr. */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -81,9 +82,9 @@ static void check_config_dir(const char *dir)
 		    strerror(errno));
 	if (realpath(DEF_CONFIG_DIR, def) != NULL && strcmp(real, def) == 0)
 		return;
-	if (config_load(DEF_CONFIG_DIR) < 0)
-		die(EX_CONFIG, "errors in %s/main.cf", DEF_CONFIG_DIR);
-	list = xstrdup(config_get_str("alternate_config_directories"));
+	/* A default main.cf that is missing or broken lists nothing. */
+	list = xstrdup(config_load(DEF_CONFIG_DIR) == 0 ?
+	    config_get_str("alternate_config_directories") : "");
 	for (p = list; !ok && (item = str_token(&p, ", \t\n")) != NULL;) {
 		char r2[PATH_MAX];
 		ok = realpath(item, r2) != NULL && strcmp(r2, real) == 0;
@@ -112,6 +113,45 @@ static void trigger_pickup(const char *config_dir)
 		    strerror(errno));
 	str_release(&rel);
 	str_release(&path);
+}
+
+/* qfw_commit failed after the rename, because the directory could not be
+ * opened to fsync it: the set-gid postdrop may write into maildrop/
+ * (mode 1730) but not read it.  The file is complete and named.  An
+ * fsync of the file after the rename makes the rename durable on the
+ * journalling file systems (ext4, xfs, btrfs commit the rename with the
+ * inode, whose ctime it changed); should a crash still lose the rename,
+ * the complete file survives under its temporary name and pickup
+ * restores it.  True when that is the case and the fsync worked. */
+static bool commit_without_dir_fsync(qfw_t *w)
+{
+	const char *path = qfw_path(w), *slash = strrchr(path, '/');
+	str_t dir = STR_INIT;
+	struct stat st;
+	int fd, e;
+
+	if (slash == NULL || lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	str_append(&dir, path, (size_t)(slash - path));
+	fd = open(str_cstr(&dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	e = errno;
+	str_release(&dir);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	if (e != EACCES)
+		return false;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return false;
+	if (fsync(fd) < 0) {
+		close(fd);
+		return false;
+	}
+	close(fd);
+	log_debug("%s: %s is not readable; synced the file after the rename",
+	    qfw_id(w), QUEUE_MAILDROP);
+	return true;
 }
 
 /* Reads one message of the stream; dies on anything but a message. */
@@ -338,7 +378,7 @@ int main(int argc, char **argv)
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &block, NULL);
-	if (qfw_commit(w) < 0) {
+	if (qfw_commit(w) < 0 && !commit_without_dir_fsync(w)) {
 		tmp_armed = 0;
 		die(EX_TEMPFAIL, "cannot write the message into %s/%s: %s",
 		    ql.dir, QUEUE_MAILDROP, qfw_error(w));

@@ -167,7 +167,7 @@ rejected_cleanup() {
 
 atf_test_case hashed_and_stale cleanup
 hashed_and_stale_head() {
-	atf_set descr "files in hashed maildrop subdirectories are found; a stale temporary file is removed, a fresh one kept"
+	atf_set descr "files in hashed maildrop subdirectories are found; a stale temporary file is recovered when complete, removed when not; a fresh one is left alone"
 	atf_set require.user unprivileged
 }
 hashed_and_stale_body() {
@@ -177,12 +177,20 @@ hashed_and_stale_body() {
 	    $MKQFILE -d q -q maildrop -H maildrop -f a@example.org -r bob@example.com > id ||
 	    atf_fail mkqfile
 	[ -n "$(find q/maildrop -mindepth 2 -type f)" ] || atf_fail "not hashed"
+	# a complete file whose rename a crash lost
+	printf 'Subject: r\n\nmarker 2\n' |
+	    $MKQFILE -d q -q maildrop -f a@example.org -r bob@example.com > id2 ||
+	    atf_fail mkqfile
+	mv q/maildrop/$(cat id2) q/maildrop/tmp.7.8.9
 	printf 'x' > q/maildrop/tmp.1.2.3
 	printf 'x' > q/maildrop/tmp.4.5.6
-	touch -d '2 hours ago' q/maildrop/tmp.1.2.3
+	touch -d '2 hours ago' q/maildrop/tmp.1.2.3 q/maildrop/tmp.7.8.9
 	start_instance
 	wait_for in_incoming 1 || atf_fail "hashed file not picked up"
-	wait_for in_log "removed maildrop/tmp.1.2.3: a temporary file left by a postdrop" ||
+	wait_for in_incoming 2 || atf_fail "complete temporary file not recovered"
+	in_log "recovered maildrop/tmp.7.8.9, a complete maildrop file that had lost its rename" ||
+	    atf_fail "no log line for the recovery"
+	wait_for in_log "removed maildrop/tmp.1.2.3: an incomplete file left by a postdrop" ||
 	    atf_fail "stale file not removed: $(ls q/maildrop)"
 	[ -e q/maildrop/tmp.1.2.3 ] && atf_fail "stale file still there"
 	[ -e q/maildrop/tmp.4.5.6 ] || atf_fail "fresh temporary file removed"
