@@ -18,10 +18,14 @@ rnd() {
 	echo $(( $(od -An -N1 -tu1 /dev/urandom) % 9 + 1 ))
 }
 
-# The distinct markers in the queue files of the queues named.
+# The distinct markers in the queue files (not temporary files, which a
+# killed cleanup leaves) of the queues named, in that order.  Give
+# maildrop before incoming: a message leaves maildrop only after it is
+# in incoming, and nothing leaves incoming (no qmgr), so looking in that
+# order misses nothing that moves meanwhile.
 markers() {
 	for q in "$@"; do
-		[ -d q/$q ] && grep -raoh 'marker m[0-9]*' q/$q
+		[ -d q/$q ] && grep -raoh --exclude='tmp.*' 'marker m[0-9]*' q/$q 2>/dev/null
 	done | sort -u | wc -l | tr -d ' '
 }
 
@@ -64,6 +68,7 @@ kill_cleanup_body() {
 		while [ ! -e stop ] && [ $i -lt 1000 ]; do
 			i=$((i + 1))
 			incoming_valid || { cat postcat.err >> invalid; }
+			echo >> checks
 			sleep 0.2
 		done
 	) &
@@ -86,13 +91,16 @@ kill_cleanup_body() {
 	wait $killer
 	wait $watcher
 	echo "submitted $N messages in $(( $(date +%s) - start )) s;" \
-	    "cleanup was killed $(wc -l < kills 2>/dev/null || echo 0) times"
+	    "cleanup was killed $(wc -l < kills 2>/dev/null || echo 0) times;" \
+	    "incoming/ validated $(wc -l < checks) times;" \
+	    "pickup lost $(grep -c 'not queued:\|cannot connect to cleanup' maillog) transactions"
+	[ -s checks ] || atf_fail "incoming/ was never checked while cleanup was killed"
 
 	[ -s failed ] && atf_fail "sendmail failed for: $(cat failed)"
 	[ -s invalid ] && atf_fail "an incomplete file was visible: $(cat invalid)"
 	[ -s kills ] || atf_fail "cleanup was never killed"
 	# Right after the last kill: each message is in incoming/ or maildrop/.
-	got=$(markers incoming maildrop)
+	got=$(markers maildrop incoming)
 	[ "$got" = $N ] || atf_fail "after the kills only $got of $N messages are in incoming/ or maildrop/"
 	# With cleanup left alone, maildrop/ drains.
 	WAIT_MAX=300 wait_for qcount_is maildrop 0 ||
