@@ -330,8 +330,10 @@ int main(int argc, char **argv)
 
 		m = read_msg(r, "message content");
 		if (attr_get_str(m, SUBMIT_A_ABORT, &s)) {
-			log_debug("the client gave up: %s", s);
-			die(EX_DATAERR, "submission aborted; nothing was queued");
+			/* sendmail gave up and tells the user why itself. */
+			log_debug("the client aborted the submission: %s", s);
+			unlink(tmp_path);
+			exit(EX_DATAERR);
 		}
 		if (attr_get_long(m, SUBMIT_A_END, &end)) {
 			if (attr_msg_count(m) != 1 || end < 0 ||

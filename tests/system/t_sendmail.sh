@@ -208,7 +208,7 @@ content_errors_body() {
 	mk_submit "message_size_limit = 100000"
 	{ printf 'Subject: big\n\n'; head -c 200000 /dev/zero | tr '\0' 'z'; } > big
 	atf_check -s exit:$EX_DATAERR -o empty \
-	    -e match:'message is too big: more than 100000 bytes \(message_size_limit\)' \
+	    -e inline:'petrel/sendmail: fatal: message is too big: more than 100000 bytes (message_size_limit); the message was not sent\n' \
 	    $SENDMAIL -i bob@example.com < big
 	# exactly at the limit is fine
 	head -c 100000 big > fits
@@ -302,7 +302,8 @@ postdrop_untrusted_body() {
 	atf_check -s exit:$EX_DATAERR -o empty -e match:'the end says 4 content bytes, 3 arrived' \
 	    $POSTDROP < in
 	printf "${env}${rcpt}.\nD data 3:hi\n\n.\nS abort 4:stop\n.\n" > in
-	atf_check -s exit:$EX_DATAERR -o empty -e match:'submission aborted' $POSTDROP < in
+	# (quietly: sendmail, which aborts, says why)
+	atf_check -s exit:$EX_DATAERR -o empty -e empty $POSTDROP < in
 	qcount_is maildrop 0 || atf_fail "queued anyway"
 	no_tmp_files || atf_fail "temporary file left"
 	# and the same stream, complete, is queued
