@@ -31,6 +31,23 @@
 #include "str.h"
 #include "submit.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PD_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(PD_ASAN)
+/* Sanitizer builds (tests) only.  A set-gid process may not read its own
+ * /proc/self/environ, where ASan looks for ASAN_OPTIONS, and
+ * LeakSanitizer cannot work in a process that may not be traced: leak
+ * checking is off when we run set-gid. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return getgid() != getegid() ? "detect_leaks=0" : "";
+}
+#endif
+
 /* The temporary file, for the signal handler: removed if we are
  * interrupted before the commit. */
 static char tmp_path[PATH_MAX];
