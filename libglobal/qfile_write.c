@@ -189,8 +189,9 @@ qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
 			return NULL;
 		}
 	}
-	/* The lock tells qfile_tmp_is_stale that we are alive. */
-	if (file_lock(w->fd, FILE_LOCK_EXCLUSIVE | FILE_LOCK_NOWAIT) < 0
+	/* The lock tells qfile_tmp_is_stale that we are alive.  Wait for it:
+	 * a scanner holds its shared lock only for an instant. */
+	if (file_lock(w->fd, FILE_LOCK_EXCLUSIVE) < 0
 	    || fstat(w->fd, &st) < 0) {
 		if (err)
 			str_setf(err, "lock/stat %s: %s", str_cstr(&w->tmp_path),
@@ -605,6 +606,12 @@ int qfile_tmp_is_stale(const char *path, time_t min_age)
 	if (!S_ISREG(fst.st_mode)) {
 		errno = EINVAL;
 		r = -1;
+		goto out;
+	}
+	/* Young files are left alone before any lock is taken, so a scanner
+	 * never holds the lock of a file whose writer is just starting. */
+	if (time(NULL) - fst.st_mtime < min_age) {
+		r = 0;
 		goto out;
 	}
 	if (file_lock(fd, FILE_LOCK_SHARED | FILE_LOCK_NOWAIT) < 0) {
