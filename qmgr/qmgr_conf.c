@@ -10,6 +10,7 @@
 #include "mem.h"
 #include "pconfig.h"
 #include "qmgr_int.h"
+#include "server.h"
 
 /* maxproc 0 means "no limit" to master; the core needs a number. */
 #define QMGR_UNLIMITED_PROCS	1000

@@ -80,10 +80,14 @@ typedef struct qmgr_msg {
 	bool read_error;		/* reading failed: never "all done" */
 	/* This pass. */
 	unsigned long sent, bounced, deferred;
+	unsigned long deferred_here;	/* deferred without the core
+					 * (address resolution) */
+	unsigned long unlogged;		/* failed, but no bounce record */
 	unsigned long rcpt_in_core;	/* offered, no outcome yet */
 	sched_msg_result_t res;
 	enum qmgr_fin_step step;
 	bool notice_busy;		/* a bounce daemon request in flight */
+	const char *notice_kind;	/* for log lines */
 	bool notice_failed;		/* a bounce/success notice failed */
 	sl_reader_t *trace_rd;		/* FIN_SUCCESS: the trace log */
 	list_node_t fin_node;		/* on Q.finish while finishing */
@@ -111,19 +115,6 @@ typedef struct qmgr_dlv {
 	double connect_deadline;
 	list_node_t node;
 } qmgr_dlv_t;
-
-/* A request to the bounce daemon. */
-typedef struct qmgr_notice {
-	qmgr_msg_t *msg;
-	dsn_notice_kind_t kind;
-	int fd;
-	str_t out;
-	size_t outpos;
-	attr_reader_t *rd;
-	event_timer_t timer;
-	void (*done)(qmgr_msg_t *msg, bool ok, const char *reason);
-	str_t what;			/* for log lines */
-} qmgr_notice_t;
 
 /* The daemon's state. */
 typedef struct qmgr {
@@ -157,6 +148,9 @@ typedef struct qmgr {
 	event_timer_t wake_timer;	/* sched_next_wakeup */
 	event_timer_t run_timer;	/* deferred queue scan */
 	bool pumping;
+	/* DSN of deferrals without an agent verdict while set (agent
+	 * failure, suspended transport: "4.3.0"); else "4.4.1". */
+	const char *nodlv_dsn;
 	/* Statistics (and the test hooks). */
 	unsigned long loaded, removed, deferred_msgs, expired;
 } qmgr_t;

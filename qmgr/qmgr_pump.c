@@ -55,6 +55,7 @@ void qmgr_pump(void)
 	now = qmgr_now();
 	while ((e = sched_select(Q.s, now)) != NULL) {
 		qmgr_transport_t *tr = qmgr_transport_get(sched_entry_transport(e));
+		Q.nodlv_dsn = "4.3.0";
 		if (tr == NULL) {
 			/* The core only knows transports we declared. */
 			sched_delivery_done(Q.s, e, NULL, SCHED_DLV_NO_FEEDBACK,
@@ -65,8 +66,10 @@ void qmgr_pump(void)
 			sched_delivery_done(Q.s, e, NULL, SCHED_DLV_NO_FEEDBACK,
 			    str_cstr(&why), now);
 		} else {
+			Q.nodlv_dsn = NULL;
 			qmgr_dlv_start(e, tr);
 		}
+		Q.nodlv_dsn = NULL;
 		now = qmgr_now();
 	}
 	str_release(&why);
