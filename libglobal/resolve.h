@@ -26,6 +26,7 @@
 #define PETREL_RESOLVE_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 #include "str.h"
 
 typedef enum resolve_status {
@@ -48,6 +49,10 @@ enum {				/* resolve_reply_t.flags */
 typedef struct resolve_reply {
 	resolve_status_t status;
 	int flags;
+	char dsn[16];		/* RETRY/FAIL: the status code for the defer
+				 * or bounce ("4.3.0" table failure, "4.3.5"
+				 * bad configuration, "5.1.2" bad domain,
+				 * "5.1.3" bad address); "" when OK */
 	str_t transport;	/* master.cf service name, e.g. "smtp" */
 	str_t nexthop;		/* "example.com", "[10.0.0.1]:2525",
 				 * "myhost.example" for local */
@@ -56,7 +61,7 @@ typedef struct resolve_reply {
 	str_t reason;		/* RETRY/FAIL: why (one line) */
 } resolve_reply_t;
 
-#define RESOLVE_REPLY_INIT { RESOLVE_OK, 0, STR_INIT, STR_INIT, STR_INIT, STR_INIT }
+#define RESOLVE_REPLY_INIT { RESOLVE_OK, 0, "", STR_INIT, STR_INIT, STR_INIT, STR_INIT }
 void resolve_reply_free(resolve_reply_t *r);
 
 /* The inputs.  Every string is the parameter's value (already expanded);
@@ -81,9 +86,14 @@ typedef struct resolve_config {
 	bool parent_matches;		/* parent_domain_matches_subdomains
 					 * includes relay_domains */
 	size_t cache_limit;		/* entries; 0: RESOLVE_CACHE_DEFAULT */
+	/* Seconds a cached result is used (hash: tables can be rebuilt
+	 * under a long-lived qmgr); 0: RESOLVE_CACHE_TTL; < 0: forever. */
+	long cache_ttl;
+	time_t (*now)(void);		/* clock for the ttl; NULL: time() */
 } resolve_config_t;
 
 #define RESOLVE_CACHE_DEFAULT 10000
+#define RESOLVE_CACHE_TTL 60
 
 typedef struct resolver resolver_t;
 
@@ -95,7 +105,8 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err);
 /* The same from the loaded configuration (pconfig.h): mydestination,
  * relay_domains, transport_maps, relayhost, default_transport,
  * relay_transport, local_transport, myhostname, recipient_delimiter,
- * inet_interfaces, proxy_interfaces, resolve_cache_limit. */
+ * inet_interfaces, proxy_interfaces; relay_domains matches subdomains
+ * (Postfix's parent_domain_matches_subdomains default). */
 resolver_t *resolver_from_config(str_t *err);
 void resolver_free(resolver_t *res);
 
