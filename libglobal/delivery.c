@@ -147,7 +147,7 @@ bool dlv_rcpt_ok(const dlv_rcpt_t *r, const char *what, str_t *err)
 	}
 	ok = true;
 out:
-	str_free(&name);
+	str_release(&name);
 	return ok;
 }
 
@@ -191,7 +191,7 @@ bool dlv_status_ok(const dlv_status_t *st, bool strict_class,
 #undef CHECK
 	ok = true;
 out:
-	str_free(&name);
+	str_release(&name);
 	return ok;
 }
 
@@ -268,7 +268,7 @@ static bool request_ok(const dlv_request_t *req, str_t *err)
 	free(offs);
 	ok = true;
 out:
-	str_free(&name);
+	str_release(&name);
 	return ok;
 }
 
@@ -563,7 +563,7 @@ void dlv_status_vset(dlv_status_t *st, dlv_action_t action,
 		st->diag_text = xstrdup("");
 	if (!st->remote_mta)
 		st->remote_mta = xstrdup("");
-	str_free(&text);
+	str_release(&text);
 }
 
 void dlv_status_set(dlv_reply_t *rep, size_t i, dlv_action_t action,
@@ -620,7 +620,7 @@ void dlv_reply_set_flags(dlv_reply_t *rep, int flags, const char *fmt, ...)
 	str_vcatf(&text, fmt, ap);
 	va_end(ap);
 	set_clean(&rep->reason, str_cstr(&text), DLV_MAX_TEXT);
-	str_free(&text);
+	str_release(&text);
 }
 
 bool dlv_status_isset(const dlv_reply_t *rep, size_t i)
@@ -755,6 +755,6 @@ int dlv_reply_decode(const attr_msg_t *msg, const dlv_request_t *req,
 	}
 	rc = 0;
 out:
-	str_free(&name);
+	str_release(&name);
 	return rc;
 }

@@ -49,7 +49,7 @@ int dlv_call(int fd, const dlv_request_t *req, dlv_reply_t *rep,
 		str_t why = STR_INIT;
 		str_setf(&why, "invalid request: %s", str_cstr(err));
 		str_set(err, str_cstr(&why));
-		str_free(&why);
+		str_release(&why);
 		goto out;
 	}
 	if (attr_write_fd(fd, buf.buf, buf.len, left_ms(deadline)) < 0) {
@@ -76,7 +76,7 @@ int dlv_call(int fd, const dlv_request_t *req, dlv_reply_t *rep,
 		str_t why = STR_INIT;
 		str_setf(&why, "malformed reply: %s", str_cstr(err));
 		str_set(err, str_cstr(&why));
-		str_free(&why);
+		str_release(&why);
 		dlv_reply_free(rep);
 		goto out;
 	}
@@ -86,7 +86,7 @@ out:
 		attr_msg_free(msg);
 	if (r)
 		attr_reader_free(r);
-	str_free(&buf);
+	str_release(&buf);
 	return rc;
 }
 
@@ -166,8 +166,8 @@ int dlv_agent_serve_fd(int fd, const dlv_agent_t *agent, int timeout_ms)
 			break;
 	}
 	attr_reader_free(r);
-	str_free(&out);
-	str_free(&err);
+	str_release(&out);
+	str_release(&err);
 	return count;
 }
 

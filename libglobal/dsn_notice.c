@@ -97,7 +97,7 @@ static bool req_ok(const dsn_notice_req_t *req, str_t *err)
 		str_setf(&what, "rcpt[%zu]", i);
 		ok = statuslog_rec_ok(&req->rec[i], str_cstr(&what), err);
 	}
-	str_free(&what);
+	str_release(&what);
 	return ok;
 }
 
@@ -188,7 +188,7 @@ void dsn_notice_reply_encode(int status, const char *reason,
 	if (notice_id && *notice_id)
 		attr_put_str(out, "notice_id", notice_id);
 	attr_put_end(out);
-	str_free(&clean);
+	str_release(&clean);
 }
 
 attr_reader_t *dsn_notice_reply_reader_new(void)
@@ -283,6 +283,6 @@ out:
 		attr_reader_free(r);
 	if (fd >= 0)
 		close(fd);
-	str_free(&buf);
+	str_release(&buf);
 	return rc;
 }

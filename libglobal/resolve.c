@@ -62,10 +62,10 @@ struct resolver {
 
 void resolve_reply_free(resolve_reply_t *r)
 {
-	str_free(&r->transport);
-	str_free(&r->nexthop);
-	str_free(&r->address);
-	str_free(&r->reason);
+	str_release(&r->transport);
+	str_release(&r->nexthop);
+	str_release(&r->address);
+	str_release(&r->reason);
 }
 
 bool resolve_split_transport(const char *value, str_t *transport,
@@ -90,10 +90,9 @@ static bool route_parse(route_t *rt, const char *param, const char *value,
     str_t *err)
 {
 	str_t t = STR_INIT, n = STR_INIT;
-	char *v = xstrdup(value ? value : "");
+	char *copy = xstrdup(value ? value : ""), *v = str_trim(copy);
 	bool ok;
 
-	str_trim(v);
 	ok = resolve_split_transport(v, &t, &n);
 	if (!ok)
 		str_setf(err, "%s: bad transport name in \"%s\"", param, v);
@@ -105,9 +104,9 @@ static bool route_parse(route_t *rt, const char *param, const char *value,
 		rt->transport = xstrdup(str_cstr(&t));
 		rt->nexthop = xstrdup(str_cstr(&n));
 	}
-	free(v);
-	str_free(&t);
-	str_free(&n);
+	free(copy);
+	str_release(&t);
+	str_release(&n);
 	return ok;
 }
 
@@ -235,8 +234,11 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 	res->myhostname = xstrdup(cfg->myhostname && *cfg->myhostname ?
 	    cfg->myhostname : "localhost");
 	addr_lower(res->myhostname, ADDR_LOWER_LOCAL);
-	res->relayhost = xstrdup(cfg->relayhost ? cfg->relayhost : "");
-	str_trim(res->relayhost);
+	{
+		char *rh = xstrdup(cfg->relayhost ? cfg->relayhost : "");
+		res->relayhost = xstrdup(str_trim(rh));
+		free(rh);
+	}
 	res->delim = xstrdup(cfg->recipient_delimiter ?
 	    cfg->recipient_delimiter : "");
 	res->limit = cfg->cache_limit ? cfg->cache_limit : RESOLVE_CACHE_DEFAULT;
@@ -288,7 +290,7 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 			str_t why = STR_INIT;
 			str_setf(&why, "transport_maps: %s", str_cstr(err));
 			str_set(err, str_cstr(&why));
-			str_free(&why);
+			str_release(&why);
 			free(copy);
 			goto fail;
 		}
@@ -307,10 +309,10 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 		    !myaddr_list(res, cfg->proxy_interfaces, err))
 			goto fail;
 	}
-	str_free(&def);
+	str_release(&def);
 	return res;
 fail:
-	str_free(&def);
+	str_release(&def);
 	resolver_free(res);
 	return NULL;
 }
@@ -456,7 +458,7 @@ static int tmap_lookup(resolver_t *res, const char *address,
 done:
 	if (r > 0)
 		str_set(key_used, str_cstr(&key));
-	str_free(&key);
+	str_release(&key);
 	return r;
 }
 
@@ -553,18 +555,17 @@ static resolve_status_t compute(resolver_t *res, const char *addr,
 	if (r < 0)
 		goto out;
 	if (r > 0) {
-		char *v = xstrdup(value);
-		str_trim(v);
+		char *copy = xstrdup(value), *v = str_trim(copy);
 		if (!resolve_split_transport(v, &t, &n)) {
 			log_warning("transport_maps: malformed entry for \"%s\": "
 			    "\"%.100s\"", str_cstr(&key), v);
 			finish(out, RESOLVE_RETRY, "4.3.5",
 			    "malformed transport_maps entry for %s",
 			    str_cstr(&key));
-			free(v);
+			free(copy);
 			goto out;
 		}
-		free(v);
+		free(copy);
 		if (str_len(&t))
 			str_set(&out->transport, str_cstr(&t));
 		if (str_len(&n))
@@ -581,9 +582,9 @@ table_error:
 	    str_cstr(&key));
 out:
 	free(domain);
-	str_free(&key);
-	str_free(&t);
-	str_free(&n);
+	str_release(&key);
+	str_release(&t);
+	str_release(&n);
 	return out->status;
 }
 

@@ -146,10 +146,10 @@ out:
 		str_setf(err, "close %s: %s", str_cstr(&path), strerror(errno));
 		rc = -1;
 	}
-	str_free(&path);
-	str_free(&dir);
-	str_free(&buf);
-	str_free(&what);
+	str_release(&path);
+	str_release(&dir);
+	str_release(&buf);
+	str_release(&what);
 	return rc;
 }
 
@@ -216,13 +216,13 @@ sl_reader_t *statuslog_open(const queue_layout_t *ql, const char *log,
 	if (queue_find(ql, log, id, &path) < 0) {
 		e = errno;
 		str_setf(err, "no %s log for %s", log, id);
-		str_free(&path);
+		str_release(&path);
 		errno = e;
 		return NULL;
 	}
 	r = statuslog_open_path(str_cstr(&path), err);
 	e = errno;
-	str_free(&path);
+	str_release(&path);
 	errno = e;
 	return r;
 }
@@ -283,7 +283,7 @@ int statuslog_next(sl_reader_t *r, sl_rec_t *rec, str_t *err)
 			str_setf(&what, "%s: record ending at byte %llu",
 			    r->path, (unsigned long long)r->offset);
 			ok = statuslog_rec_ok(&r->cur, str_cstr(&what), err);
-			str_free(&what);
+			str_release(&what);
 			if (!ok) {
 				r->failed = true;
 				return -1;
@@ -447,7 +447,7 @@ int statuslog_remove(const queue_layout_t *ql, const char *log,
 		str_setf(err, "remove %s: %s", str_cstr(&path), strerror(errno));
 		rc = -1;
 	}
-	str_free(&path);
+	str_release(&path);
 	return rc;
 }
 
@@ -465,6 +465,6 @@ int statuslog_exists(const queue_layout_t *ql, const char *log,
 		rc = 1;
 	else
 		rc = errno == ENOENT ? 0 : -1;
-	str_free(&path);
+	str_release(&path);
 	return rc;
 }
