@@ -560,11 +560,6 @@ static void dispose(qmgr_msg_t *msg, double now)
 			    "in active until qmgr restarts", msg->id);
 		Q.deferred_msgs++;
 	} else {
-		if (status == SCHED_MSG_EXPIRED) {
-			log_info("%s: from=<%s>, status=expired, returned to sender",
-			    msg->id, qfile_sender(msg->qf));
-			Q.expired++;
-		}
 		str_set(&path, qfile_path(msg->qf));
 		if (statuslog_remove(&Q.ql, SL_DEFER, msg->id, &err) < 0)
 			log_warning("%s: %s", msg->id, str_cstr(&err));
@@ -600,8 +595,12 @@ static void fin_advance(qmgr_msg_t *msg)
 			return;
 		case FIN_EXPIRE:
 			msg->step = FIN_BOUNCE;
-			if (msg->res.status == SCHED_MSG_EXPIRED)
+			if (msg->res.status == SCHED_MSG_EXPIRED) {
 				expire_recipients(msg, now);
+				log_info("%s: from=<%s>, status=expired, returned "
+				    "to sender", msg->id, qfile_sender(msg->qf));
+				Q.expired++;
+			}
 			break;
 		case FIN_BOUNCE:
 			msg->step = FIN_SUCCESS;

@@ -16,7 +16,7 @@ mixed_body() {
 	require_test_agent
 	qmgr_instance
 	id=$(inject -f sender@s.example -r ok@t.example -r defer@t.example \
-	    -r bounce@t.example -O orig@o.example -r ok2@u.example) ||
+	    -O orig@o.example -r bounce@t.example -r ok2@u.example) ||
 	    atf_fail "mkqfile"
 	start_instance
 	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred"
@@ -180,7 +180,7 @@ crash_restart_head() {
 }
 crash_restart_body() {
 	require_test_agent
-	qmgr_instance
+	qmgr_instance "default_time_limit = 20s"
 	cat > etc/rules <<EOF
 *@slow.example slow 4000
 EOF
@@ -325,7 +325,7 @@ congestion_body() {
 	qmgr_instance "qmgr_message_active_limit = 2" "qmgr_clog_warn_time = 1s"
 	ids=
 	for i in 1 2 3 4 5 6; do
-		ids="$ids $(inject -r slow$i@t.example)" || atf_fail "mkqfile"
+		ids="$ids $(inject -r slow+$i@t.example)" || atf_fail "mkqfile"
 	done
 	start_instance
 	for id in $ids; do
