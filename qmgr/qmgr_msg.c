@@ -104,7 +104,10 @@ static void rcpt_unresolved(qmgr_msg_t *msg, const qf_rcpt_t *r,
 	bool fail = rr->status == RESOLVE_FAIL && !Q.soft_bounce;
 
 	memset(&st, 0, sizeof(st));
-	bcopy_str(st.status, sizeof(st.status), fail ? "5.1.3" : "4.3.0");
+	/* The resolver's code, in the class our verdict needs. */
+	bcopy_str(st.status, sizeof(st.status), rr->dsn[0] ? rr->dsn
+	    : fail ? "5.1.3" : "4.3.0");
+	st.status[0] = fail ? '5' : '4';
 	st.action = fail ? DLV_ACT_FAILED : DLV_ACT_DELAYED;
 	st.reason = (char *)(str_len(&rr->reason) ? str_cstr(&rr->reason)
 	    : "address resolution failed");
