@@ -23,10 +23,7 @@ static void trigger(const char *buf, size_t len, void *ctx)
 static void pre_exit(void *ctx)
 {
 	(void)ctx;
-	if (qmgr_dlv_count() > 0)
-		log_info("exiting with %zu deliveries in flight; their messages "
-		    "stay in the active queue and are recovered at the next start",
-		    qmgr_dlv_count());
+	qmgr_shutdown();
 }
 
 int main(int argc, char **argv)

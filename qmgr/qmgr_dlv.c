@@ -7,6 +7,7 @@
  * against its transport (transport_retry_time); qmgr goes on. */
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -398,4 +399,55 @@ void qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
 	out->reason = (char *)(reason && *reason ? reason : "unknown reason");
 	out->diag_type = out->diag_text = out->remote_mta = (char *)"";
 	out->relay = (char *)"none";
+}
+
+/* qmgr is leaving (retired by master): wait a little for the replies
+ * of deliveries in flight, with poll() since we may be inside an event
+ * callback, so that what the agents did is recorded rather than done
+ * again after the restart.  Deliveries still waiting to connect are
+ * abandoned (nothing reached an agent).  Returns how many are left. */
+size_t qmgr_dlv_drain(double seconds)
+{
+	double deadline = qmgr_now() + seconds;
+
+	while (!list_empty(&Q.dlvs)) {
+		struct pollfd pfd[256];
+		qmgr_dlv_t *who[256];
+		list_node_t *n;
+		int k = 0, ms, r;
+		double left = deadline - qmgr_now();
+
+		if (left <= 0)
+			break;
+		list_foreach(n, &Q.dlvs) {
+			qmgr_dlv_t *d = list_entry(n, qmgr_dlv_t, node);
+			if (d->fd < 0 || k == 256)
+				continue;
+			pfd[k].fd = d->fd;
+			pfd[k].events = d->state == DLV_READ ? POLLIN : POLLOUT;
+			pfd[k].revents = 0;
+			who[k++] = d;
+		}
+		if (k == 0)
+			break;
+		ms = left > 0.1 ? 100 : (int)(left * 1000) + 1;
+		r = poll(pfd, (nfds_t)k, ms);
+		if (r < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < k && r > 0; i++) {
+			int ev = 0;
+			if (pfd[i].revents == 0)
+				continue;
+			if (pfd[i].revents & POLLIN)
+				ev |= EVENT_READ;
+			if (pfd[i].revents & POLLOUT)
+				ev |= EVENT_WRITE;
+			if (pfd[i].revents & (POLLERR | POLLHUP | POLLNVAL))
+				ev |= EVENT_ERROR | (pfd[i].events & POLLIN ?
+				    EVENT_READ : EVENT_WRITE);
+			/* Only who[i] itself can go away in its handler. */
+			dlv_event(pfd[i].fd, ev, who[i]);
+		}
+	}
+	return qmgr_dlv_count();
 }

@@ -148,6 +148,7 @@ typedef struct qmgr {
 	event_timer_t wake_timer;	/* sched_next_wakeup */
 	event_timer_t run_timer;	/* deferred queue scan */
 	bool pumping;
+	bool exiting;			/* no new work; no notices */
 	/* DSN of deferrals without an agent verdict while set (agent
 	 * failure, suspended transport: "4.3.0"); else "4.4.1". */
 	const char *nodlv_dsn;
@@ -165,6 +166,8 @@ double qmgr_now(void);
  * scheduler core's callbacks). */
 void qmgr_kick(void);
 void qmgr_pump(void);
+/* Before a voluntary exit: finish what can be finished quickly. */
+void qmgr_shutdown(void);
 
 /* qmgr_conf.c */
 void qmgr_conf_init(void);
@@ -193,6 +196,7 @@ void qmgr_rcpt_free(qmgr_rcpt_t *qr);
 /* qmgr_dlv.c */
 void qmgr_dlv_start(sched_entry_t *e, qmgr_transport_t *tr);
 size_t qmgr_dlv_count(void);
+size_t qmgr_dlv_drain(double seconds);
 /* The status of recipient qr for its log line and the logs: from the
  * agent's reply when there is one that agrees with the core's verdict,
  * else made up from the core's status and reason. */

@@ -469,6 +469,12 @@ static bool send_notice(qmgr_msg_t *msg, dsn_notice_req_t *req,
     const char *kind, void (*done)(qmgr_msg_t *, bool, const char *))
 {
 	msg->notice_kind = kind;
+	if (Q.exiting) {
+		/* Left in the active queue: the next qmgr asks. */
+		dsn_notice_free(req);
+		msg->notice_busy = true;
+		return true;
+	}
 	if (Q.bounce_endpoint == NULL) {
 		log_warning("%s: %s notice not sent: no bounce service in "
 		    "master.cf", msg->id, kind);

@@ -145,3 +145,23 @@ void qmgr_init(event_loop_t *loop)
 	qmgr_kick();
 }
 
+
+/* Retired by master (a reload) or master is gone: record the replies
+ * of deliveries in flight for a few seconds, finish the messages that
+ * need nothing more, and leave the rest in the active queue for the
+ * next qmgr (which recovers it). */
+#define QMGR_DRAIN_TIME 10.0
+
+void qmgr_shutdown(void)
+{
+	size_t left;
+
+	Q.exiting = true;
+	event_timer_cancel(&Q.pump_timer);
+	left = qmgr_dlv_drain(QMGR_DRAIN_TIME);
+	qmgr_msg_finish_run();
+	if (left > 0)
+		log_info("exiting with %zu deliveries in flight; their messages "
+		    "stay in the active queue and are recovered at the next "
+		    "start", left);
+}

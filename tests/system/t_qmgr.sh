@@ -339,7 +339,40 @@ congestion_cleanup() {
 	stop_instance
 }
 
+atf_test_case reload_drain cleanup
+reload_drain_head() {
+	atf_set descr "a reload retires qmgr: replies of deliveries in flight are still recorded, nothing is delivered twice"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+reload_drain_body() {
+	require_test_agent
+	qmgr_instance "default_time_limit = 20s"
+	echo '*@slow.example slow 2000' > etc/rules
+	sed -i.bak "s|$TA -l|$TA -f $PWD/etc/rules -l|" etc/master.cf
+	id=$(inject -r a@slow.example -r ok@t.example) || atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_log "$id: to=<ok@t.example>.*status=sent" ||
+	    atf_fail "fast delivery"
+	p=$(qmgr_pid)
+	# a changed main.cf: master retires its daemons at the reload
+	echo "qmgr_clog_warn_time = 301s" >> etc/main.cf
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	WAIT_MAX=100 wait_for pid_gone $p || atf_fail "qmgr not retired"
+	in_log "$id: to=<a@slow.example>.*status=sent" || atf_fail "reply not recorded"
+	in_log "$id: removed" || atf_fail "not removed by the old qmgr"
+	flush
+	WAIT_MAX=100 wait_for has_qmgr || atf_fail "no new qmgr"
+	sleep 1
+	test "$(count " a@slow.example " agent.log)" -eq 1 || atf_fail "delivered twice"
+	not_in_queue active $id || atf_fail "left in active"
+}
+reload_drain_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case reload_drain
 	atf_add_test_case mixed
 	atf_add_test_case all_sent
 	atf_add_test_case done_skipped
