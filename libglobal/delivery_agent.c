@@ -69,7 +69,12 @@ int dlv_call(int fd, const dlv_request_t *req, dlv_reply_t *rep,
 		str_setf(err, "timed out waiting for the reply");
 		goto out;
 	default:
-		str_setf(err, "malformed reply: %s", attr_reader_error(r));
+		if (attr_reader_errcode(r) == ATTR_E_IO)
+			str_setf(err, "reading the reply: %s",
+			    attr_reader_error(r));
+		else
+			str_setf(err, "malformed reply: %s",
+			    attr_reader_error(r));
 		goto out;
 	}
 	if (dlv_reply_decode(msg, req, rep, err) < 0) {
@@ -107,6 +112,13 @@ int dlv_call_path(const char *path, const dlv_request_t *req,
 }
 
 /* ---- The agent ------------------------------------------------------ */
+
+static int client_fd = -1;
+
+int dlv_agent_client_fd(void)
+{
+	return client_fd;
+}
 
 int dlv_agent_serve_fd(int fd, const dlv_agent_t *agent, int timeout_ms)
 {
@@ -150,7 +162,9 @@ int dlv_agent_serve_fd(int fd, const dlv_agent_t *agent, int timeout_ms)
 			    req.queue_id, req.nrcpt, req.nrcpt == 1 ? "" : "s",
 			    req.nexthop);
 		dlv_reply_init(&rep, &req);
+		client_fd = fd;
 		agent->deliver(&req, &rep, agent->ctx);
+		client_fd = -1;
 		str_reset(&out);
 		dlv_reply_encode(&rep, &out);
 		dlv_reply_free(&rep);
