@@ -184,7 +184,7 @@ crash_restart_body() {
 	cat > etc/rules <<EOF
 *@slow.example slow 4000
 EOF
-	sed -i.bak "s|$TA -l|$TA -f $PWD/etc/rules -l|" etc/master.cf
+	sed -i.bak "s|$TA log=|$TA rules=$PWD/etc/rules log=|" etc/master.cf
 	ids=
 	for i in 1 2 3 4 5; do
 		id=$(inject -r ok$i@t.example -r slow$i@slow.example) || atf_fail "mkqfile"
@@ -349,7 +349,7 @@ reload_drain_body() {
 	require_test_agent
 	qmgr_instance "default_time_limit = 20s"
 	echo '*@slow.example slow 2000' > etc/rules
-	sed -i.bak "s|$TA -l|$TA -f $PWD/etc/rules -l|" etc/master.cf
+	sed -i.bak "s|$TA log=|$TA rules=$PWD/etc/rules log=|" etc/master.cf
 	id=$(inject -r a@slow.example -r ok@t.example) || atf_fail "mkqfile"
 	start_instance
 	WAIT_MAX=100 wait_for in_log "$id: to=<ok@t.example>.*status=sent" ||
@@ -371,7 +371,42 @@ reload_drain_cleanup() {
 	stop_instance
 }
 
+atf_test_case via_cleanup cleanup
+via_cleanup_head() {
+	atf_set descr "mail from cleanup is picked up at once (its trigger); discard, error and retry transports"
+	atf_set require.user unprivileged
+}
+via_cleanup_body() {
+	require_test_agent
+	[ -x $B/bin/cleanup ] || atf_skip "cleanup is not built"
+	[ -x $B/bin/discard ] && [ -x $B/bin/error ] || atf_skip "discard/error agents not built"
+	qmgr_instance
+	start_instance
+	printf 'Subject: via cleanup\n\nbody\n' > msg
+	atf_check -s exit:0 -o save:sub.out $B/tests/tools/cleanup-submit \
+	    -s $PWD/q/public/cleanup -f s@s.example msg ok@t.example \
+	    x@discard.example e@error.example r@retry.example
+	id=$(awk '{print $3}' sub.out)
+	test -n "$id" || atf_fail "no queue ID"
+	# no flush: cleanup's trigger is enough
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not processed"
+	in_log "$id: to=<ok@t.example>.*status=sent" || atf_fail "ok"
+	in_log "$id: to=<x@discard.example>.*dsn=2\.[0-9.]*, status=sent (" ||
+	    atf_fail "discard"
+	in_log "$id: to=<e@error.example>.*dsn=5\.1\.1, status=bounced (.*mailbox closed for the test" ||
+	    atf_fail "error"
+	in_log "$id: to=<r@retry.example>.*dsn=4\.2\.2, status=deferred (.*try again for the test" ||
+	    atf_fail "retry"
+	atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath deferred $id)
+	grep -q '^recipient: r@retry.example$' cat.out || atf_fail "retry recipient done"
+	test "$(grep -c '^done_recipient:' cat.out)" -eq 3 || atf_fail "done recipients"
+}
+via_cleanup_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case via_cleanup
 	atf_add_test_case reload_drain
 	atf_add_test_case mixed
 	atf_add_test_case all_sent
