@@ -129,6 +129,7 @@ done_skipped_body() {
 	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not removed"
 	test "$(grep -c "^$id " agent.log)" -eq 1 || atf_fail "done recipients delivered"
 	grep -q "^$id t.example b@t.example " agent.log || atf_fail "b not delivered"
+	assert_log_clean
 }
 done_skipped_cleanup() {
 	stop_instance
@@ -167,6 +168,7 @@ expire_body() {
 	test "$(count " defer@t.example " agent.log)" -eq 1 || atf_fail "tried again"
 	# the defer log is gone: nothing waits
 	test -z "$(find q/defer -type f -name $id)" || atf_fail "defer log left"
+	assert_log_clean
 }
 expire_cleanup() {
 	stop_instance
@@ -220,6 +222,7 @@ EOF
 	for qq in incoming active deferred; do
 		test -z "$(find q/$qq -type f)" || atf_fail "mail left in $qq"
 	done
+	assert_log_clean
 }
 crash_restart_cleanup() {
 	stop_instance
@@ -256,6 +259,7 @@ flush_deferred_body() {
 	WAIT_MAX=100 wait_for lines_ge 2 "$id: to=<defer@t.example>" maillog ||
 	    atf_fail "no second deferral"
 	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred again"
+	assert_log_clean
 }
 flush_deferred_cleanup() {
 	stop_instance
@@ -286,6 +290,7 @@ alternate_body() {
 		case " $inc " in *" $id "*) order="${order}I";; *) order="${order}D";; esac
 	done
 	test "$order" = IDIDID || atf_fail "order $order, want IDIDID"
+	assert_log_clean
 }
 alternate_cleanup() {
 	stop_instance
@@ -310,6 +315,7 @@ recover_and_corrupt_body() {
 	WAIT_MAX=100 wait_for in_queue corrupt $bad || atf_fail "not moved to corrupt"
 	in_log "$bad: damaged queue file" || atf_fail "no damage line"
 	has_qmgr || atf_fail "qmgr died"
+	assert_log_clean
 }
 recover_and_corrupt_cleanup() {
 	stop_instance
@@ -334,6 +340,7 @@ congestion_body() {
 	in_log "warning: active queue congested: 2 of 2 messages" ||
 	    atf_fail "no congestion warning"
 	in_log "mail for test:t.example holds" || atf_fail "destination not named"
+	assert_log_clean
 }
 congestion_cleanup() {
 	stop_instance
@@ -366,6 +373,7 @@ reload_drain_body() {
 	sleep 1
 	test "$(count " a@slow.example " agent.log)" -eq 1 || atf_fail "delivered twice"
 	not_in_queue active $id || atf_fail "left in active"
+	assert_log_clean
 }
 reload_drain_cleanup() {
 	stop_instance
@@ -400,6 +408,7 @@ via_cleanup_body() {
 	atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath deferred $id)
 	grep -q '^recipient: r@retry.example$' cat.out || atf_fail "retry recipient done"
 	test "$(grep -c '^done_recipient:' cat.out)" -eq 3 || atf_fail "done recipients"
+	assert_log_clean
 }
 via_cleanup_cleanup() {
 	stop_instance
