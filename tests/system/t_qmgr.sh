@@ -414,7 +414,34 @@ via_cleanup_cleanup() {
 	stop_instance
 }
 
+atf_test_case retry_timer cleanup
+retry_timer_head() {
+	atf_set descr "deferred mail is retried on its own once its retry time has come (queue_run_delay scans)"
+	atf_set require.user unprivileged
+}
+retry_timer_body() {
+	require_test_agent
+	qmgr_instance "queue_run_delay = 1s" "minimal_backoff_time = 2s" \
+	    "maximal_backoff_time = 2s"
+	id=$(inject -r defer@t.example) || atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred"
+	# no trigger, no flush
+	WAIT_MAX=300 wait_for lines_ge 3 " defer@t.example " agent.log ||
+	    atf_fail "not retried"
+	# and not before its time: 2 s apart at least
+	grep "$id: from=" maillog | sed 's/^[A-Z][a-z]* *[0-9]* \([0-9:]*\) .*/\1/' > times
+	t1=$(sed -n 1p times | awk -F: '{print $1*3600+$2*60+$3}')
+	t3=$(sed -n 3p times | awk -F: '{print $1*3600+$2*60+$3}')
+	[ $((t3 - t1)) -ge 3 ] || atf_fail "retried too early: $(cat times)"
+	assert_log_clean
+}
+retry_timer_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case retry_timer
 	atf_add_test_case via_cleanup
 	atf_add_test_case reload_drain
 	atf_add_test_case mixed
