@@ -440,7 +440,42 @@ retry_timer_cleanup() {
 	stop_instance
 }
 
+atf_test_case many_bounces cleanup
+many_bounces_head() {
+	atf_set descr "120 failed recipients in three deliveries: all in the bounce log, all marked done"
+	atf_set require.user unprivileged
+}
+many_bounces_body() {
+	require_test_agent
+	qmgr_instance
+	args="-r defer@t.example"
+	i=1
+	while [ $i -le 120 ]; do
+		args="$args -r bounce+$i@t.example"
+		i=$((i + 1))
+	done
+	# mkqfile takes at most 64 recipients: the rest as extracted ones
+	args=$(echo $args | awk '{ for (i = 1; i <= NF; i += 2) printf "%s %s ", (i > 120 ? "-x" : $i), $(i+1) }')
+	id=$(inject $args) || atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred"
+	test "$(count "$id: to=<bounce+[0-9]*@t.example>.*status=bounced" maillog)" -eq 120 ||
+	    atf_fail "bounced lines"
+	atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath deferred $id)
+	test "$(grep -c '^done_recipient: bounce+' cat.out)" -eq 120 || atf_fail "done"
+	if [ ! -x $B/bin/bounce ]; then
+		b=$(find q/bounce -type f -name $id)
+		test "$(grep -ac 'bounce+[0-9]*@t.example' $b)" -eq 120 ||
+		    atf_fail "bounce log records"
+	fi
+	assert_log_clean
+}
+many_bounces_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case many_bounces
 	atf_add_test_case retry_timer
 	atf_add_test_case via_cleanup
 	atf_add_test_case reload_drain
