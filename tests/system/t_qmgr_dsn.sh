@@ -212,7 +212,46 @@ double_bounce_cleanup() {
 	stop_instance
 }
 
+atf_test_case notice_retry cleanup
+notice_retry_head() {
+	atf_set descr "a notice the bounce daemon cannot send keeps the message and its bounce log; a later pass sends it"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+notice_retry_body() {
+	require_notices
+	dsn_instance
+	# no cleanup: the bounce daemon cannot queue the notice
+	grep -v '^cleanup ' etc/master.cf > etc/master.cf.new
+	mv etc/master.cf.new etc/master.cf
+	id=$(inject -f sender@s.example -r bounce@t.example -r ok@t.example) ||
+	    atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=150 wait_for in_queue deferred $id || atf_fail "not kept"
+	in_log "$id: non-delivery notice not sent: " || atf_fail "no warning"
+	b=$(find q/bounce -type f -name $id)
+	test -n "$b" || atf_fail "bounce log lost"
+	atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath deferred $id)
+	grep -q '^done_recipient: bounce@t.example$' cat.out || atf_fail "not done"
+	# cleanup is back: the next pass only asks for the notice
+	echo "cleanup unix - n n - 0 $B/bin/cleanup" >> etc/master.cf
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	WAIT_MAX=50 wait_for test -S q/private/cleanup || atf_fail "no cleanup"
+	flush
+	WAIT_MAX=150 wait_for in_log "$id: removed" || atf_fail "not removed"
+	notice_of $id "sender non-delivery"
+	status_part
+	test "$(rcpt_field bounce@t.example Action)" = failed || atf_fail "action"
+	test "$(count " bounce@t.example " agent.log)" -eq 1 || atf_fail "delivered again"
+	test "$(count " ok@t.example " agent.log)" -eq 1 || atf_fail "delivered again"
+	assert_log_clean
+}
+notice_retry_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case notice_retry
 	atf_add_test_case nondelivery
 	atf_add_test_case expired
 	atf_add_test_case delay_warning
