@@ -211,6 +211,8 @@ static const param_def_t table[] = {
 	    "Longest a client keeps a connection to a Petrel daemon."),
 	P_TIMER("trigger_timeout", "10s", 's', 1, 0,
 	    "Time limit for sending a trigger to a daemon."),
+	P_STRF("debugger_command", "", PARAM_F_RAW,
+	    "Command a daemon started with -D runs first ($process_name and $process_id expanded); it should start a debugger and wait."),
 	P_TIME("in_flow_delay", "1s", 's', 0,
 	    "Pause of a submitting process when mail arrives faster than it leaves (0: off)."),
 	P_STR("debug_peer_list", "",

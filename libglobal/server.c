@@ -1,0 +1,674 @@
+/* The daemon skeleton; see server.h and doc/master.md. */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "log.h"
+#include "mastercf.h"
+#include "mem.h"
+#include "pconfig.h"
+#include "server.h"
+#include "sock.h"
+#include "str.h"
+
+/* Bytes of one trigger read at a time. */
+#define TRIGGER_BUF 1024
+
+static struct {
+	const server_spec_t *spec;
+	char progname[64];
+	const char *service;
+	const char *type_name;
+	mastercf_type_t type;
+	int argc;
+	char **argv;
+	int nlisten;
+	int listen_fd[SERVER_LISTEN_MAX];
+	bool listening;		/* listen descriptors in the loop */
+	bool under_master;
+	event_loop_t *loop;
+	event_timer_t idle_timer;
+	event_timer_t keepalive_timer;
+	unsigned long use_count;
+	long max_use;		/* 0 = no limit */
+	long max_idle;		/* seconds; 0 = no limit */
+	long daemon_timeout;	/* seconds */
+	int clients;		/* MULTI: open clients */
+	bool retiring;		/* no new work; exit when idle */
+	int sig_pipe[2];
+	int last_status;
+} S = { .sig_pipe = { -1, -1 } };
+
+static volatile sig_atomic_t got_hup;
+
+const char *server_service_name(void) { return S.service; }
+const char *server_service_type(void) { return S.type_name; }
+const char *server_program_name(void) { return S.progname; }
+int server_argc(void) { return S.argc; }
+char **server_argv(void) { return S.argv; }
+event_loop_t *server_loop(void) { return S.loop; }
+unsigned long server_use_count(void) { return S.use_count; }
+
+/* ---- status messages to master ---- */
+
+static void report(int status)
+{
+	struct server_status m = { .pid = (int32_t)getpid(), .status = status };
+
+	if (!S.under_master || S.last_status == status)
+		return;
+	S.last_status = status;
+	/* One write of a few bytes to a pipe is atomic; a failure means
+	 * master is gone, which the status watch notices on its own. */
+	if (write(SERVER_STATUS_FD, &m, sizeof(m)) < 0 && errno != EPIPE)
+		log_warning("status report to master: %s", strerror(errno));
+}
+
+/* ---- watchdog ---- */
+
+static void watchdog_fire(int sig)
+{
+	(void)sig;
+	/* If logging itself hangs, the default action of this second alarm
+	 * ends the process. */
+	signal(SIGALRM, SIG_DFL);
+	alarm(5);
+	log_error("watchdog timeout: stuck in one request for about %ld s "
+	    "(daemon_timeout); exiting", S.daemon_timeout);
+	_exit(1);
+}
+
+void server_watchdog_pet(void)
+{
+	if (S.daemon_timeout > 0)
+		alarm((unsigned)(S.daemon_timeout > INT_MAX ? INT_MAX : S.daemon_timeout));
+}
+
+/* The loop never waits longer than a quarter of daemon_timeout, so the
+ * alarm re-armed every round fires only when one round (one request)
+ * takes the remaining three quarters or more. */
+static void keepalive(void *ctx)
+{
+	(void)ctx;
+	event_timer_start(S.loop, &S.keepalive_timer, S.daemon_timeout * 250);
+}
+
+/* ---- exit ---- */
+
+__attribute__((noreturn))
+static void server_exit(const char *why)
+{
+	log_debug("exiting: %s (%lu requests served)", why, S.use_count);
+	if (S.spec->pre_exit)
+		S.spec->pre_exit(S.spec->ctx);
+	exit(0);
+}
+
+static void idle_expired(void *ctx)
+{
+	(void)ctx;
+	server_exit("idle for max_idle");
+}
+
+static void idle_start(void)
+{
+	if (S.max_idle > 0 && !(S.spec->flags & SERVER_F_UNLIMITED))
+		event_timer_start(S.loop, &S.idle_timer, S.max_idle * 1000);
+}
+
+static bool used_up(void)
+{
+	return S.max_use > 0 && !(S.spec->flags & SERVER_F_UNLIMITED) &&
+	    S.use_count >= (unsigned long)S.max_use;
+}
+
+static void listen_off(bool close_them)
+{
+	for (int i = 0; i < S.nlisten; i++) {
+		if (S.listen_fd[i] < 0)
+			continue;
+		if (S.listening)
+			event_remove(S.loop, S.listen_fd[i]);
+		if (close_them) {
+			close(S.listen_fd[i]);
+			S.listen_fd[i] = -1;
+		}
+	}
+	S.listening = false;
+}
+
+/* Stop taking work: master gets "busy" so it starts another process
+ * if clients come, and our copies of the listening sockets go away so a
+ * restarted service can bind them again. */
+static void retire(const char *why)
+{
+	if (!S.retiring)
+		log_debug("retiring: %s", why);
+	S.retiring = true;
+	report(SERVER_STAT_BUSY);
+	listen_off(true);
+}
+
+/* Decides after each round or request whether to go on. */
+static void check_exit(void)
+{
+	/* A SIGHUP during the request: act before taking the next. */
+	if (got_hup) {
+		got_hup = 0;
+		retire("SIGHUP from master");
+	}
+	if (S.spec->model == SERVER_MULTI) {
+		if (S.clients > 0)
+			return;
+		if (S.retiring)
+			server_exit("retired");
+		if (used_up())
+			server_exit("max_use reached");
+		return;
+	}
+	if (S.retiring)
+		server_exit("retired");
+	if (used_up())
+		server_exit("max_use reached");
+}
+
+/* ---- signals ---- */
+
+static void on_hup(int sig)
+{
+	int saved = errno;
+	(void)sig;
+	got_hup = 1;
+	if (S.sig_pipe[1] >= 0 && write(S.sig_pipe[1], "H", 1) < 0) {
+		/* full pipe: a wakeup is pending anyway */
+	}
+	errno = saved;
+}
+
+static void sig_pipe_event(int fd, int events, void *ctx)
+{
+	char buf[64];
+	(void)events;
+	(void)ctx;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	if (got_hup) {
+		got_hup = 0;
+		retire("SIGHUP from master");
+	}
+}
+
+/* Master closed its end of the status pipe: it is gone or stopped this
+ * service.  Finish what we do and leave. */
+static void status_event(int fd, int events, void *ctx)
+{
+	(void)ctx;
+	if (events & EVENT_ERROR) {
+		event_remove(S.loop, fd);
+		retire("master disconnected");
+	}
+}
+
+/* ---- the three models ---- */
+
+static int accept_client(int lfd)
+{
+	int fd = sock_accept(lfd, NULL, NULL);
+
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			log_warning("accept: %s", strerror(errno));
+		return -1;
+	}
+	if (S.type == MCF_PASS) {
+		/* The client hands over the real connection on this one. */
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long t = config_get_time("ipc_timeout");
+		int r = poll(&p, 1, (int)(t > 60 ? 60000 : t * 1000));
+		int cfd = r > 0 ? sock_recv_fd(fd) : -1;
+		if (cfd < 0)
+			log_warning("pass service: no descriptor received: %s",
+			    r == 0 ? "timeout" : strerror(errno));
+		close(fd);
+		fd = cfd;
+		if (fd < 0)
+			return -1;
+	}
+	sock_set_nonblock(fd, true);
+	return fd;
+}
+
+static void single_event(int lfd, int events, void *ctx)
+{
+	stream_t *st;
+	int fd;
+	(void)events;
+	(void)ctx;
+
+	if (S.retiring || (fd = accept_client(lfd)) < 0)
+		return;
+	event_timer_cancel(&S.idle_timer);
+	report(SERVER_STAT_BUSY);
+	S.use_count++;
+	server_watchdog_pet();
+	st = stream_open(fd);
+	S.spec->serve(st, S.spec->ctx);
+	stream_close(st);
+	check_exit();
+	report(SERVER_STAT_AVAIL);
+	idle_start();
+}
+
+void server_disconnect(int fd)
+{
+	event_remove(S.loop, fd);	/* may not be registered: fine */
+	close(fd);
+	if (S.clients > 0 && --S.clients == 0)
+		idle_start();
+}
+
+static void multi_event(int lfd, int events, void *ctx)
+{
+	int fd;
+	(void)events;
+	(void)ctx;
+
+	if (S.retiring || (fd = accept_client(lfd)) < 0)
+		return;
+	event_timer_cancel(&S.idle_timer);
+	S.clients++;
+	S.use_count++;
+	if (used_up()) {
+		/* The last client this process takes. */
+		report(SERVER_STAT_BUSY);
+		listen_off(true);
+	}
+	S.spec->connect(fd, S.spec->ctx);
+}
+
+static void trigger_event(int lfd, int events, void *ctx)
+{
+	char buf[TRIGGER_BUF];
+	ssize_t n = 0;
+	(void)events;
+	(void)ctx;
+
+	if (S.retiring)
+		return;
+	switch (S.type) {
+	case MCF_FIFO:
+		n = read(lfd, buf, sizeof(buf));
+		if (n <= 0)
+			return;		/* another process took it */
+		break;
+	case MCF_UNIX_DGRAM:
+		n = recv(lfd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0)
+			return;
+		break;
+	default: {
+		/* A short connection: the request is what arrives before the
+		 * client closes (or the buffer fills, or the time runs out). */
+		int fd = accept_client(lfd);
+		stream_t *st;
+		size_t got = 0;
+		long t;
+		if (fd < 0)
+			return;
+		st = stream_open(fd);
+		t = config_get_time("trigger_timeout");
+		stream_set_timeouts(st, (int)(t > 60 ? 60000 : t * 1000), 1000);
+		while (got < sizeof(buf)) {
+			ssize_t r = stream_read_some(st, buf + got, sizeof(buf) - got);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		stream_close(st);
+		n = (ssize_t)got;
+		break;
+	}
+	}
+	event_timer_cancel(&S.idle_timer);
+	report(SERVER_STAT_BUSY);
+	S.use_count++;
+	server_watchdog_pet();
+	S.spec->trigger(buf, (size_t)n, S.spec->ctx);
+	check_exit();
+	report(SERVER_STAT_AVAIL);
+	idle_start();
+}
+
+/* ---- start-up ---- */
+
+static void usage(void)
+{
+	log_fatal("usage: %s [-Dv] [-c config_dir] [-n service] [-o name=value] "
+	    "[-s count -t type] [-u] [-j] [args...] (a daemon started by master)",
+	    S.progname);
+}
+
+/* 0, 1 and 2 must be open: a descriptor opened later must never land
+ * there and receive someone's error messages. */
+static void sane_stdio(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0)
+			continue;
+		int n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			_exit(1);
+		if (n != fd) {
+			dup2(n, fd);
+			close(n);
+		}
+	}
+}
+
+/* Replaces $name / ${name} for our two run-time names, then lets the
+ * configuration expand the rest. */
+static void run_debugger(void)
+{
+	const char *raw = config_get_raw("debugger_command");
+	str_t cmd = STR_INIT, out = STR_INIT;
+	char pid[32];
+	int st;
+
+	if (raw == NULL || *raw == 0) {
+		log_warning("-D given but debugger_command is empty; going on");
+		return;
+	}
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	for (const char *p = raw; *p; p++) {
+		static const struct { const char *name; int which; } vars[] = {
+			{ "process_name", 0 }, { "process_id", 1 },
+		};
+		bool done = false;
+		if (*p == '$') {
+			for (size_t i = 0; i < 2 && !done; i++) {
+				size_t l = strlen(vars[i].name);
+				const char *val = vars[i].which ? pid : S.progname;
+				if (strncmp(p + 1, vars[i].name, l) == 0 &&
+				    (p[1 + l] == 0 || !(p[1 + l] == '_' ||
+				    (p[1 + l] >= 'a' && p[1 + l] <= 'z') ||
+				    (p[1 + l] >= '0' && p[1 + l] <= '9')))) {
+					str_cat(&cmd, val);
+					p += l;
+					done = true;
+				} else if (p[1] == '{' && strncmp(p + 2, vars[i].name, l) == 0 &&
+				    p[2 + l] == '}') {
+					str_cat(&cmd, val);
+					p += l + 2;
+					done = true;
+				}
+			}
+		}
+		if (!done)
+			str_putc(&cmd, *p);
+	}
+	if (config_expand(str_cstr(&cmd), &out) < 0)
+		log_warning("debugger_command: expansion loop");
+	log_info("running debugger_command: %s", str_cstr(&out));
+	st = system(str_cstr(&out));
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		log_warning("debugger_command failed (status %d)", st);
+	str_release(&cmd);
+	str_release(&out);
+}
+
+static void setup_logging(void)
+{
+	const char *file = config_get_str("maillog_file");
+	str_t name = STR_INIT;
+
+	/* log_init keeps what fits of a long name. */
+	str_setf(&name, "%s/%s", config_get_str("syslog_name"), S.progname);
+	log_init(str_cstr(&name));
+	str_release(&name);
+	if (*file) {
+		if (log_to_file(file) < 0)
+			log_fatal("maillog_file %s: %s", file, strerror(errno));
+	} else {
+		log_to_syslog();
+	}
+}
+
+/* Drops to mail_owner and proves it cannot come back. */
+static void drop_privileges(uid_t uid, gid_t gid, const char *owner)
+{
+	gid_t groups[4];
+	int n;
+
+	if (setgroups(1, &gid) < 0)
+		log_fatal("setgroups(%ld): %s", (long)gid, strerror(errno));
+	if (setgid(gid) < 0)
+		log_fatal("setgid(%ld): %s", (long)gid, strerror(errno));
+	if (setuid(uid) < 0)
+		log_fatal("setuid(%ld): %s", (long)uid, strerror(errno));
+	if (getuid() != uid || geteuid() != uid || getgid() != gid ||
+	    getegid() != gid)
+		log_fatal("privileges not dropped to %s (uid %ld/%ld gid %ld/%ld)",
+		    owner, (long)getuid(), (long)geteuid(), (long)getgid(),
+		    (long)getegid());
+	if (setuid(0) == 0 || seteuid(0) == 0)
+		log_fatal("could regain root after dropping privileges to %s", owner);
+	n = getgroups(4, groups);
+	if (n < 0 || n > 1 || (n == 1 && groups[0] != gid))
+		log_fatal("supplementary groups not dropped to %s's group", owner);
+}
+
+static void check_listen_fds(int n)
+{
+	struct stat st;
+
+	if (n < 0 || n > SERVER_LISTEN_MAX)
+		log_fatal("bad -s count %d", n);
+	if (fstat(SERVER_STATUS_FD, &st) < 0 || !S_ISFIFO(st.st_mode))
+		log_fatal("descriptor %d is not master's status pipe "
+		    "(this daemon is started by master)", SERVER_STATUS_FD);
+	for (int i = 0; i < n; i++) {
+		int fd = SERVER_LISTEN_FD + i;
+		if (fstat(fd, &st) < 0)
+			log_fatal("listening descriptor %d: %s", fd, strerror(errno));
+		sock_set_cloexec(fd, true);
+		S.listen_fd[i] = fd;
+	}
+	sock_set_cloexec(SERVER_STATUS_FD, true);
+	S.nlisten = n;
+}
+
+void server_main(int argc, char **argv, const server_spec_t *spec)
+{
+	const char *config_dir = getenv("MAIL_CONFIG");
+	const char *slash, *owner, *qdir;
+	str_t overrides = STR_INIT;	/* name=value\0 ... */
+	size_t noverride = 0;
+	struct sigaction sa;
+	sigset_t none;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	bool unpriv = false, jail = false, debug = false;
+	int nfds = -1, c, verbose = 0;
+
+	sane_stdio();
+	S.spec = spec;
+	slash = argv[0] ? strrchr(argv[0], '/') : NULL;
+	snprintf(S.progname, sizeof(S.progname), "%s",
+	    slash ? slash + 1 : argv[0] ? argv[0] : "daemon");
+	log_init(S.progname);
+
+	opterr = 0;
+	while ((c = getopt(argc, argv, "+c:Dn:o:s:t:ujv")) != -1) {
+		switch (c) {
+		case 'c': config_dir = optarg; break;
+		case 'D': debug = true; break;
+		case 'n': S.service = optarg; break;
+		case 'o':
+			str_append(&overrides, optarg, strlen(optarg) + 1);
+			noverride++;
+			break;
+		case 's': {
+			long v;
+			if (!str_to_long(optarg, &v) || v < 0 || v > SERVER_LISTEN_MAX)
+				usage();
+			nfds = (int)v;
+			break;
+		}
+		case 't': S.type_name = optarg; break;
+		case 'u': unpriv = true; break;
+		case 'j': jail = true; break;
+		case 'v': verbose++; break;
+		default: usage();
+		}
+	}
+	S.argc = argc - optind;
+	S.argv = argv + optind;
+	if (S.service == NULL)
+		S.service = S.progname;
+	if (S.type_name == NULL)
+		S.type_name = "unix";
+	if (!mastercf_type_parse(S.type_name, &S.type))
+		log_fatal("bad service type '%s'", S.type_name);
+	if (nfds < 0)
+		log_fatal("%s is a Petrel daemon: it runs under master(8) "
+		    "(petrel start), not by hand", S.progname);
+
+	/* Configuration, then master.cf's -o settings on top. */
+	if (config_dir == NULL)
+		config_dir = DEF_CONFIG_DIR;
+	if (config_load(config_dir) < 0)
+	{
+		log_lines(LOG_LVL_ERROR, config_errors());
+		log_fatal("errors in %s/main.cf", config_dir);
+	}
+	{
+		const char *p = str_cstr(&overrides);
+		str_t err = STR_INIT;
+		for (size_t i = 0; i < noverride; i++, p += strlen(p) + 1) {
+			const char *eq = strchr(p, '=');
+			char *name;
+			if (eq == NULL)
+				log_fatal("-o %s: expected name=value", p);
+			name = xstrndup(p, (size_t)(eq - p));
+			if (config_override(str_trim(name), eq + 1, "-o", &err) < 0)
+				log_fatal("-o %s: %s", p, str_cstr(&err));
+			free(name);
+		}
+		str_release(&err);
+	}
+	str_release(&overrides);
+	setup_logging();
+	log_verbose += verbose;
+	S.under_master = true;
+	check_listen_fds(nfds);
+
+	S.max_use = config_get_int("max_use");
+	S.max_idle = config_get_time("max_idle");
+	S.daemon_timeout = config_get_time("daemon_timeout");
+
+	if (debug)
+		run_debugger();
+
+	/* Everything that needs files outside the queue comes now. */
+	owner = config_get_str("mail_owner");
+	if (geteuid() == 0 && unpriv) {
+		struct passwd *pw = getpwnam(owner);
+		if (pw == NULL)
+			log_fatal("mail_owner account '%s' does not exist "
+			    "(petrel check creates it)", owner);
+		if (pw->pw_uid == 0)
+			log_fatal("mail_owner '%s' has uid 0: refusing to run an "
+			    "unprivileged service as root", owner);
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	}
+	tzset();
+	qdir = config_get_str("queue_directory");
+	if (chdir(qdir) < 0)
+		log_fatal("queue_directory %s: %s", qdir, strerror(errno));
+	if (spec->pre_jail)
+		spec->pre_jail(spec->ctx);
+	if (jail) {
+		if (geteuid() != 0) {
+			log_debug("not root (private instance): no chroot");
+		} else if (chroot(qdir) < 0 || chdir("/") < 0) {
+			log_fatal("chroot %s: %s", qdir, strerror(errno));
+		}
+	}
+	if (geteuid() == 0 && unpriv)
+		drop_privileges(uid, gid, owner);
+
+	/* Signals: SIGTERM keeps its default (end now); SIGHUP retires. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (pipe(S.sig_pipe) < 0)
+		log_fatal("pipe: %s", strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		sock_set_cloexec(S.sig_pipe[i], true);
+		sock_set_nonblock(S.sig_pipe[i], true);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = on_hup;
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = watchdog_fire;
+	sigaction(SIGALRM, &sa, NULL);
+
+	if ((S.loop = event_loop_new(EVENT_BACKEND_DEFAULT)) == NULL)
+		log_fatal("event loop: %s", strerror(errno));
+	event_timer_init(&S.idle_timer, idle_expired, NULL);
+	event_timer_init(&S.keepalive_timer, keepalive, NULL);
+	event_add(S.loop, S.sig_pipe[0], EVENT_READ, sig_pipe_event, NULL);
+
+	if (spec->post_jail)
+		spec->post_jail(spec->ctx);
+
+	{
+		event_fd_fn fn = spec->model == SERVER_SINGLE ? single_event :
+		    spec->model == SERVER_MULTI ? multi_event : trigger_event;
+		if ((spec->model == SERVER_SINGLE && !spec->serve) ||
+		    (spec->model == SERVER_MULTI && !spec->connect) ||
+		    (spec->model == SERVER_TRIGGER && !spec->trigger))
+			log_panic("server_main: no callback for the model");
+		if (spec->model != SERVER_TRIGGER &&
+		    (S.type == MCF_FIFO || S.type == MCF_UNIX_DGRAM))
+			log_fatal("service type %s works only with a trigger daemon",
+			    S.type_name);
+		for (int i = 0; i < S.nlisten; i++) {
+			sock_set_nonblock(S.listen_fd[i], true);
+			if (event_add(S.loop, S.listen_fd[i], EVENT_READ, fn, NULL) < 0)
+				log_fatal("listening descriptor %d: %s", S.listen_fd[i],
+				    strerror(errno));
+		}
+		S.listening = true;
+	}
+	event_add(S.loop, SERVER_STATUS_FD, EVENT_READ, status_event, NULL);
+	if (S.daemon_timeout > 0)
+		keepalive(NULL);
+	log_debug("ready: service %s type %s, %d listening descriptor%s",
+	    S.service, S.type_name, S.nlisten, S.nlisten == 1 ? "" : "s");
+	report(SERVER_STAT_AVAIL);
+	idle_start();
+
+	for (;;) {
+		server_watchdog_pet();
+		if (event_run_once(S.loop, -1) < 0 && errno != EINTR)
+			log_fatal("event loop: %s", strerror(errno));
+		check_exit();
+	}
+}

@@ -1,0 +1,322 @@
+/* petrel: start, stop and look after the mail system.
+ *
+ *   petrel [-v] [-c config_dir] start | start-fg | stop | abort | reload |
+ *                               status | check | flush
+ *
+ * See petrel(1) and doc/master.md. */
+#include "config.h"
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "endpoint.h"
+#include "log.h"
+#include "mastercf.h"
+#include "mem.h"
+#include "pconfig.h"
+#include "petrel_check.h"
+#include "pidfile.h"
+#include "server.h"
+#include "str.h"
+
+/* Bounds of the waits: polls of WAIT_STEP_MS. */
+#define WAIT_STEP_MS	100
+#define START_WAIT_MS	30000
+#define STOP_WAIT_MS	30000
+#define ABORT_WAIT_MS	10000
+
+static const char *config_dir;
+static str_t pidfile = STR_INIT;
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: petrel [-v] [-c config_dir] start | start-fg | "
+	    "stop | abort | reload | status | check | flush\n");
+	exit(64);
+}
+
+static void nap(void)
+{
+	struct timespec ts = { 0, WAIT_STEP_MS * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static pid_t running(void)
+{
+	pid_t pid = master_running(str_cstr(&pidfile));
+
+	if (pid < 0) {
+		log_error("cannot examine %s: %s", str_cstr(&pidfile), strerror(errno));
+		return 0;
+	}
+	return pid;
+}
+
+/* Waits until master is gone; true if it is. */
+static bool wait_gone(int ms)
+{
+	for (int waited = 0; waited < ms; waited += WAIT_STEP_MS) {
+		if (running() == 0)
+			return true;
+		nap();
+	}
+	return running() == 0;
+}
+
+static char *master_path(void)
+{
+	str_t p = STR_INIT;
+	str_setf(&p, "%s/master", config_get_str("daemon_directory"));
+	return str_steal(&p);
+}
+
+static int cmd_check(void)
+{
+	int problems = petrel_check(config_dir);
+
+	if (problems > 0) {
+		log_error("check found %d problem%s it could not fix", problems,
+		    problems == 1 ? "" : "s");
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_start(bool foreground)
+{
+	pid_t pid = running(), child;
+	char *prog;
+	int st;
+
+	if (pid > 0) {
+		log_error("the Petrel mail system is already running (master pid %ld)",
+		    (long)pid);
+		return 1;
+	}
+	if (cmd_check() != 0) {
+		log_error("not starting the mail system");
+		return 1;
+	}
+	prog = master_path();
+	if (foreground) {
+		log_info("starting the Petrel mail system in the foreground");
+		execl(prog, prog, "-d", "-c", config_dir, (char *)NULL);
+		log_error("cannot run %s: %s", prog, strerror(errno));
+		return 1;
+	}
+	log_info("starting the Petrel mail system");
+	if ((child = fork()) < 0) {
+		log_error("fork: %s", strerror(errno));
+		return 1;
+	}
+	if (child == 0) {
+		execl(prog, prog, "-c", config_dir, (char *)NULL);
+		log_error("cannot run %s: %s", prog, strerror(errno));
+		_exit(127);
+	}
+	free(prog);
+	/* master's foreground process exits once the daemon is ready. */
+	for (int waited = 0;; waited += WAIT_STEP_MS) {
+		pid_t r = waitpid(child, &st, WNOHANG);
+		if (r == child)
+			break;
+		if (r < 0 && errno != EINTR) {
+			log_error("waitpid: %s", strerror(errno));
+			return 1;
+		}
+		if (waited >= START_WAIT_MS) {
+			log_error("master did not report ready within %d s",
+			    START_WAIT_MS / 1000);
+			return 1;
+		}
+		nap();
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		log_error("master failed to start (see the messages above and the log)");
+		return 1;
+	}
+	if ((pid = running()) <= 0) {
+		log_error("master reported ready but holds no lock on %s",
+		    str_cstr(&pidfile));
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_stop(bool abort_now)
+{
+	pid_t pid = running();
+
+	if (pid <= 0) {
+		log_error("the Petrel mail system is not running");
+		return 1;
+	}
+	log_info("%s the Petrel mail system (master pid %ld)",
+	    abort_now ? "aborting" : "stopping", (long)pid);
+	if (kill(pid, abort_now ? SIGQUIT : SIGTERM) < 0) {
+		log_error("kill %ld: %s", (long)pid, strerror(errno));
+		return 1;
+	}
+	if (wait_gone(abort_now ? ABORT_WAIT_MS : STOP_WAIT_MS))
+		return 0;
+	if (abort_now) {
+		log_warning("master pid %ld still running; killing it", (long)pid);
+		kill(pid, SIGKILL);
+		if (wait_gone(ABORT_WAIT_MS))
+			return 0;
+	}
+	log_error("master pid %ld is still running after %d s", (long)pid,
+	    (abort_now ? 2 * ABORT_WAIT_MS : STOP_WAIT_MS) / 1000);
+	return 1;
+}
+
+static int cmd_reload(void)
+{
+	pid_t pid = running();
+
+	if (pid <= 0) {
+		log_error("the Petrel mail system is not running");
+		return 1;
+	}
+	log_info("refreshing the Petrel mail system (master pid %ld)", (long)pid);
+	if (kill(pid, SIGHUP) < 0) {
+		log_error("kill %ld: %s", (long)pid, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_status(void)
+{
+	pid_t pid = running();
+
+	if (pid <= 0) {
+		log_info("the Petrel mail system is not running");
+		return 1;
+	}
+	log_info("the Petrel mail system is running: master pid %ld", (long)pid);
+	printf("%ld\n", (long)pid);
+	return 0;
+}
+
+static int cmd_flush(void)
+{
+	str_t path = STR_INIT, errors = STR_INIT;
+	const mastercf_entry_t *e = NULL;
+	mastercf_t *m;
+	char *local;
+	int rc = 1;
+
+	if (running() <= 0) {
+		log_error("cannot flush: the Petrel mail system is not running");
+		return 1;
+	}
+	str_setf(&path, "%s/master.cf", config_dir);
+	if ((m = mastercf_load(str_cstr(&path), &errors)) == NULL) {
+		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
+		log_error("cannot flush: no master.cf");
+		goto out;
+	}
+	for (size_t i = 0; i < m->count && e == NULL; i++) {
+		const mastercf_entry_t *x = m->entries[i];
+		if (strcmp(x->service, "qmgr") == 0 && (x->type == MCF_UNIX ||
+		    x->type == MCF_FIFO || x->type == MCF_UNIX_DGRAM))
+			e = x;
+	}
+	if (e == NULL) {
+		log_error("cannot flush: %s has no qmgr service (unix, fifo or "
+		    "unix-dgram)", str_cstr(&path));
+		goto out;
+	}
+	local = master_local_path(e);
+	str_setf(&path, "%s/%s", config_get_str("queue_directory"), local);
+	free(local);
+	if (trigger_send(str_cstr(&path), TRIGGER_FLUSH_REQUEST,
+	    strlen(TRIGGER_FLUSH_REQUEST),
+	    (int)config_get_time("trigger_timeout") * 1000) < 0) {
+		log_error("cannot flush: qmgr service %s: %s%s", str_cstr(&path),
+		    strerror(errno), errno == ENOENT || errno == ECONNREFUSED ||
+		    errno == ENXIO ? " (is qmgr running?)" : "");
+		goto out;
+	}
+	log_info("flush request sent to qmgr");
+	rc = 0;
+out:
+	if (m)
+		mastercf_free(m);
+	str_release(&path);
+	str_release(&errors);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	char real[PATH_MAX];
+	const char *cmd, *file;
+	str_t name = STR_INIT;
+	int c;
+
+	log_init("petrel/petrel");
+	config_dir = getenv("MAIL_CONFIG");
+	while ((c = getopt(argc, argv, "c:v")) != -1) {
+		switch (c) {
+		case 'c': config_dir = optarg; break;
+		case 'v': log_verbose++; break;
+		default: usage();
+		}
+	}
+	if (optind + 1 != argc)
+		usage();
+	cmd = argv[optind];
+	if (config_dir == NULL)
+		config_dir = DEF_CONFIG_DIR;
+	if (realpath(config_dir, real) == NULL)
+		log_fatal("configuration directory %s: %s", config_dir, strerror(errno));
+	config_dir = real;
+	if (config_load(config_dir) < 0) {
+		log_lines(LOG_LVL_ERROR, config_errors());
+		/* Stopping or asking about a running system must work with a
+		 * main.cf broken since it started. */
+		if (strcmp(cmd, "start") == 0 || strcmp(cmd, "start-fg") == 0 ||
+		    strcmp(cmd, "check") == 0)
+			log_fatal("errors in %s/main.cf", config_dir);
+		log_warning("errors in %s/main.cf; going on with the rest of it",
+		    config_dir);
+	}
+
+	/* Messages go to the terminal and to the mail log. */
+	str_setf(&name, "%s/petrel", config_get_str("syslog_name"));
+	log_init(str_cstr(&name));
+	str_release(&name);
+	file = config_get_str("maillog_file");
+	if (*file == 0)
+		log_to_syslog();
+	else if (log_to_file(file) < 0)
+		log_to_stderr();
+	log_also_stderr(1);
+	master_pidfile_path(&pidfile);
+
+	if (strcmp(cmd, "start") == 0)
+		return cmd_start(false);
+	if (strcmp(cmd, "start-fg") == 0)
+		return cmd_start(true);
+	if (strcmp(cmd, "stop") == 0)
+		return cmd_stop(false);
+	if (strcmp(cmd, "abort") == 0)
+		return cmd_stop(true);
+	if (strcmp(cmd, "reload") == 0)
+		return cmd_reload();
+	if (strcmp(cmd, "status") == 0)
+		return cmd_status();
+	if (strcmp(cmd, "check") == 0)
+		return cmd_check();
+	if (strcmp(cmd, "flush") == 0)
+		return cmd_flush();
+	log_error("unknown command '%s'", cmd);
+	usage();
+}
