@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include "addr.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -151,6 +152,9 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 	size_t sessions = 0, attempts = 0, connect_failures = 0;
 	bool handshake_ok = false;
 	smtp_sess_t *ss;
+	char used_addr[SOCK_ADDR_STRLEN] = "";
+	unsigned used_port = 0;
+	bool reused_ok = false;
 
 	memset(&at, 0, sizeof(at));
 	req->conn_failed = req->avoid_destination = false;
@@ -190,7 +194,10 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 
 	/* A kept session first: no DNS, no handshake. */
 	if ((ss = smtp_cache_take(cl, req->nexthop)) != NULL) {
+		bcopy_str(used_addr, sizeof(used_addr), ss->addr);
+		used_port = ss->port;
 		if (use_session(cl, ss, req, true)) {
+			reused_ok = true;
 			cl->stats.reused++;
 			handshake_ok = true;
 			sessions++;
@@ -223,6 +230,10 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		if (cl->cfg.mx_session_limit > 0 &&
 		    sessions >= cl->cfg.mx_session_limit)
 			break;
+		/* The kept session's server already had its say. */
+		if (reused_ok && used_port == servers.v[k].port &&
+		    strcmp(used_addr, servers.v[k].addrstr) == 0)
+			continue;
 		for (int round = 0; round < 2; round++) {
 			int64_t t0 = event_now_ms();
 			attempts++;
@@ -277,6 +288,16 @@ static void cat_delay(str_t *out, double d)
 		str_catf(out, "%.0f", d);
 }
 
+/* An address as it goes on the wire (quoted where needed). */
+static void cat_addr(str_t *out, const char *internal)
+{
+	str_t ext = STR_INIT;
+
+	addr_externalize(internal, &ext);
+	str_append(out, str_cstr(&ext), str_len(&ext));
+	str_release(&ext);
+}
+
 void smtp_log_results(const smtp_request_t *req, double started)
 {
 	double now = now_sec(), arrival, a, total;
@@ -288,7 +309,6 @@ void smtp_log_results(const smtp_request_t *req, double started)
 	a = started - arrival;
 	for (size_t i = 0; i < req->nrcpt; i++) {
 		const smtp_rcpt_t *r = &req->rcpt[i];
-		str_t ext = STR_INIT;
 		const char *st;
 
 		switch (r->status) {
@@ -297,13 +317,14 @@ void smtp_log_results(const smtp_request_t *req, double started)
 		case SMTP_R_BOUNCE: st = "bounced"; break;
 		default: continue;
 		}
-		str_quote_printable(&ext, r->address, strlen(r->address));
-		str_setf(&line, "%s: to=<%s>, ", req->queue_id, str_cstr(&ext));
+		str_setf(&line, "%s: to=<", req->queue_id);
+		cat_addr(&line, r->address);
+		str_cat(&line, ">, ");
 		if (r->orig != NULL && r->orig[0] != '\0' &&
 		    strcmp(r->orig, r->address) != 0) {
-			str_reset(&ext);
-			str_quote_printable(&ext, r->orig, strlen(r->orig));
-			str_catf(&line, "orig_to=<%s>, ", str_cstr(&ext));
+			str_cat(&line, "orig_to=<");
+			cat_addr(&line, r->orig);
+			str_cat(&line, ">, ");
 		}
 		str_catf(&line, "relay=%s, delay=",
 		    str_len(&r->relay) ? str_cstr(&r->relay) : "none");
@@ -317,7 +338,6 @@ void smtp_log_results(const smtp_request_t *req, double started)
 		str_catf(&line, ", dsn=%s, status=%s (%s)", r->dsn, st,
 		    str_cstr(&r->diag));
 		log_info("%s", str_cstr(&line));
-		str_release(&ext);
 	}
 	str_release(&line);
 }
