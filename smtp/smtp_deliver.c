@@ -261,7 +261,8 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		if (attempts == 0 && str_len(&at.reason) == 0)
 			str_setf(&at.reason, "no server of %s could be tried",
 			    req->nexthop);
-		finish_pending(req, at.dsn[0] ? at.dsn : "4.4.1", at.hard, "none",
+		finish_pending(req, at.dsn[0] ? at.dsn : "4.4.1", at.hard,
+		    str_len(&at.relay) ? str_cstr(&at.relay) : "none",
 		    str_cstr(&at.reason));
 	}
 	if (!handshake_ok && attempts > 0) {
@@ -272,6 +273,7 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 done:
 	dns_servers_free(&servers);
 	str_release(&at.reason);
+	str_release(&at.relay);
 	str_release(&why);
 	smtp_log_results(req, started);
 }

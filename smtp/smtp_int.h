@@ -97,6 +97,7 @@ int smtp_send_body(stream_t *s, smtp_content_t *c, size_t limit,
 typedef struct smtp_attempt {
 	/* The last failure before a session was established. */
 	str_t reason;
+	str_t relay;		/* "host[addr]:port" once connected, else "" */
 	char dsn[16];
 	bool hard;		/* 5xx: bounce when nothing better comes */
 	bool tls_retry;		/* may: handshake failed, try plain text */

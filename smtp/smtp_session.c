@@ -172,8 +172,8 @@ static bool start_tls(smtp_client_t *cl, smtp_sess_t *ss,
 			    "verified for %s: %s", str_cstr(&ss->relay),
 			    str_cstr(&err));
 		else
-			attempt_fail(at, false, "4.7.5", "TLS handshake with %s "
-			    "failed: %s%s", str_cstr(&ss->relay),
+			attempt_fail(at, false, "4.7.5", "cannot start TLS with "
+			    "%s: %s%s", str_cstr(&ss->relay),
 			    st == TLS_ERR_TIMEOUT ? "timed out; " : "",
 			    str_cstr(&err));
 		at->tls_retry = level == TLS_LEVEL_MAY && st != TLS_ERR_VERIFY;
@@ -200,6 +200,7 @@ smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
 
 	at->tls_retry = false;
 	at->connect_failed = false;
+	str_reset(&at->relay);
 	cl->stats.connects++;
 	err = sock_tcp_connect((const struct sockaddr *)&srv->addr, srv->addrlen,
 	    cl->cfg.connect_timeout_ms, &fd);
@@ -213,6 +214,7 @@ smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
 	}
 	cl->stats.connected++;
 	ss = sess_new(srv, fd);
+	str_set(&at->relay, str_cstr(&ss->relay));
 	smtp_reply_init(&r);
 	io = smtp_reply_read(ss, cl->cfg.helo_timeout_ms, &r);
 	if (io != SMTP_IO_OK) {

@@ -378,6 +378,10 @@ H_FN void dns_stop(void)
 	}
 }
 
+/* Starts fakedns with zone and points cfg's lookups at it (DNS only,
+ * IPv4); free the resolver returned after the client. */
+H_FN dns_resolver_t *use_fakedns(const atf_tc_t *tc, const char *zone);
+
 /* ---- a scripted server ----
  *
  * For replies smtp-sink does not give.  The script is a list of lines:
@@ -567,6 +571,25 @@ H_FN void cfg_init(void)
 	cfg.data_xfer_timeout_ms = cfg.data_done_timeout_ms = 10000;
 	cfg.rset_timeout_ms = cfg.quit_timeout_ms = 10000;
 	cfg.cache_time_limit_ms = 10000;
+}
+
+H_FN dns_resolver_t *use_fakedns(const atf_tc_t *tc, const char *zone)
+{
+	char spec[64];
+	str_t why = STR_INIT;
+	dns_resolver_t *r;
+	int port = dns_start(tc, zone);
+
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d", port);
+	r = dns_resolver_new(spec, &why);
+	ATF_REQUIRE_MSG(r != NULL, "%s", str_cstr(&why));
+	dns_resolver_set_limits(r, 2, 2);
+	cfg.dns.lookup = DNS_LOOKUP_DNS;
+	cfg.dns.families = DNS_INET4;
+	cfg.dns.resolver = r;
+	cfg.dns.myhostname = "client.test";
+	str_release(&why);
+	return r;
 }
 
 #define MSG_TEXT "Subject: test\r\nFrom: sender@example.com\r\n\r\nHello.\r\n"
