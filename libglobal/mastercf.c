@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "file.h"
+#include "lines.h"
+#include "log.h"
 #include "mastercf.h"
 #include "mem.h"
 #include "params.h"
@@ -317,64 +319,54 @@ out:
 	return e;
 }
 
+struct mcf_walk {
+	mastercf_t *m;
+	const char *filename;
+	str_t *errors;
+};
+
+/* Collects one entry; a bad or duplicate one is reported and left out. */
+static int mcf_line(char *line, int lineno, void *ctx)
+{
+	struct mcf_walk *w = ctx;
+	mastercf_t *m = w->m;
+	mastercf_entry_t *e = parse_entry(line, w->filename, lineno, w->errors);
+
+	if (e == NULL)
+		return 0;
+	const mastercf_entry_t *dup = mastercf_find(m, e->service,
+	    mastercf_type_name(e->type));
+	if (dup) {
+		str_catf(w->errors, "%s:%d: duplicate service %s/%s (first at line %d)\n",
+		    w->filename, lineno, e->service, mastercf_type_name(e->type),
+		    dup->line);
+		free_entry(e);
+		return 0;
+	}
+	m->entries = xreallocarray(m->entries, m->count + 1, sizeof(*m->entries));
+	m->entries[m->count++] = e;
+	return 0;
+}
+
+/* Only LINES_ORPHAN can come: no length limit, and text is a C string. */
+static int mcf_error(enum lines_error what, int lineno, void *ctx)
+{
+	struct mcf_walk *w = ctx;
+
+	if (what != LINES_ORPHAN)
+		log_panic("master.cf: unexpected line error %d", (int)what);
+	str_catf(w->errors, "%s:%d: continuation line (starts with white "
+	    "space) without an entry before it\n", w->filename, lineno);
+	return 0;
+}
+
 mastercf_t *mastercf_parse(const char *text, const char *filename, str_t *errors)
 {
-	mastercf_t *m = xcalloc(1, sizeof(*m));
-	str_t logical = STR_INIT;
-	int lineno = 0, start = 0;
+	struct mcf_walk w = { xcalloc(1, sizeof(mastercf_t)), filename, errors };
+	lines_opts_t o = { .line = mcf_line, .error = mcf_error, .ctx = &w };
 
-	/* Collects a finished logical line. */
-#define FLUSH() do { \
-		if (start) { \
-			mastercf_entry_t *e_ = parse_entry(str_cstr(&logical), filename, start, errors); \
-			if (e_) { \
-				const mastercf_entry_t *dup_ = mastercf_find(m, e_->service, \
-				    mastercf_type_name(e_->type)); \
-				if (dup_) { \
-					str_catf(errors, "%s:%d: duplicate service %s/%s (first at line %d)\n", \
-					    filename, start, e_->service, mastercf_type_name(e_->type), dup_->line); \
-					free_entry(e_); \
-				} else { \
-					m->entries = xreallocarray(m->entries, m->count + 1, sizeof(*m->entries)); \
-					m->entries[m->count++] = e_; \
-				} \
-			} \
-		} \
-	} while (0)
-
-	for (const char *p = text; *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-		char *line = xstrndup(p, n);
-		p += n + (nl != NULL);
-		lineno++;
-		size_t l = strlen(line);
-		if (l > 0 && line[l - 1] == '\r')
-			line[--l] = 0;
-		char *body = line + strspn(line, " \t");
-		if (*body == 0 || *body == '#') {
-			free(line);
-			continue;
-		}
-		if (body != line) {
-			if (start == 0)
-				str_catf(errors, "%s:%d: continuation line (starts with white "
-				    "space) without an entry before it\n", filename, lineno);
-			else {
-				str_putc(&logical, ' ');
-				str_cat(&logical, str_trim(body));
-			}
-		} else {
-			FLUSH();
-			str_set(&logical, str_trim(line));
-			start = lineno;
-		}
-		free(line);
-	}
-	FLUSH();
-#undef FLUSH
-	str_release(&logical);
-	return m;
+	lines_walk(text, strlen(text), &o);
+	return w.m;
 }
 
 mastercf_t *mastercf_load(const char *path, str_t *errors)

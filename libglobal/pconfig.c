@@ -11,6 +11,7 @@
 #include <string.h>
 #include "file.h"
 #include "htable.h"
+#include "lines.h"
 #include "log.h"
 #include "mastercf.h"
 #include "mem.h"
@@ -257,8 +258,10 @@ static int expand_name(const char *name, str_t *out)
 			rc = expand_text(raw ? raw : "", &tmp);
 	}
 	xdepth--;
+	/* A computed default may already have cached this name through a
+	 * nested lookup: replace it and free the old copy. */
 	if (rc == 0)
-		htable_put(cache, cname, xstrdup(str_cstr(&tmp)));
+		free(htable_put(cache, cname, xstrdup(str_cstr(&tmp))));
 	str_append(out, str_cstr(&tmp), str_len(&tmp));
 	str_release(&tmp);
 	return rc;
@@ -692,49 +695,33 @@ static void parse_logical(const char *line, const char *file, int lineno)
 	free(value);
 }
 
+static int main_cf_line(char *line, int lineno, void *ctx)
+{
+	parse_logical(line, ctx, lineno);
+	return 0;
+}
+
+/* Only LINES_ORPHAN can come: there is no length limit and parse_text
+ * refuses NUL bytes first.  Errors are collected, never fatal. */
+static int main_cf_error(enum lines_error what, int lineno, void *ctx)
+{
+	if (what != LINES_ORPHAN)
+		log_panic("main.cf: unexpected line error %d", (int)what);
+	str_catf(&errors, "%s:%d: continuation line (starts with white space) "
+	    "without a parameter before it\n", (const char *)ctx, lineno);
+	return 0;
+}
+
 static void parse_text(const char *text, size_t len, const char *file)
 {
-	str_t logical = STR_INIT;
-	int lineno = 0, start = 0;
+	lines_opts_t o = { .line = main_cf_line, .error = main_cf_error,
+		.ctx = (void *)file };
 
 	if (strlen(text) != len) {
 		str_catf(&errors, "%s: contains a NUL byte\n", file);
 		return;
 	}
-	for (const char *p = text; *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-		char *line = xstrndup(p, n);
-		p += n + (nl != NULL);
-		lineno++;
-		size_t l = strlen(line);
-		if (l > 0 && line[l - 1] == '\r')
-			line[--l] = 0;
-		char *body = line + strspn(line, " \t");
-		/* Blank and comment lines neither start nor end an entry. */
-		if (*body == 0 || *body == '#') {
-			free(line);
-			continue;
-		}
-		if (body != line) {
-			if (start == 0)
-				str_catf(&errors, "%s:%d: continuation line (starts with "
-				    "white space) without a parameter before it\n", file, lineno);
-			else {
-				str_putc(&logical, ' ');
-				str_cat(&logical, str_trim(body));
-			}
-		} else {
-			if (start)
-				parse_logical(str_cstr(&logical), file, start);
-			str_set(&logical, str_trim(line));
-			start = lineno;
-		}
-		free(line);
-	}
-	if (start)
-		parse_logical(str_cstr(&logical), file, start);
-	str_release(&logical);
+	lines_walk(text, len, &o);
 }
 
 static void log_warnings(void)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "dict.h"
 #include "htable.h"
+#include "lines.h"
 #include "log.h"
 #include "mem.h"
 
@@ -379,80 +380,87 @@ static bool ascii_space(int c)
 	    || c == '\f';
 }
 
+struct text_walk {
+	dict_line_fn fn;
+	void *ctx;
+	const char *path;
+	str_t *err;
+	int last;		/* the logical line handed last */
+};
+
+static int text_line(char *line, int lineno, void *ctx)
+{
+	struct text_walk *w = ctx;
+
+	w->last = lineno;
+	return w->fn(str_trim(line), w->path, lineno, w->ctx, w->err);
+}
+
+static int text_error(enum lines_error what, int lineno, void *ctx)
+{
+	struct text_walk *w = ctx;
+
+	switch (what) {
+	case LINES_ORPHAN:
+		str_setf(w->err, "%s:%d: line starts with white space but continues no line",
+		    w->path, lineno);
+		break;
+	case LINES_TOO_LONG:
+		str_setf(w->err, "%s:%d: line too long (more than %d bytes)",
+		    w->path, lineno, TEXT_LINE_MAX);
+		break;
+	case LINES_NUL:
+		str_setf(w->err, "%s:%d: NUL byte in line", w->path, lineno);
+		break;
+	}
+	return -1;
+}
+
 int dict_text_lines(const char *path, dict_line_fn fn, void *ctx, str_t *err)
 {
+	struct text_walk w = { fn, ctx, path, err, 0 };
+	/* Any white space indents, and a continuation keeps its white space:
+	 * values are taken as written. */
+	lines_opts_t o = { .flags = LINES_ANY_SPACE | LINES_VERBATIM,
+		.max_len = TEXT_LINE_MAX, .line = text_line, .error = text_error,
+		.ctx = &w };
+	lines_t l;
 	FILE *fp;
 	char *buf = NULL;
 	size_t bufsize = 0;
 	ssize_t n;
-	str_t logical = STR_INIT;
-	int lineno = 0, start = 0, rc = 0;
-	bool have = false;
+	int rc = 0;
 
 	str_reset(err);
 	if ((fp = fopen(path, "r")) == NULL) {
 		str_setf(err, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
+	/* Read line by line, not whole: postmap input may be large. */
+	lines_init(&l, &o);
 	for (;;) {
 		errno = 0;
 		n = getline(&buf, &bufsize, fp);
 		if (n < 0) {
 			if (ferror(fp)) {
 				str_setf(err, "%s:%d: read error: %s", path,
-				    lineno + 1, strerror(errno ? errno : EIO));
+				    l.lineno + 1, strerror(errno ? errno : EIO));
 				rc = -1;
 			}
 			break;
 		}
-		lineno++;
-		if (memchr(buf, 0, (size_t)n) != NULL) {
-			str_setf(err, "%s:%d: NUL byte in line", path, lineno);
-			rc = -1;
-			break;
-		}
-		size_t i = 0;
-		while (i < (size_t)n && ascii_space((unsigned char)buf[i]))
-			i++;
-		if (i == (size_t)n || buf[i] == '#')
-			continue;	/* blank or comment */
-		if (i > 0) {
-			/* Leading white space: continues the logical line. */
-			if (!have) {
-				str_setf(err, "%s:%d: line starts with white space but continues no line",
-				    path, lineno);
-				rc = -1;
-				break;
-			}
-		} else if (have) {
-			if ((rc = fn(str_trim(logical.buf), path, start, ctx, err)) != 0)
-				break;
-			str_reset(&logical);
-			have = false;
-		}
-		if (!have) {
-			have = true;
-			start = lineno;
-		}
-		/* Drop the line end (and trailing blanks): a continuation
-		 * brings its own leading white space as the separator, and
-		 * values never contain newlines. */
-		while (n > 0 && ascii_space((unsigned char)buf[n - 1]))
+		if (n > 0 && buf[n - 1] == '\n')
 			n--;
-		if (str_len(&logical) + (size_t)n > TEXT_LINE_MAX) {
-			str_setf(err, "%s:%d: line too long (more than %d bytes)",
-			    path, start, TEXT_LINE_MAX);
-			rc = -1;
+		if ((rc = lines_feed(&l, buf, (size_t)n)) != 0)
 			break;
-		}
-		str_append(&logical, buf, (size_t)n);
 	}
-	if (rc == 0 && have)
-		rc = fn(str_trim(logical.buf), path, start, ctx, err);
+	if (rc == 0)
+		rc = lines_finish(&l);
+	else
+		lines_discard(&l);
 	if (rc != 0 && str_len(err) == 0)
-		str_setf(err, "%s:%d: stopped", path, start);
+		str_setf(err, "%s:%d: stopped", path, w.last);
 	free(buf);
-	str_release(&logical);
 	fclose(fp);
 	return rc != 0 ? -1 : 0;
 }

@@ -108,7 +108,8 @@ void dict_writer_abort(dict_writer_t *w);
 /* The temporary file being written (for messages). */
 const char *dict_writer_path(const dict_writer_t *w);
 
-/* The text format of texthash: and of postmap's input.  Comment lines
+/* The text format of texthash: and of postmap's input: logical lines as
+ * in lines.h, with LINES_ANY_SPACE | LINES_VERBATIM.  Comment lines
  * (first non-blank character '#') and blank lines are skipped; a line
  * that starts with white space continues the logical line before it.
  * dict_text_lines() hands each logical line (trimmed) with the number of

@@ -43,24 +43,25 @@ static int left_ms(int64_t deadline)
 	return left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
-int sock_set_nonblock(int fd, bool on)
+/* Sets or clears bit in the flags read with get and written with set. */
+static int fcntl_bit(int fd, int get, int set, int bit, bool on)
 {
-	int fl = fcntl(fd, F_GETFL);
+	int fl = fcntl(fd, get);
 
 	if (fl < 0)
 		return -1;
-	fl = on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
-	return fcntl(fd, F_SETFL, fl) < 0 ? -1 : 0;
+	fl = on ? fl | bit : fl & ~bit;
+	return fcntl(fd, set, fl) < 0 ? -1 : 0;
+}
+
+int sock_set_nonblock(int fd, bool on)
+{
+	return fcntl_bit(fd, F_GETFL, F_SETFL, O_NONBLOCK, on);
 }
 
 int sock_set_cloexec(int fd, bool on)
 {
-	int fl = fcntl(fd, F_GETFD);
-
-	if (fl < 0)
-		return -1;
-	fl = on ? fl | FD_CLOEXEC : fl & ~FD_CLOEXEC;
-	return fcntl(fd, F_SETFD, fl) < 0 ? -1 : 0;
+	return fcntl_bit(fd, F_GETFD, F_SETFD, FD_CLOEXEC, on);
 }
 
 /* A close-on-exec socket, non-blocking if asked. */
@@ -531,6 +532,20 @@ bool sock_addr_port_str(const struct sockaddr *sa, char *buf, size_t size)
 		    (unsigned)ntohs(((const struct sockaddr_in *)sa)->sin_port));
 	return bfmt(buf, size, "[%s]:%u", addr,
 	    (unsigned)ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
+}
+
+bool sock_addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+		return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		    (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
 }
 
 /* ---- TCP ---- */

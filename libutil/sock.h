@@ -91,5 +91,9 @@ int sock_addr_parse(const char *spec, int default_port,
  * the text was cut to fit size. */
 bool sock_addr_str(const struct sockaddr *sa, char *buf, size_t size);
 bool sock_addr_port_str(const struct sockaddr *sa, char *buf, size_t size);
+/* True for a loopback address: 127.0.0.0/8, ::1, or 127.0.0.0/8 mapped
+ * into IPv6 (::ffff:127.x.y.z); false for anything else, other families
+ * included. */
+bool sock_addr_is_loopback(const struct sockaddr *sa);
 
 #endif

@@ -4,8 +4,8 @@
 # server listens on 127.0.0.1 (port 0, -P portfile) and is killed in
 # cleanup.
 
-FAKEDNS=@BUILDDIR@/tests/tools/fakedns
-DNSQ=@BUILDDIR@/tests/tools/dnsq
+BUILDDIR=@BUILDDIR@
+. @SRCDIR@/tests/system/common.subr
 
 write_zone() {
 	cat > zone <<'EOF'
@@ -25,64 +25,6 @@ alias.example.com CNAME mx1.example.com
 txt.example.com TXT "v=spf1 -all"
 host.deep.example.org A 127.0.0.9
 EOF
-}
-
-# start_dns NAME [options]: fakedns on 127.0.0.1:0 with ./zone; sets $port.
-start_dns() {
-	_n=$1
-	shift
-	"$FAKEDNS" -v -P "$_n.port" -z zone "$@" 127.0.0.1:0 \
-		> "$_n.out" 2> "$_n.err" &
-	echo $! > "$_n.pid"
-	_i=0
-	while [ ! -s "$_n.port" ]; do
-		_i=$((_i + 1))
-		if [ $_i -gt 50 ] || ! kill -0 "$(cat "$_n.pid")" 2>/dev/null; then
-			cat "$_n.err" >&2
-			atf_fail "fakedns $_n did not start"
-		fi
-		sleep 0.1
-	done
-	port=$(cat "$_n.port")
-}
-
-stop_all() {
-	for _f in *.pid; do
-		[ -f "$_f" ] || continue
-		kill "$(cat "$_f")" 2>/dev/null
-	done
-	for _f in *.pid; do
-		[ -f "$_f" ] || continue
-		_i=0
-		while kill -0 "$(cat "$_f")" 2>/dev/null && [ $_i -lt 50 ]; do
-			sleep 0.1
-			_i=$((_i + 1))
-		done
-		kill -9 "$(cat "$_f")" 2>/dev/null
-		rm -f "$_f"
-	done
-	true
-}
-
-# finish: stops every server, then fails if one of them reported a
-# sanitizer error (in SANITIZE=1 builds) in its NAME.err.
-finish() {
-	stop_all
-	_bad=$(grep -l -E "Sanitizer|runtime error" ./*.err 2>/dev/null)
-	[ -z "$_bad" ] || { cat $_bad >&2; atf_fail "sanitizer report in $_bad"; }
-}
-
-# grep_wait FILE REGEX: waits (at most 5 s) for a line matching REGEX.
-grep_wait() {
-	_i=0
-	until grep -Eq "$2" "$1" 2>/dev/null; do
-		_i=$((_i + 1))
-		if [ $_i -gt 50 ]; then
-			cat "$1" >&2
-			atf_fail "no '$2' in $1"
-		fi
-		sleep 0.1
-	done
 }
 
 atf_test_case answers cleanup
@@ -241,6 +183,7 @@ reload_and_exit_body() {
 		"$DNSQ" -s 127.0.0.1 -p $port -t A new.example.com
 	pid=$(cat d.pid)
 	kill -TERM $pid
+	wait_gone $pid fakedns
 	wait $pid
 	atf_check_equal 0 $?
 	rm d.pid
@@ -267,6 +210,8 @@ bad_setup_body() {
 	: > z5
 	atf_check -s exit:1 -e match:"refusing to listen on a non-loopback" \
 		"$FAKEDNS" -z z5 0.0.0.0:0
+	atf_check -s exit:1 -e match:"bad address" "$FAKEDNS" -z z5 ::1:0
+	atf_check -s exit:1 -e match:"bad address" "$FAKEDNS" -z z5 localhost:0
 	atf_check -s exit:2 -e match:"usage" "$FAKEDNS" 127.0.0.1:0
 	atf_check -s exit:1 -e match:"-s wants an IPv4 address" \
 		"$DNSQ" -s localhost -p 53 example.com

@@ -3,123 +3,8 @@
 # each of its fault modes.  Every sink listens on 127.0.0.1 with a port
 # chosen by the kernel (port 0, -P portfile) and is killed in cleanup.
 
-SINK=@BUILDDIR@/tests/tools/smtp-sink
-
-# start_sink NAME [options]: starts a sink on 127.0.0.1:0 writing NAME.port,
-# NAME.stats, NAME.out, NAME.err and NAME.pid; sets $port.
-start_sink() {
-	_n=$1
-	shift
-	"$SINK" -P "$_n.port" -s "$_n.stats" "$@" 127.0.0.1:0 \
-		> "$_n.out" 2> "$_n.err" &
-	echo $! > "$_n.pid"
-	_i=0
-	while [ ! -s "$_n.port" ]; do
-		_i=$((_i + 1))
-		if [ $_i -gt 50 ] || ! kill -0 "$(cat "$_n.pid")" 2>/dev/null; then
-			cat "$_n.err" >&2
-			atf_fail "smtp-sink $_n did not start"
-		fi
-		sleep 0.1
-	done
-	port=$(cat "$_n.port")
-}
-
-# Kills every process whose pid is in a *.pid file here, and waits (at
-# most 5 s) for them to go.
-stop_all() {
-	for _f in *.pid; do
-		[ -f "$_f" ] || continue
-		kill "$(cat "$_f")" 2>/dev/null
-	done
-	for _f in *.pid; do
-		[ -f "$_f" ] || continue
-		_i=0
-		while kill -0 "$(cat "$_f")" 2>/dev/null && [ $_i -lt 50 ]; do
-			sleep 0.1
-			_i=$((_i + 1))
-		done
-		kill -9 "$(cat "$_f")" 2>/dev/null
-		rm -f "$_f"
-	done
-	true
-}
-
-# finish: stops every server, then fails if one of them reported a
-# sanitizer error (in SANITIZE=1 builds) in its NAME.err.
-finish() {
-	stop_all
-	_bad=$(grep -l -E "Sanitizer|runtime error" ./*.err 2>/dev/null)
-	[ -z "$_bad" ] || { cat $_bad >&2; atf_fail "sanitizer report in $_bad"; }
-}
-
-# stat_is FILE KEY VALUE: waits (at most 5 s) for KEY=VALUE in FILE.
-stat_is() {
-	_i=0
-	while [ "$(sed -n "s/^$2=//p" "$1" 2>/dev/null)" != "$3" ]; do
-		_i=$((_i + 1))
-		if [ $_i -gt 50 ]; then
-			cat "$1" >&2
-			atf_fail "$1: $2 is '$(sed -n "s/^$2=//p" "$1")', expected '$3'"
-		fi
-		sleep 0.1
-	done
-}
-
-# A small SMTP dialogue client (bash, for /dev/tcp): chat PORT SCRIPT
-# (run as: bash chat.bash PORT SCRIPT) sends each line of SCRIPT and prints the server's complete reply to
-# it.  After a 354 reply to DATA, lines are sent without waiting until
-# the "." line.  A line "<" only waits for a reply.  Prints CLOSED when
-# the server hangs up, TIMEOUT after $CHAT_TIMEOUT (10) s of silence.
-need_bash() {
-	command -v bash > /dev/null || atf_skip "bash is needed for /dev/tcp"
-	cat > chat.bash <<'EOF'
-trap '' PIPE
-t=${CHAT_TIMEOUT:-10}
-exec 3<>"/dev/tcp/127.0.0.1/$1" || { echo CONNECT-FAILED; exit 0; }
-last=
-readreply() {
-	local line
-	while :; do
-		IFS= read -r -t "$t" line <&3 2>/dev/null
-		st=$?
-		if [ $st -gt 128 ]; then echo TIMEOUT; return 1; fi
-		if [ $st -ne 0 ]; then echo CLOSED; return 1; fi
-		line=${line%$'\r'}
-		printf '%s\n' "$line"
-		last=$line
-		case $line in [0-9][0-9][0-9]-*) ;; *) return 0 ;; esac
-	done
-}
-readreply || exit 0
-body=0
-while IFS= read -r cmd || [ -n "$cmd" ]; do
-	if [ "$cmd" = "<" ]; then readreply || exit 0; continue; fi
-	printf '%s\r\n' "$cmd" >&3 2>/dev/null || { echo CLOSED; exit 0; }
-	if [ $body = 1 ]; then
-		[ "$cmd" = . ] || continue
-		body=0
-	fi
-	readreply || exit 0
-	case $cmd in [Dd][Aa][Tt][Aa]) case $last in 354*) body=1 ;; esac ;; esac
-done < "$2"
-EOF
-}
-
-# A whole transaction, one command at a time.
-mail_script() {
-	cat > "$1" <<EOF
-EHLO client.test
-MAIL FROM:<${2:-sender@example.com}>
-RCPT TO:<${3:-user@example.com}>
-DATA
-Subject: test
-
-body
-.
-QUIT
-EOF
-}
+BUILDDIR=@BUILDDIR@
+. @SRCDIR@/tests/system/common.subr
 
 atf_test_case swaks_accepts cleanup
 swaks_accepts_head() {
@@ -311,11 +196,7 @@ session_limit_body() {
 		echo $! > hold$h.pid
 	done
 	for h in 1 2; do
-		i=0
-		until grep -q "^220 " hold$h.txt 2>/dev/null; do
-			i=$((i + 1)); [ $i -le 50 ] || atf_fail "no greeting for holder $h"
-			sleep 0.1
-		done
+		grep_wait hold$h.txt "^220 "
 	done
 	stat_is s.stats active 2
 	mail_script m.txt
@@ -565,11 +446,7 @@ signals_and_exit_body() {
 	stat_is s.out messages 1
 	pid=$(cat s.pid)
 	kill -TERM $pid
-	i=0
-	while kill -0 $pid 2>/dev/null; do
-		i=$((i + 1)); [ $i -le 50 ] || atf_fail "smtp-sink did not exit"
-		sleep 0.1
-	done
+	wait_gone $pid smtp-sink
 	wait $pid
 	atf_check_equal 0 $?
 	rm s.pid
@@ -581,6 +458,8 @@ signals_and_exit_body() {
 	atf_check -s exit:1 -e match:"refusing to listen on a non-loopback" \
 		"$SINK" "[::]:0"
 	atf_check -s exit:1 -e match:"bad address" "$SINK" localhost:25
+	atf_check -s exit:1 -e match:"bad address" "$SINK" ::1:25
+	atf_check -s exit:1 -e match:"bad address" "$SINK" 127.0.0.1:65536
 	atf_check -s exit:1 -e match:"not a writable directory" "$SINK" -d nosuch 127.0.0.1:0
 	atf_check -s exit:2 -e match:"usage" "$SINK"
 	finish
@@ -593,24 +472,36 @@ ipv6_head() {
 	atf_set require.progs swaks
 }
 ipv6_body() {
-	"$SINK" -P p6.port -s p6.stats "[::1]:0" > p6.out 2> p6.err &
-	echo $! > p6.pid
-	i=0
-	while [ ! -s p6.port ]; do
-		if ! kill -0 "$(cat p6.pid)" 2>/dev/null; then
-			grep -q "bind" p6.err && atf_skip "no IPv6 loopback here: $(cat p6.err)"
-			atf_fail "smtp-sink did not start: $(cat p6.err)"
-		fi
-		i=$((i + 1)); [ $i -le 50 ] || atf_fail "no port file"
-		sleep 0.1
-	done
+	mkdir saved
+	spawn p6 "$SINK" -P p6.port -s p6.stats -d saved "[::1]:0"
+	if ! wait_port p6; then
+		grep -q "bind" p6.err && atf_skip "no IPv6 loopback here: $(cat p6.err)"
+		atf_fail "smtp-sink did not start: $(cat p6.err)"
+	fi
 	atf_check -o match:"250 2.0.0 Ok: queued" -e ignore \
-		swaks --server "::1" --port "$(cat p6.port)" -6 --timeout 10 \
+		swaks --server "::1" --port "$port" -6 --timeout 10 \
 		--from s@example.com --to a@example.com
 	stat_is p6.stats messages 1
+	# The client's address is bracketed, so its port stands apart.
+	atf_check -o match:"^X-Sink-Envelope: session=1 client=\[::1\]:[0-9]+ " \
+		cat saved/msg-00000001.eml
 	finish
 }
 ipv6_cleanup() { stop_all; }
+
+atf_test_case bare_port cleanup
+bare_port_head() {
+	atf_set descr "A bare port means 127.0.0.1"
+}
+bare_port_body() {
+	need_bash
+	start_server b smtp-sink "$SINK" -P b.port -s b.stats 0
+	mail_script m.txt
+	atf_check -o match:"^250 2.0.0 Ok: queued" bash chat.bash $port m.txt
+	stat_is b.stats messages 1
+	finish
+}
+bare_port_cleanup() { stop_all; }
 
 atf_init_test_cases() {
 	atf_add_test_case swaks_accepts
@@ -628,4 +519,5 @@ atf_init_test_cases() {
 	atf_add_test_case starttls
 	atf_add_test_case signals_and_exit
 	atf_add_test_case ipv6
+	atf_add_test_case bare_port
 }

@@ -2,71 +2,8 @@
 # Tests of the smtp-source load generator, run against smtp-sink on
 # 127.0.0.1 (port 0, -P portfile); every sink is killed in cleanup.
 
-SINK=@BUILDDIR@/tests/tools/smtp-sink
-SOURCE=@BUILDDIR@/tests/tools/smtp-source
-
-# start_sink NAME [options]: see t_smtp_sink; sets $port.
-start_sink() {
-	_n=$1
-	shift
-	"$SINK" -P "$_n.port" -s "$_n.stats" "$@" 127.0.0.1:0 \
-		> "$_n.out" 2> "$_n.err" &
-	echo $! > "$_n.pid"
-	_i=0
-	while [ ! -s "$_n.port" ]; do
-		_i=$((_i + 1))
-		if [ $_i -gt 50 ] || ! kill -0 "$(cat "$_n.pid")" 2>/dev/null; then
-			cat "$_n.err" >&2
-			atf_fail "smtp-sink $_n did not start"
-		fi
-		sleep 0.1
-	done
-	port=$(cat "$_n.port")
-}
-
-stop_all() {
-	for _f in *.pid; do
-		[ -f "$_f" ] || continue
-		kill "$(cat "$_f")" 2>/dev/null
-	done
-	for _f in *.pid; do
-		[ -f "$_f" ] || continue
-		_i=0
-		while kill -0 "$(cat "$_f")" 2>/dev/null && [ $_i -lt 50 ]; do
-			sleep 0.1
-			_i=$((_i + 1))
-		done
-		kill -9 "$(cat "$_f")" 2>/dev/null
-		rm -f "$_f"
-	done
-	true
-}
-
-# finish: stops every server, then fails if one of them reported a
-# sanitizer error (in SANITIZE=1 builds) in its NAME.err.
-finish() {
-	stop_all
-	_bad=$(grep -l -E "Sanitizer|runtime error" ./*.err 2>/dev/null)
-	[ -z "$_bad" ] || { cat $_bad >&2; atf_fail "sanitizer report in $_bad"; }
-}
-
-# value FILE KEY: KEY's value in a key=value file.
-value() {
-	sed -n "s/^$2=//p" "$1"
-}
-
-# stat_is FILE KEY VALUE: waits (at most 5 s) for KEY=VALUE in FILE.
-stat_is() {
-	_i=0
-	while [ "$(value "$1" "$2" 2>/dev/null)" != "$3" ]; do
-		_i=$((_i + 1))
-		if [ $_i -gt 50 ]; then
-			cat "$1" >&2
-			atf_fail "$1: $2 is '$(value "$1" "$2")', expected '$3'"
-		fi
-		sleep 0.1
-	done
-}
+BUILDDIR=@BUILDDIR@
+. @SRCDIR@/tests/system/common.subr
 
 atf_test_case sends_and_reports cleanup
 sends_and_reports_head() {
@@ -278,6 +215,11 @@ bad_arguments_body() {
 	atf_check -s exit:1 -e match:"no brackets" "$SOURCE" -f "a>b@x" 127.0.0.1:25
 	atf_check -s exit:1 -e match:"bad value for -s" "$SOURCE" -s 0 127.0.0.1:25
 	atf_check -s exit:1 -e match:"bad server" "$SOURCE" 127.0.0.1
+	# An IPv6 address goes in brackets; the port is a number to 65535.
+	atf_check -s exit:1 -e match:"bad server" "$SOURCE" ::1:25
+	atf_check -s exit:1 -e match:"bad server" "$SOURCE" "[::1]"
+	atf_check -s exit:1 -e match:"bad server" "$SOURCE" 127.0.0.1:65536
+	atf_check -s exit:1 -e match:"bad server" "$SOURCE" :25
 	atf_check -s exit:2 -e match:"usage" "$SOURCE"
 }
 

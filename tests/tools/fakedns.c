@@ -24,8 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "log.h"
 #include "mem.h"
+#include "sock.h"
 #include "str.h"
 
 #define T_A	1
@@ -552,22 +554,6 @@ static size_t handle(const uint8_t *msg, size_t len, struct answer *a,
 	return a->len;
 }
 
-static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t size)
-{
-	char a[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)ss;
-		inet_ntop(AF_INET, &sin->sin_addr, a, sizeof(a));
-		port = ntohs(sin->sin_port);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const void *)ss;
-		inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof(a));
-		port = ntohs(sin6->sin6_port);
-	}
-	bfmt(buf, size, "%s:%u", a, port);
-}
-
 /* One TCP client: length-prefixed queries until it closes, errs or is
  * silent for 2 s (the server is single-threaded; tests only). */
 static void serve_tcp(int fd, const char *from, struct answer *a)
@@ -608,56 +594,18 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
+/* "[addr]:port", "addr:port" (IPv4) or just "port" (127.0.0.1). */
 static bool parse_endpoint(const char *text, struct sockaddr_storage *ss,
     socklen_t *len)
 {
-	char host[INET6_ADDRSTRLEN + 1] = "127.0.0.1";
-	const char *port = text;
-	unsigned long pn;
-	struct sockaddr_in *sin = (void *)ss;
-	struct sockaddr_in6 *sin6 = (void *)ss;
+	char spec[SOCK_ADDR_STRLEN];
 
-	memset(ss, 0, sizeof(*ss));
-	if (text[0] == '[') {
-		const char *close = strchr(text, ']');
-		if (close == NULL || close[1] != ':' ||
-		    (size_t)(close - text - 1) >= sizeof(host))
+	if (strchr(text, ':') == NULL) {
+		if (!bfmt(spec, sizeof(spec), "127.0.0.1:%s", text))
 			return false;
-		memcpy(host, text + 1, (size_t)(close - text - 1));
-		host[close - text - 1] = 0;
-		port = close + 2;
-	} else if (strchr(text, ':') != NULL) {
-		const char *colon = strrchr(text, ':');
-		if ((size_t)(colon - text) >= sizeof(host))
-			return false;
-		memcpy(host, text, (size_t)(colon - text));
-		host[colon - text] = 0;
-		port = colon + 1;
+		text = spec;
 	}
-	if (!str_to_ulong(port, &pn) || pn > 65535)
-		return false;
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)pn);
-		*len = sizeof(*sin);
-		return true;
-	}
-	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)pn);
-		*len = sizeof(*sin6);
-		return true;
-	}
-	return false;
-}
-
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
-	if (ss->ss_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
-	return false;
+	return sock_addr_parse(text, -1, ss, len) == 0;
 }
 
 static void set_port(struct sockaddr_storage *ss, uint16_t port)
@@ -670,13 +618,11 @@ static void set_port(struct sockaddr_storage *ss, uint16_t port)
 
 static uint16_t get_port(int fd)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+	int port = sock_local_port(fd);
+
+	if (port < 0)
 		log_fatal("getsockname: %s", strerror(errno));
-	return ntohs(ss.ss_family == AF_INET ?
-	    ((struct sockaddr_in *)&ss)->sin_port :
-	    ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return (uint16_t)port;
 }
 
 static void usage(void)
@@ -714,7 +660,7 @@ int main(int argc, char **argv)
 		usage();
 	if (!parse_endpoint(argv[optind], &ss, &sslen))
 		log_fatal("bad address '%s' (want [addr:]port or [ipv6]:port)", argv[optind]);
-	if (!allow_any && !is_loopback(&ss))
+	if (!allow_any && !sock_addr_is_loopback((struct sockaddr *)&ss))
 		log_fatal("refusing to listen on a non-loopback address without -A: %s", argv[optind]);
 	if (!load_zone(zone_path, &zone))
 		log_fatal("cannot load the zone file %s", zone_path);
@@ -759,14 +705,11 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	if (portfile != NULL) {
-		str_t tmp = STR_INIT;
-		FILE *fp;
-		str_setf(&tmp, "%s.tmp", portfile);
-		fp = fopen(str_cstr(&tmp), "w");
-		if (fp == NULL || fprintf(fp, "%u\n", get_port(ufd)) < 0 ||
-		    fclose(fp) != 0 || rename(str_cstr(&tmp), portfile) < 0)
+		char text[16];
+		/* Replaced atomically: a test polling for it never reads half. */
+		bfmt(text, sizeof(text), "%u\n", get_port(ufd));
+		if (file_replace(portfile, text, strlen(text), 0644) < 0)
 			log_fatal("write %s: %s", portfile, strerror(errno));
-		str_release(&tmp);
 	}
 	log_info("serving %zu records on port %u (udp and tcp)", zone.count, get_port(ufd));
 
@@ -800,11 +743,11 @@ int main(int argc, char **argv)
 			static uint8_t msg[65536];
 			struct sockaddr_storage from;
 			socklen_t flen = sizeof(from);
-			char ftext[INET6_ADDRSTRLEN + 8];
+			char ftext[SOCK_ADDR_STRLEN];
 			ssize_t n = recvfrom(ufd, msg, sizeof(msg), 0,
 			    (struct sockaddr *)&from, &flen);
 			if (n >= 0) {
-				addr_text(&from, ftext, sizeof(ftext));
+				sock_addr_port_str((struct sockaddr *)&from, ftext, sizeof(ftext));
 				size_t rlen = handle(msg, (size_t)n, &ans, UDP_LIMIT, ftext, "udp");
 				if (rlen > 0)
 					sendto(ufd, ans.buf, rlen, 0, (struct sockaddr *)&from, flen);
@@ -813,10 +756,10 @@ int main(int argc, char **argv)
 		if (pfd[1].revents & POLLIN) {
 			struct sockaddr_storage from;
 			socklen_t flen = sizeof(from);
-			char ftext[INET6_ADDRSTRLEN + 8];
+			char ftext[SOCK_ADDR_STRLEN];
 			int fd = accept(tfd, (struct sockaddr *)&from, &flen);
 			if (fd >= 0) {
-				addr_text(&from, ftext, sizeof(ftext));
+				sock_addr_port_str((struct sockaddr *)&from, ftext, sizeof(ftext));
 				serve_tcp(fd, ftext, &ans);
 				close(fd);
 			}

@@ -32,9 +32,11 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "file.h"
 #include "list.h"
 #include "log.h"
 #include "mem.h"
+#include "sock.h"
 #include "str.h"
 
 /* Stages at which the connection can be dropped. */
@@ -247,7 +249,7 @@ struct session {
 	int fd;
 	unsigned long id;
 	SSL *ssl;
-	char peer[INET6_ADDRSTRLEN + 16];
+	char peer[SOCK_ADDR_STRLEN];
 	char tls_info[128];
 
 	char *in;
@@ -313,25 +315,18 @@ static void reply(struct session *s, int code, const char *enh,
 	str_cat(&s->out, "\r\n");
 }
 
+/* Writes all of buf, through TLS once it is on.  (The plain path may use
+ * write(): SIGPIPE is ignored, so a peer that went away gives EPIPE.) */
 static int sess_write(struct session *s, const char *buf, size_t len)
 {
+	if (s->ssl == NULL)
+		return file_write_all(s->fd, buf, len);
 	while (len > 0) {
-		ssize_t n;
-		if (s->ssl != NULL) {
-			int r = SSL_write(s->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
-			if (r <= 0)
-				return -1;
-			n = r;
-		} else {
-			n = send(s->fd, buf, len, MSG_NOSIGNAL);
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				return -1;
-			}
-		}
-		buf += n;
-		len -= (size_t)n;
+		int r = SSL_write(s->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+		if (r <= 0)
+			return -1;
+		buf += r;
+		len -= (size_t)r;
 	}
 	return 0;
 }
@@ -1137,86 +1132,31 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)ss;
-		return (ntohl(sin->sin_addr.s_addr) >> 24) == 127;
-	}
-	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const void *)ss;
-		const uint8_t *a = sin6->sin6_addr.s6_addr;
-		if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr))
-			return true;
-		return IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && a[12] == 127;
-	}
-	return false;
-}
-
 /* "[addr]:port", "addr:port" (IPv4) or just "port" (127.0.0.1). */
 static bool parse_endpoint(const char *text, struct sockaddr_storage *ss,
     socklen_t *len)
 {
-	char host[INET6_ADDRSTRLEN + 1] = "127.0.0.1";
-	const char *port = text;
-	unsigned long pn;
+	char spec[SOCK_ADDR_STRLEN];
 
-	memset(ss, 0, sizeof(*ss));
-	if (text[0] == '[') {
-		const char *close = strchr(text, ']');
-		if (close == NULL || close[1] != ':' ||
-		    (size_t)(close - text - 1) >= sizeof(host))
+	if (strchr(text, ':') == NULL) {
+		if (!bfmt(spec, sizeof(spec), "127.0.0.1:%s", text))
 			return false;
-		memcpy(host, text + 1, (size_t)(close - text - 1));
-		host[close - text - 1] = 0;
-		port = close + 2;
-	} else if (strchr(text, ':') != NULL) {
-		const char *colon = strrchr(text, ':');
-		if ((size_t)(colon - text) >= sizeof(host))
-			return false;
-		memcpy(host, text, (size_t)(colon - text));
-		host[colon - text] = 0;
-		port = colon + 1;
+		text = spec;
 	}
-	if (!str_to_ulong(port, &pn) || pn > 65535)
-		return false;
-	struct sockaddr_in *sin = (void *)ss;
-	struct sockaddr_in6 *sin6 = (void *)ss;
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)pn);
-		*len = sizeof(*sin);
-		return true;
-	}
-	if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)pn);
-		*len = sizeof(*sin6);
-		return true;
-	}
-	return false;
+	return sock_addr_parse(text, -1, ss, len) == 0;
 }
 
+/* Replaced atomically: a test polling for the file never reads half of it. */
 static void write_portfile(const char *path, int fd)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	str_t tmp = STR_INIT, text = STR_INIT;
-	FILE *fp;
-	unsigned port;
+	char text[16];
+	int port = sock_local_port(fd);
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+	if (port < 0)
 		log_fatal("getsockname: %s", strerror(errno));
-	port = ntohs(ss.ss_family == AF_INET ?
-	    ((struct sockaddr_in *)&ss)->sin_port :
-	    ((struct sockaddr_in6 *)&ss)->sin6_port);
-	str_setf(&tmp, "%s.tmp", path);
-	fp = fopen(str_cstr(&tmp), "w");
-	if (fp == NULL || fprintf(fp, "%u\n", port) < 0 || fclose(fp) != 0 ||
-	    rename(str_cstr(&tmp), path) < 0)
+	bfmt(text, sizeof(text), "%d\n", port);
+	if (file_replace(path, text, strlen(text), 0644) < 0)
 		log_fatal("write %s: %s", path, strerror(errno));
-	str_release(&tmp);
-	str_release(&text);
 }
 
 static void print_stats(void)
@@ -1236,8 +1176,6 @@ static void start_session(int fd, const struct sockaddr_storage *ss)
 	pthread_attr_t attr;
 	pthread_t tid;
 	struct timeval tv = { (time_t)cf.idle_timeout, 0 };
-	char addr[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
 	int one = 1;
 
 	stat_add(S_CONNECTIONS, 1);
@@ -1257,16 +1195,7 @@ static void start_session(int fd, const struct sockaddr_storage *ss)
 	s->fd = fd;
 	s->in_size = cf.max_line + 2 > 16384 ? cf.max_line + 2 : 16384;
 	s->in = xmalloc(s->in_size);
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)ss;
-		inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof(addr));
-		port = ntohs(sin->sin_port);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const void *)ss;
-		inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof(addr));
-		port = ntohs(sin6->sin6_port);
-	}
-	bfmt(s->peer, sizeof(s->peer), "%s:%u", addr, port);
+	sock_addr_port_str((const struct sockaddr *)ss, s->peer, sizeof(s->peer));
 
 	pthread_mutex_lock(&sess_lock);
 	s->id = ++next_session_id;
@@ -1461,7 +1390,7 @@ int main(int argc, char **argv)
 		log_fatal("-T must be at least 1");
 	if (!parse_endpoint(argv[optind], &ss, &sslen))
 		log_fatal("bad address '%s' (want [addr:]port or [ipv6]:port)", argv[optind]);
-	if (!cf.allow_any && !is_loopback(&ss))
+	if (!cf.allow_any && !sock_addr_is_loopback((struct sockaddr *)&ss))
 		log_fatal("refusing to listen on a non-loopback address without -A: %s", argv[optind]);
 	rng_state = cf.seed ? cf.seed : 0x9E3779B97F4A7C15ULL;
 	if (cf.savedir != NULL) {

@@ -28,8 +28,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "file.h"
 #include "log.h"
 #include "mem.h"
+#include "sock.h"
 #include "str.h"
 
 static struct {
@@ -120,25 +122,18 @@ static void check_pattern(const char *opt, const char *pat)
 	}
 }
 
+/* Writes all of buf, through TLS once it is on.  (The plain path may use
+ * write(): SIGPIPE is ignored, so a peer that went away gives EPIPE.) */
 static int sess_write(struct session *s, const char *buf, size_t len)
 {
+	if (s->ssl == NULL)
+		return file_write_all(s->fd, buf, len);
 	while (len > 0) {
-		ssize_t n;
-		if (s->ssl != NULL) {
-			int r = SSL_write(s->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
-			if (r <= 0)
-				return -1;
-			n = r;
-		} else {
-			n = send(s->fd, buf, len, MSG_NOSIGNAL);
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				return -1;
-			}
-		}
-		buf += n;
-		len -= (size_t)n;
+		int r = SSL_write(s->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+		if (r <= 0)
+			return -1;
+		buf += r;
+		len -= (size_t)r;
 	}
 	return 0;
 }
@@ -639,28 +634,18 @@ int main(int argc, char **argv)
 	if (strlen(cf.helo) == 0 || strpbrk(cf.helo, " \r\n") != NULL)
 		log_fatal("-H: a host name without spaces, please");
 
-	/* host:port, [v6]:port */
+	/* host:port, [v6]:port; the host may be a name. */
 	{
-		const char *arg = argv[optind], *port;
+		const char *arg = argv[optind];
+		char port[8];
+		unsigned pn;
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 			.ai_flags = AI_NUMERICSERV };
 		int r;
-		if (arg[0] == '[') {
-			const char *close = strchr(arg, ']');
-			if (close == NULL || close[1] != ':' ||
-			    (size_t)(close - arg - 1) >= sizeof(target_name))
-				log_fatal("bad server '%s' (host:port or [addr]:port)", arg);
-			memcpy(target_name, arg + 1, (size_t)(close - arg - 1));
-			target_name[close - arg - 1] = 0;
-			port = close + 2;
-		} else {
-			const char *colon = strrchr(arg, ':');
-			if (colon == NULL || (size_t)(colon - arg) >= sizeof(target_name))
-				log_fatal("bad server '%s' (host:port or [addr]:port)", arg);
-			memcpy(target_name, arg, (size_t)(colon - arg));
-			target_name[colon - arg] = 0;
-			port = colon + 1;
-		}
+		if (sock_split_hostport(arg, -1, target_name, sizeof(target_name),
+		    &pn) < 0 || target_name[0] == 0)
+			log_fatal("bad server '%s' (host:port or [addr]:port)", arg);
+		bfmt(port, sizeof(port), "%u", pn);
 		if ((r = getaddrinfo(target_name, port, &hints, &target)) != 0)
 			log_fatal("%s: %s", arg, gai_strerror(r));
 	}

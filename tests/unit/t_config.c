@@ -9,32 +9,12 @@
 #include "params.h"
 #include "pconfig.h"
 #include "str.h"
-
-static void put_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	ATF_REQUIRE(f != NULL);
-	fputs(text, f);
-	ATF_REQUIRE(fclose(f) == 0);
-}
+#include "testutil.h"
 
 /* Loads text as main.cf; returns config_load_text's result. */
 static int load(const char *text)
 {
 	return config_load_text(text, "main.cf");
-}
-
-/* errors/warnings contain this line (a whole line). */
-static bool has_line(const char *all, const char *line)
-{
-	size_t n = strlen(line);
-	for (const char *p = all; *p;) {
-		size_t l = strcspn(p, "\n");
-		if (l == n && strncmp(p, line, n) == 0)
-			return true;
-		p += l + (p[l] == '\n');
-	}
-	return false;
 }
 
 static int count_lines(const char *all)
@@ -44,9 +24,6 @@ static int count_lines(const char *all)
 		n += *p == '\n';
 	return n;
 }
-
-#define CHECK_LINE(all, line) \
-	ATF_CHECK_MSG(has_line((all), (line)), "want line '%s' in:\n%s", (line), (all))
 
 ATF_TC_WITHOUT_HEAD(defaults);
 ATF_TC_BODY(defaults, tc)

@@ -7,6 +7,7 @@
 #include "dict.h"
 #include "mem.h"
 #include "str.h"
+#include "testutil.h"
 
 static void write_file(const char *path, const char *text, size_t len)
 {
@@ -29,31 +30,6 @@ static void open_fails(const char *spec, int flags, const char *want)
 	    "%s: error \"%s\" lacks \"%s\"", spec ? spec : "(null)",
 	    str_cstr(&err), want);
 	str_release(&err);
-}
-
-static dict_t *open_ok(const char *spec, int flags)
-{
-	str_t err = STR_INIT;
-	dict_t *d = dict_open(spec, flags, &err);
-	if (d == NULL)
-		atf_tc_fail("%s: %s", spec, str_cstr(&err));
-	str_release(&err);
-	return d;
-}
-
-static void check_value(dict_t *d, const char *key, const char *want)
-{
-	const char *v = dict_lookup(d, key);
-	if (want == NULL) {
-		ATF_CHECK_MSG(v == NULL, "%s: %s: got \"%s\", want none",
-		    dict_spec(d), key, v);
-		ATF_CHECK_MSG(!dict_error(d), "%s: %s: error %s", dict_spec(d),
-		    key, dict_errmsg(d));
-	} else {
-		ATF_CHECK_MSG(v != NULL && strcmp(v, want) == 0,
-		    "%s: %s: got \"%s\", want \"%s\" (%s)", dict_spec(d), key,
-		    v ? v : "(none)", want, dict_errmsg(d));
-	}
 }
 
 /* Collects a walk as "k=v;" text. */

@@ -14,29 +14,7 @@
 #include "dict.h"
 #include "mem.h"
 #include "str.h"
-
-static dict_t *open_ok(const char *spec, int flags)
-{
-	str_t err = STR_INIT;
-	dict_t *d = dict_open(spec, flags, &err);
-	if (d == NULL)
-		atf_tc_fail("%s: %s", spec, str_cstr(&err));
-	str_release(&err);
-	return d;
-}
-
-static void check_value(dict_t *d, const char *key, const char *want)
-{
-	const char *v = dict_lookup(d, key);
-	if (want == NULL) {
-		ATF_CHECK_MSG(v == NULL, "%s: got \"%s\", want none", key, v);
-		ATF_CHECK_MSG(!dict_error(d), "%s: error %s", key, dict_errmsg(d));
-	} else {
-		ATF_CHECK_MSG(v != NULL && strcmp(v, want) == 0,
-		    "%s: got \"%s\", want \"%s\" (%s)", key, v ? v : "(none)",
-		    want, dict_errmsg(d));
-	}
-}
+#include "testutil.h"
 
 /* Builds spec from "key", "value", ..., NULL pairs with the writer. */
 static void build(const char *spec, int flags, ...)

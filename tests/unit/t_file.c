@@ -14,14 +14,7 @@
 #include <unistd.h>
 #include "file.h"
 #include "str.h"
-
-static void put_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	ATF_REQUIRE(f != NULL);
-	fputs(text, f);
-	ATF_REQUIRE(fclose(f) == 0);
-}
+#include "testutil.h"
 
 static char *get_file(const char *path)
 {

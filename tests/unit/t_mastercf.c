@@ -7,21 +7,7 @@
 #include "mastercf.h"
 #include "pconfig.h"
 #include "str.h"
-
-static bool has_line(const char *all, const char *line)
-{
-	size_t n = strlen(line);
-	for (const char *p = all; *p;) {
-		size_t l = strcspn(p, "\n");
-		if (l == n && strncmp(p, line, n) == 0)
-			return true;
-		p += l + (p[l] == '\n');
-	}
-	return false;
-}
-
-#define CHECK_LINE(all, line) \
-	ATF_CHECK_MSG(has_line((all), (line)), "want line '%s' in:\n%s", (line), (all))
+#include "testutil.h"
 
 static const char good[] =
     "# service type  private unpriv  chroot  wakeup  maxproc command + args\n"

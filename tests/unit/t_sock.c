@@ -329,6 +329,33 @@ ATF_TC_BODY(addr_parse_and_format, tc)
 	ATF_CHECK_STREQ(buf, "?");
 }
 
+ATF_TC_WITHOUT_HEAD(addr_is_loopback);
+ATF_TC_BODY(addr_is_loopback, tc)
+{
+	static const char *yes[] = { "127.0.0.1:25", "127.255.0.9:25",
+	    "[::1]:25", "[::ffff:127.0.0.1]:25", "[::ffff:127.1.2.3]:25" };
+	static const char *no[] = { "128.0.0.1:25", "126.255.255.255:25",
+	    "0.0.0.0:25", "10.0.0.1:25", "[::]:25", "[::2]:25",
+	    "[::ffff:10.0.0.1]:25", "[::127.0.0.1]:25", "[2001:db8::1]:25" };
+	struct sockaddr_storage ss;
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		ATF_REQUIRE_EQ(sock_addr_parse(yes[i], -1, &ss, NULL), 0);
+		ATF_CHECK_MSG(sock_addr_is_loopback((struct sockaddr *)&ss),
+		    "%s: not loopback", yes[i]);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		ATF_REQUIRE_EQ(sock_addr_parse(no[i], -1, &ss, NULL), 0);
+		ATF_CHECK_MSG(!sock_addr_is_loopback((struct sockaddr *)&ss),
+		    "%s: loopback", no[i]);
+	}
+	/* Other families never are. */
+	struct sockaddr_un sun;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	ATF_CHECK(!sock_addr_is_loopback((struct sockaddr *)&sun));
+}
+
 ATF_TC_WITHOUT_HEAD(unix_listen_connect);
 ATF_TC_BODY(unix_listen_connect, tc)
 {
@@ -534,6 +561,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, connect_timeout);
 	ATF_TP_ADD_TC(tp, hostport_parsing);
 	ATF_TP_ADD_TC(tp, addr_parse_and_format);
+	ATF_TP_ADD_TC(tp, addr_is_loopback);
 	ATF_TP_ADD_TC(tp, unix_listen_connect);
 	ATF_TP_ADD_TC(tp, unix_errors);
 #ifdef __linux__
