@@ -55,6 +55,9 @@ typedef struct smtp_rcpt {
 				 * we, reports success */
 	str_t diag;		/* server reply or our reason, one line */
 	str_t relay;		/* "mx.example.com[192.0.2.1]:25" or "none" */
+	str_t remote_reply;	/* the server's reply the status comes from
+				 * (DSN Diagnostic-Code: smtp), "" if none */
+	str_t remote_mta;	/* that server's host name (Remote-MTA) */
 	/* Engine state. */
 	int tstate;
 	bool again;		/* 452: try in a new transaction */
@@ -76,7 +79,7 @@ typedef struct smtp_request {
 	const char *queue_id;	/* for log lines */
 	const char *nexthop;	/* "example.com", "[192.0.2.1]:2525", ... */
 	const char *sender;	/* internal form, "" for the null sender */
-	const char *envid;	/* DSN ENVID (xtext) or NULL */
+	const char *envid;	/* DSN ENVID (decoded) or NULL */
 	int ret;		/* QF_RET_* */
 	bool smtputf8;		/* the sender asked for SMTPUTF8 */
 	enum smtp_body body;
@@ -135,6 +138,8 @@ typedef struct smtp_config {
 	int cache_time_limit_ms;	/* idle time of a kept session */
 	int reuse_time_limit_ms;	/* age after which it is not reused */
 	unsigned reuse_count_limit;	/* uses per session; 0: no limit */
+	bool log_status;	/* log each recipient's status line (the
+				 * agent leaves that to qmgr) */
 	dns_opts_t dns;		/* dns.resolver borrowed, not freed */
 } smtp_config_t;
 

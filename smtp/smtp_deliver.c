@@ -28,6 +28,8 @@ void smtp_rcpt_result(smtp_rcpt_t *r, enum smtp_rstat st, const char *dsn,
 	str_vcatf(&r->diag, fmt, ap);
 	va_end(ap);
 	r->dsn_passed = false;
+	str_reset(&r->remote_reply);
+	str_reset(&r->remote_mta);
 	switch (st) {
 	case SMTP_R_SENT: r->action = "delivered"; break;
 	case SMTP_R_DEFER: r->action = "delayed"; break;
@@ -46,9 +48,17 @@ void smtp_rcpt_soft(smtp_rcpt_t *r, const char *dsn, const char *relay,
 		r->dsn[0] = '4';
 	str_set(&r->relay, relay);
 	str_reset(&r->diag);
+	str_reset(&r->remote_reply);
+	str_reset(&r->remote_mta);
 	va_start(ap, fmt);
 	str_vcatf(&r->diag, fmt, ap);
 	va_end(ap);
+}
+
+void smtp_rcpt_remote(smtp_rcpt_t *r, const char *mta, const char *reply)
+{
+	str_set(&r->remote_mta, mta);
+	str_set(&r->remote_reply, reply);
 }
 
 void smtp_request_init(smtp_request_t *req, smtp_rcpt_t *rcpt, size_t n)
@@ -65,6 +75,8 @@ void smtp_request_init(smtp_request_t *req, smtp_rcpt_t *rcpt, size_t n)
 		rcpt[i].dsn_passed = false;
 		memset(&rcpt[i].diag, 0, sizeof(rcpt[i].diag));
 		memset(&rcpt[i].relay, 0, sizeof(rcpt[i].relay));
+		memset(&rcpt[i].remote_reply, 0, sizeof(rcpt[i].remote_reply));
+		memset(&rcpt[i].remote_mta, 0, sizeof(rcpt[i].remote_mta));
 		rcpt[i].tstate = 0;
 		rcpt[i].again = false;
 	}
@@ -75,6 +87,8 @@ void smtp_request_release(smtp_request_t *req)
 	for (size_t i = 0; i < req->nrcpt; i++) {
 		str_release(&req->rcpt[i].diag);
 		str_release(&req->rcpt[i].relay);
+		str_release(&req->rcpt[i].remote_reply);
+		str_release(&req->rcpt[i].remote_mta);
 	}
 	str_release(&req->reason);
 }
@@ -89,29 +103,25 @@ static size_t pending(const smtp_request_t *req)
 	return n;
 }
 
-/* Every pending recipient: its own soft reason if it has one, else the
- * request-wide one. */
+/* Every pending recipient: deferred with its own soft reason if it has
+ * one, else with the request-wide failure (at: the last attempt). */
 static void finish_pending(smtp_request_t *req, const char *dsn, bool hard,
-    const char *relay, const char *reason)
+    const char *relay, const char *reason, const smtp_attempt_t *at)
 {
 	for (size_t i = 0; i < req->nrcpt; i++) {
 		smtp_rcpt_t *r = &req->rcpt[i];
 		if (r->status != SMTP_R_PENDING)
 			continue;
 		if (smtp_rcpt_tried(r)) {
-			str_t d = STR_INIT, rl = STR_INIT;
-			char ds[16];
-			str_set(&d, str_cstr(&r->diag));
-			str_set(&rl, str_cstr(&r->relay));
-			bcopy_str(ds, sizeof(ds), r->dsn);
-			smtp_rcpt_result(r, SMTP_R_DEFER, ds, str_cstr(&rl), "%s",
-			    str_cstr(&d));
-			str_release(&d);
-			str_release(&rl);
-		} else {
-			smtp_rcpt_result(r, hard ? SMTP_R_BOUNCE : SMTP_R_DEFER, dsn,
-			    relay, "%s", reason);
+			r->status = SMTP_R_DEFER;
+			r->action = "delayed";
+			continue;
 		}
+		smtp_rcpt_result(r, hard ? SMTP_R_BOUNCE : SMTP_R_DEFER, dsn,
+		    relay, "%s", reason);
+		if (at != NULL && str_len(&at->remote_reply) > 0)
+			smtp_rcpt_remote(r, str_cstr(&at->remote_mta),
+			    str_cstr(&at->remote_reply));
 	}
 }
 
@@ -175,7 +185,8 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 	if (cl->cfg.tls_level > TLS_LEVEL_MAY && cl->tls == NULL) {
 		finish_pending(req, "4.7.5", false, "none",
 		    str_len(&cl->tls_error) > 0 ? str_cstr(&cl->tls_error) :
-		    "TLS is required, but no TLS client context is available");
+		    "TLS is required, but no TLS client context is available",
+		    NULL);
 		goto done;
 	}
 	if (dns_nexthop_parse(req->nexthop, cl->cfg.default_port, &nh,
@@ -187,7 +198,7 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		str_setf(&r, "bad next hop \"%s\": %s%s", req->nexthop,
 		    str_cstr(&why), conf ? " (configuration error)" : "");
 		finish_pending(req, conf ? "4.3.5" : "5.1.2", !conf, "none",
-		    str_cstr(&r));
+		    str_cstr(&r), NULL);
 		str_release(&r);
 		goto done;
 	}
@@ -212,7 +223,7 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		req->delay_conn += (double)(event_now_ms() - t0) / 1000.0;
 		if (dr != DNS_RESULT_OK) {
 			finish_pending(req, servers.dsn, dr == DNS_RESULT_BOUNCE,
-			    "none", str_cstr(&servers.reason));
+			    "none", str_cstr(&servers.reason), NULL);
 			if (dr == DNS_RESULT_DEFER && !handshake_ok) {
 				/* Nobody can be reached for now: a site
 				 * failure, as Postfix has it. */
@@ -263,7 +274,7 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 			    req->nexthop);
 		finish_pending(req, at.dsn[0] ? at.dsn : "4.4.1", at.hard,
 		    str_len(&at.relay) ? str_cstr(&at.relay) : "none",
-		    str_cstr(&at.reason));
+		    str_cstr(&at.reason), &at);
 	}
 	if (!handshake_ok && attempts > 0) {
 		req->conn_failed = true;
@@ -274,8 +285,11 @@ done:
 	dns_servers_free(&servers);
 	str_release(&at.reason);
 	str_release(&at.relay);
+	str_release(&at.remote_reply);
+	str_release(&at.remote_mta);
 	str_release(&why);
-	smtp_log_results(req, started);
+	if (cl->cfg.log_status)
+		smtp_log_results(req, started);
 }
 
 /* Postfix's way of printing delays: two significant digits below ten
@@ -370,6 +384,7 @@ void smtp_config_defaults(smtp_config_t *c)
 	c->cache_time_limit_ms = 2000;
 	c->reuse_time_limit_ms = 300000;
 	c->reuse_count_limit = 0;
+	c->log_status = true;
 	c->dns.lookup = DNS_LOOKUP_NATIVE;
 	c->dns.families = DNS_INET4 | DNS_INET6;
 	c->dns.prefer = DNS_PREFER_ANY;

@@ -98,6 +98,8 @@ typedef struct smtp_attempt {
 	/* The last failure before a session was established. */
 	str_t reason;
 	str_t relay;		/* "host[addr]:port" once connected, else "" */
+	str_t remote_reply;	/* the server's refusal, if that was it */
+	str_t remote_mta;
 	char dsn[16];
 	bool hard;		/* 5xx: bounce when nothing better comes */
 	bool tls_retry;		/* may: handshake failed, try plain text */
@@ -130,6 +132,8 @@ void smtp_rcpt_result(smtp_rcpt_t *r, enum smtp_rstat st, const char *dsn,
  * else deferred with it). */
 void smtp_rcpt_soft(smtp_rcpt_t *r, const char *dsn, const char *relay,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The server reply behind r's status (for the DSN). */
+void smtp_rcpt_remote(smtp_rcpt_t *r, const char *mta, const char *reply);
 /* Has a recorded soft failure. */
 static inline bool smtp_rcpt_tried(const smtp_rcpt_t *r)
 {

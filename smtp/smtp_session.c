@@ -32,6 +32,14 @@ static void attempt_fail(smtp_attempt_t *at, bool hard, const char *dsn,
 	at->hard = hard;
 }
 
+/* The failure was the server's reply r. */
+static void at_remote(smtp_attempt_t *at, const smtp_sess_t *ss,
+    const smtp_reply_t *r)
+{
+	str_set(&at->remote_mta, ss->host);
+	str_set(&at->remote_reply, str_cstr(&r->text));
+}
+
 static smtp_sess_t *sess_new(const dns_server_t *srv, int fd)
 {
 	smtp_sess_t *ss = xcalloc(1, sizeof(*ss));
@@ -94,6 +102,7 @@ static bool say_hello(smtp_client_t *cl, smtp_sess_t *ss, smtp_reply_t *r,
 		if (r->code == 421) {	/* closing: HELO would not help */
 			attempt_fail(at, false, r->dsn, "host %s refused to talk "
 			    "to me: %s", str_cstr(&ss->namaddr), str_cstr(&r->text));
+			at_remote(at, ss, r);
 			return false;
 		}
 	}
@@ -111,6 +120,7 @@ static bool say_hello(smtp_client_t *cl, smtp_sess_t *ss, smtp_reply_t *r,
 		attempt_fail(at, r->code / 100 == 5, r->dsn, "host %s refused to "
 		    "talk to me: %s (in reply to HELO command)",
 		    str_cstr(&ss->namaddr), str_cstr(&r->text));
+		at_remote(at, ss, r);
 		return false;
 	}
 	ss->features = 0;
@@ -152,6 +162,7 @@ static bool start_tls(smtp_client_t *cl, smtp_sess_t *ss,
 		attempt_fail(at, false, "4.7.4", "TLS is required, but host %s "
 		    "refused to start TLS: %s", str_cstr(&ss->namaddr),
 		    str_cstr(&r->text));
+		at_remote(at, ss, r);
 		return false;
 	}
 	/* Anything the server sent after its 220 is not protected: refuse. */
@@ -201,6 +212,8 @@ smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
 	at->tls_retry = false;
 	at->connect_failed = false;
 	str_reset(&at->relay);
+	str_reset(&at->remote_reply);
+	str_reset(&at->remote_mta);
 	cl->stats.connects++;
 	err = sock_tcp_connect((const struct sockaddr *)&srv->addr, srv->addrlen,
 	    cl->cfg.connect_timeout_ms, &fd);
@@ -227,6 +240,7 @@ smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
 		bool hard = r.code / 100 == 5 && !cl->cfg.skip_5xx_greeting;
 		attempt_fail(at, hard, r.dsn, "host %s refused to talk to me: %s",
 		    str_cstr(&ss->namaddr), str_cstr(&r.text));
+		at_remote(at, ss, &r);
 		if (!hard)
 			at->dsn[0] = '4';
 		ss->broken = true;	/* it said no: just hang up */

@@ -51,6 +51,7 @@ typedef struct trans {
 	bool dead;		/* the session is unusable */
 	bool data_go;		/* 354 to DATA */
 	size_t accepted;
+	bool from_reply;	/* t->why quotes the server's reply t->r */
 	smtp_reply_t r;
 	str_t cmd;
 	str_t why;
@@ -100,6 +101,8 @@ static void fail_open(trans_t *t, bool only_accepted, const char *dsn,
 			    text);
 		else
 			smtp_rcpt_soft(r, dsn, relay(t), "%s", text);
+		if (t->from_reply)
+			smtp_rcpt_remote(r, t->ss->host, str_cstr(&t->r.text));
 		r->tstate = T_DONE;
 	}
 }
@@ -108,6 +111,7 @@ static void fail_open(trans_t *t, bool only_accepted, const char *dsn,
 static void fail_io(trans_t *t, int io, const char *stage)
 {
 	smtp_io_reason(t->ss, io, stage, &t->r, &t->why);
+	t->from_reply = false;
 	fail_open(t, false, smtp_io_dsn(io), false, str_cstr(&t->why));
 	t->dead = true;
 	t->ss->broken = true;
@@ -117,6 +121,7 @@ static void said(trans_t *t, const char *what)
 {
 	str_setf(&t->why, "host %s said: %s (in reply to %s command)",
 	    str_cstr(&t->ss->namaddr), str_cstr(&t->r.text), what);
+	t->from_reply = true;
 }
 
 /* Reads and acts on the reply to the oldest outstanding command. */
@@ -177,9 +182,11 @@ static void read_one(trans_t *t)
 		if (cls == 5) {
 			smtp_rcpt_result(r, SMTP_R_BOUNCE, t->r.dsn, relay(t),
 			    "%s", str_cstr(&t->why));
+			smtp_rcpt_remote(r, t->ss->host, str_cstr(&t->r.text));
 		} else {
 			smtp_rcpt_soft(r, t->r.dsn, relay(t), "%s",
 			    str_cstr(&t->why));
+			smtp_rcpt_remote(r, t->ss->host, str_cstr(&t->r.text));
 			/* 452: the server's recipient limit, not a verdict
 			 * on this recipient (RFC 5321 4.5.3.1.10). */
 			r->again = t->r.code == 452;
@@ -220,20 +227,6 @@ static void drain(trans_t *t)
 		read_one(t);
 }
 
-/* xtext that is already well formed (and short enough) is sent as it
- * is; anything else is encoded from its bytes. */
-static void cat_xtext(str_t *out, const char *v, size_t max)
-{
-	str_t dec = STR_INIT;
-	size_t len = strlen(v);
-
-	if (len <= max && addr_xtext_decode(v, len, &dec))
-		str_append(out, v, len);
-	else
-		addr_xtext_encode(v, len, out);
-	str_release(&dec);
-}
-
 static void mail_cmd(trans_t *t, bool utf8)
 {
 	const smtp_request_t *req = t->req;
@@ -254,8 +247,13 @@ static void mail_cmd(trans_t *t, bool utf8)
 		else if (req->ret == QF_RET_HDRS)
 			str_cat(&t->cmd, " RET=HDRS");
 		if (req->envid != NULL && req->envid[0] != '\0') {
-			str_cat(&t->cmd, " ENVID=");
-			cat_xtext(&t->cmd, req->envid, ADDR_ENVID_MAX);
+			str_t x = STR_INIT;
+			addr_xtext_encode(req->envid, strlen(req->envid), &x);
+			/* RFC 3461 4.4: at most 100 characters; a longer
+			 * one is left out rather than refused. */
+			if (str_len(&x) <= ADDR_ENVID_MAX)
+				str_catf(&t->cmd, " ENVID=%s", str_cstr(&x));
+			str_release(&x);
 		}
 	}
 }
@@ -331,6 +329,7 @@ static void send_message(trans_t *t)
 			 * deliver half a message. */
 			log_warning("%s: %s", t->req->queue_id,
 			    str_cstr(&t->why));
+			t->from_reply = false;
 			fail_open(t, false, "4.3.0", false, str_cstr(&t->why));
 			t->dead = true;
 			t->ss->broken = true;
@@ -357,6 +356,7 @@ static void send_message(trans_t *t)
 			 * success notice is ours to send: "relayed". */
 			smtp_rcpt_result(r, SMTP_R_SENT, t->r.dsn, relay(t), "%s",
 			    str_cstr(&t->r.text));
+			smtp_rcpt_remote(r, t->ss->host, str_cstr(&t->r.text));
 			if (!passed && (r->notify & QF_NOTIFY_SUCCESS))
 				r->action = "relayed";
 			r->dsn_passed = passed && r->notify != 0;
@@ -423,6 +423,7 @@ static bool transaction(trans_t *t, bool reused, bool utf8)
 		}
 	}
 	/* Recipients sent but never answered (the session died first). */
+	t->from_reply = false;
 	if (t->dead)
 		fail_open(t, false, "4.4.2", false, str_len(&t->why) > 0 ?
 		    str_cstr(&t->why) : "lost connection");
