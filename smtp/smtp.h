@@ -150,6 +150,11 @@ void smtp_config_defaults(smtp_config_t *cfg);
  * inet_protocols, myhostname, dns_server_address: a resolver is created
  * and must be freed with smtp_config_release()).  0, or -1 with a reason. */
 int smtp_config_load(smtp_config_t *cfg, str_t *err);
+/* This host's addresses (inet_interfaces and proxy_interfaces: "all"
+ * is every interface address, "loopback-only" 127.0.0.1 and ::1, else
+ * the addresses or names listed) into cfg->dns.own_addrs, so that an MX
+ * host that is us is recognised as a mail loop.  0, or -1 with a reason. */
+int smtp_own_addresses(smtp_config_t *cfg, str_t *err);
 void smtp_config_release(smtp_config_t *cfg);
 
 /* ---- The client ---- */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include "addr.h"
 #include "event.h"
 #include "log.h"
@@ -125,6 +126,15 @@ static void finish_pending(smtp_request_t *req, const char *dsn, bool hard,
 	}
 }
 
+/* Monotonic seconds, microsecond resolution, for the delays. */
+static double mono_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static double now_sec(void)
 {
 	struct timeval tv;
@@ -138,10 +148,10 @@ static double now_sec(void)
 static bool use_session(smtp_client_t *cl, smtp_sess_t *ss,
     smtp_request_t *req, bool reused)
 {
-	int64_t t0 = event_now_ms();
+	double t0 = mono_sec();
 	int rc = smtp_session_deliver(cl, ss, req, reused);
 
-	req->delay_xfer += (double)(event_now_ms() - t0) / 1000.0;
+	req->delay_xfer += mono_sec() - t0;
 	if (rc == SMTP_TRANS_STALE) {
 		log_info("%s: kept connection to %s no longer usable; "
 		    "connecting again", req->queue_id, str_cstr(&ss->relay));
@@ -218,9 +228,9 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 	}
 
 	{
-		int64_t t0 = event_now_ms();
+		double t0 = mono_sec();
 		enum dns_result dr = dns_find_servers(&nh, &cl->cfg.dns, &servers);
-		req->delay_conn += (double)(event_now_ms() - t0) / 1000.0;
+		req->delay_conn += mono_sec() - t0;
 		if (dr != DNS_RESULT_OK) {
 			finish_pending(req, servers.dsn, dr == DNS_RESULT_BOUNCE,
 			    "none", str_cstr(&servers.reason), NULL);
@@ -246,10 +256,10 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		    strcmp(used_addr, servers.v[k].addrstr) == 0)
 			continue;
 		for (int round = 0; round < 2; round++) {
-			int64_t t0 = event_now_ms();
+			double t0 = mono_sec();
 			attempts++;
 			ss = smtp_session_open(cl, &servers.v[k], &nh, use_tls, &at);
-			req->delay_conn += (double)(event_now_ms() - t0) / 1000.0;
+			req->delay_conn += mono_sec() - t0;
 			if (ss != NULL)
 				break;
 			if (at.connect_failed)
