@@ -152,6 +152,10 @@ static void read_one(trans_t *t)
 		return;
 	}
 	cls = t->r.code / 100;
+	/* 421: the server is closing the session (RFC 5321 3.8); never
+	 * keep it for another delivery. */
+	if (t->r.code == 421)
+		t->ss->broken = true;
 	switch (type) {
 	case C_RSET:
 		if (cls != 2) {
@@ -346,6 +350,8 @@ static void send_message(trans_t *t)
 		return;
 	}
 	cls = t->r.code / 100;
+	if (t->r.code == 421)
+		t->ss->broken = true;
 	if (cls == 2) {
 		for (size_t k = 0; k < t->n; k++) {
 			smtp_rcpt_t *r = &t->req->rcpt[t->idx[k]];

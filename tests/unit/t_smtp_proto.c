@@ -444,6 +444,57 @@ SMTP_TC(reuse_rset_fails)
 	str_release(&t);
 }
 
+/* 421 in the middle of a transaction: deferred, and the session is not
+ * kept (the next delivery connects again). */
+SMTP_TC(rcpt_421)
+{
+	static const char *const script[] = {
+		"> 220 script.test",
+		"< EHLO",
+		"> 250 script.test",
+		"< MAIL FROM:",
+		"> 250 ok",
+		"< RCPT TO:<a@example.com>",
+		"> 421 4.7.0 too busy, closing",
+		"CLOSE",
+		"> 220 script.test",
+		"< EHLO",
+		"> 250 script.test",
+		"< MAIL FROM:",
+		"> 250 ok",
+		"< RCPT TO:<a@example.com>",
+		"> 250 ok",
+		"< DATA",
+		"> 354 go",
+		"<DATA",
+		"> 250 queued",
+		"< QUIT",
+		"> 221 bye",
+		NULL
+	};
+	delivery_t d;
+	str_t slog = STR_INIT;
+	smtp_client_t *cl;
+	int port;
+
+	(void)tc;
+	cfg_init();
+	port = script_start(script);
+	cl = smtp_client_new(&cfg, NULL);
+	deliver(&d, cl, port, one_rcpt);
+	CHECK_RCPT(&d, 0, SMTP_R_DEFER, "4.7.0", "said: 421 4.7.0 too busy, closing (in reply to RCPT TO command)");
+	ATF_CHECK(!d.req.conn_failed);
+	ATF_CHECK_EQ(smtp_client_cached(cl), 0);
+	dl_free(&d);
+	deliver(&d, cl, port, one_rcpt);
+	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "250 queued");
+	dl_free(&d);
+	smtp_client_free(cl);
+	script_finish(&slog);
+	ATF_CHECK_MSG(strstr(str_cstr(&slog), "FAIL") == NULL, "%s", str_cstr(&slog));
+	str_release(&slog);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, greeting_5xx);
@@ -458,5 +509,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, smtputf8_offered);
 	ATF_TP_ADD_TC(tp, data_354_without_recipients);
 	ATF_TP_ADD_TC(tp, reuse_rset_fails);
+	ATF_TP_ADD_TC(tp, rcpt_421);
 	return atf_no_error();
 }
