@@ -1,0 +1,193 @@
+/* smtp(8): the SMTP client delivery agent.
+ *
+ * A delivery agent under master (dlv_agent_main, SERVER_SINGLE): qmgr
+ * sends a request naming the queue file, the next hop and a batch of
+ * recipients; the engine (libsmtp: smtp/smtp.h) delivers it, reading
+ * the content from the queue file; the reply carries each recipient's
+ * status and the flags qmgr's concurrency feedback and destination
+ * status cache need.  Sessions are kept between requests (connection
+ * reuse) and closed after smtp_connection_cache_time_limit by a timer
+ * on the skeleton's event loop, or when the process exits.
+ * doc/smtp.md and man/smtp.8 describe it. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "delivery.h"
+#include "event.h"
+#include "log.h"
+#include "mem.h"
+#include "pconfig.h"
+#include "qfile.h"
+#include "queue_path.h"
+#include "server.h"
+#include "smtp/smtp.h"
+
+static struct {
+	smtp_config_t cfg;
+	tls_ctx_t *tls;
+	str_t tls_error;
+	smtp_client_t *cl;
+	queue_layout_t ql;
+	event_timer_t cache_timer;
+	bool timer_ready;
+} A;
+
+/* Closes kept sessions that have been idle long enough, and waits for
+ * the next. */
+static void cache_tick(void *ctx)
+{
+	int64_t next;
+
+	(void)ctx;
+	if (A.cl == NULL)
+		return;
+	smtp_client_cache_expire(A.cl, event_now_ms(), false);
+	next = smtp_client_cache_deadline(A.cl);
+	if (next >= 0 && server_loop() != NULL) {
+		int64_t wait = next - event_now_ms();
+		event_timer_start(server_loop(), &A.cache_timer,
+		    wait < 0 ? 0 : wait);
+	}
+}
+
+static void pre_jail(void *ctx)
+{
+	str_t err = STR_INIT;
+
+	(void)ctx;
+	if (smtp_config_load(&A.cfg, &err) < 0)
+		log_fatal("%s", str_cstr(&err));
+	/* The client does not log status lines: qmgr does, for every
+	 * agent. */
+	A.cfg.log_status = false;
+	if (smtp_own_addresses(&A.cfg, &err) < 0)
+		log_fatal("%s", str_cstr(&err));
+	/* The queue tree is the current directory (and the root after a
+	 * chroot). */
+	if (queue_layout_init(&A.ql, ".", config_get_str("hash_queue_names"),
+	    config_get_int("hash_queue_depth"), &err) < 0)
+		log_fatal("%s", str_cstr(&err));
+	/* Keys and CA files are read now, before the chroot and before
+	 * privileges are dropped. */
+	if (A.cfg.tls_level != TLS_LEVEL_NONE) {
+		A.tls = tls_client_ctx_from_config(&err);
+		if (A.tls == NULL) {
+			str_setf(&A.tls_error, "TLS is required "
+			    "(smtp_tls_security_level = %s), but the TLS client "
+			    "could not be set up: %s",
+			    tls_level_name(A.cfg.tls_level), str_cstr(&err));
+			log_warning("TLS disabled: %s", str_cstr(&err));
+		}
+	}
+	str_release(&err);
+}
+
+static void post_jail(void *ctx)
+{
+	(void)ctx;
+	A.cl = smtp_client_new(&A.cfg, A.tls);
+	if (str_len(&A.tls_error) > 0)
+		smtp_client_set_tls_error(A.cl, str_cstr(&A.tls_error));
+	event_timer_init(&A.cache_timer, cache_tick, NULL);
+	A.timer_ready = true;
+}
+
+static void pre_exit(void *ctx)
+{
+	(void)ctx;
+	if (A.timer_ready)
+		event_timer_cancel(&A.cache_timer);
+	smtp_client_free(A.cl);	/* QUIT to kept sessions */
+	A.cl = NULL;
+	smtp_config_release(&A.cfg);
+	if (A.tls != NULL)
+		tls_ctx_free(A.tls);
+	queue_layout_free(&A.ql);
+	str_release(&A.tls_error);
+}
+
+static dlv_action_t action_of(const smtp_rcpt_t *r)
+{
+	switch (r->status) {
+	case SMTP_R_SENT:
+		return strcmp(r->action, "relayed") == 0 ? DLV_ACT_RELAYED :
+		    DLV_ACT_DELIVERED;
+	case SMTP_R_BOUNCE:
+		return DLV_ACT_FAILED;
+	default:
+		return DLV_ACT_DELAYED;
+	}
+}
+
+static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
+{
+	smtp_request_t sr;
+	smtp_rcpt_t *rc;
+	qfile_t *qf;
+	qf_err_t qe;
+
+	(void)ctx;
+	qf = qfile_open(&A.ql, req->queue, req->queue_id, 0, &qe);
+	if (qf == NULL) {
+		log_warning("%s: cannot open the queue file: %s", req->queue_id,
+		    qe.reason);
+		dlv_status_set_all(rep, true, DLV_ACT_DELAYED, "4.3.0", "none",
+		    "cannot open the queue file: %s", qe.reason);
+		return;
+	}
+	rc = xcalloc(req->nrcpt, sizeof(*rc));
+	for (size_t i = 0; i < req->nrcpt; i++) {
+		rc[i].address = req->rcpt[i].address;
+		rc[i].orig = req->rcpt[i].orig;
+		rc[i].orcpt = req->rcpt[i].orcpt[0] ? req->rcpt[i].orcpt : NULL;
+		rc[i].notify = req->rcpt[i].notify;
+	}
+	smtp_request_init(&sr, rc, req->nrcpt);
+	sr.queue_id = req->queue_id;
+	sr.nexthop = req->nexthop;
+	sr.sender = req->sender;
+	sr.envid = req->envid[0] ? req->envid : NULL;
+	sr.ret = req->ret;
+	sr.smtputf8 = (req->flags & DLV_F_SMTPUTF8) != 0;
+	sr.body = (req->flags & DLV_F_8BITMIME) ? SMTP_BODY_8BITMIME :
+	    SMTP_BODY_UNKNOWN;
+	sr.size = qfile_content_size(qf);
+	sr.arrival.tv_sec = (time_t)(req->arrival / 1000000);
+	sr.arrival.tv_usec = (suseconds_t)(req->arrival % 1000000);
+	smtp_content_qfile(&sr.content, qf);
+
+	smtp_deliver(A.cl, &sr);
+
+	for (size_t i = 0; i < req->nrcpt; i++) {
+		const smtp_rcpt_t *r = &rc[i];
+		dlv_status_set(rep, i, action_of(r), r->dsn,
+		    str_len(&r->relay) ? str_cstr(&r->relay) : "none", "%s",
+		    str_cstr(&r->diag));
+		if (str_len(&r->remote_reply) > 0)
+			dlv_status_diag(rep, i, "smtp", str_cstr(&r->remote_reply),
+			    str_cstr(&r->remote_mta));
+	}
+	if (sr.conn_failed || sr.avoid_destination)
+		dlv_reply_set_flags(rep, (sr.conn_failed ? DLV_R_CONN_FAIL : 0) |
+		    (sr.avoid_destination ? DLV_R_AVOID : 0), "%s",
+		    str_cstr(&sr.reason));
+	rep->conn_us = (int64_t)(sr.delay_conn * 1e6);
+	rep->xfer_us = (int64_t)(sr.delay_xfer * 1e6);
+	smtp_request_release(&sr);
+	free(rc);
+	qfile_close(qf);
+	/* Kept sessions get closed in time once we are idle again. */
+	cache_tick(NULL);
+}
+
+int main(int argc, char **argv)
+{
+	dlv_agent_t agent;
+
+	memset(&agent, 0, sizeof(agent));
+	agent.deliver = deliver;
+	agent.pre_jail = pre_jail;
+	agent.post_jail = post_jail;
+	agent.pre_exit = pre_exit;
+	dlv_agent_main(argc, argv, &agent);
+}

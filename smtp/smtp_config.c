@@ -1,0 +1,165 @@
+/* The client's settings from the smtp_* parameters. */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include "mem.h"
+#include "pconfig.h"
+#include "smtp/smtp_int.h"
+
+static int ms(const char *name)
+{
+	long s = config_get_time(name);
+
+	if (s > INT_MAX / 1000)
+		return INT_MAX;
+	return s < 0 ? 0 : (int)(s * 1000);
+}
+
+int smtp_config_load(smtp_config_t *c, str_t *err)
+{
+	const char *v;
+	dns_resolver_t *r;
+
+	smtp_config_defaults(c);
+	c->connect_timeout_ms = ms("smtp_connect_timeout");
+	c->helo_timeout_ms = ms("smtp_helo_timeout");
+	c->starttls_timeout_ms = ms("smtp_starttls_timeout");
+	c->mail_timeout_ms = ms("smtp_mail_timeout");
+	c->rcpt_timeout_ms = ms("smtp_rcpt_timeout");
+	c->data_init_timeout_ms = ms("smtp_data_init_timeout");
+	c->data_xfer_timeout_ms = ms("smtp_data_xfer_timeout");
+	c->data_done_timeout_ms = ms("smtp_data_done_timeout");
+	c->rset_timeout_ms = ms("smtp_rset_timeout");
+	c->quit_timeout_ms = ms("smtp_quit_timeout");
+	v = config_get_str("smtp_helo_name");
+	if (v[0] == '\0' || strpbrk(v, " \t\r\n") != NULL ||
+	    !bcopy_str(c->helo_name, sizeof(c->helo_name), v)) {
+		str_setf(err, "smtp_helo_name: bad value \"%s\"", v);
+		return -1;
+	}
+	c->mx_session_limit = (size_t)config_get_int("smtp_mx_session_limit");
+	c->line_length_limit = (size_t)config_get_int("smtp_line_length_limit");
+	c->skip_5xx_greeting = config_get_bool("smtp_skip_5xx_greeting");
+	c->always_send_ehlo = config_get_bool("smtp_always_send_ehlo");
+	v = config_get_str("smtp_tls_security_level");
+	if (!tls_level_parse(v, &c->tls_level)) {
+		str_setf(err, "smtp_tls_security_level: unknown level \"%s\"", v);
+		return -1;
+	}
+	c->connection_cache = config_get_bool("smtp_connection_cache_on_demand");
+	c->cache_time_limit_ms = ms("smtp_connection_cache_time_limit");
+	c->reuse_time_limit_ms = ms("smtp_connection_reuse_time_limit");
+	c->reuse_count_limit =
+	    (unsigned)config_get_int("smtp_connection_reuse_count_limit");
+	if (dns_opts_from_config(&c->dns, err) < 0)
+		return -1;
+	if ((c->dns.lookup & DNS_LOOKUP_DNS) != 0) {
+		if ((r = dns_resolver_from_config(err)) == NULL)
+			return -1;
+		c->dns.resolver = r;
+	}
+	return 0;
+}
+
+/* At most this many of our own addresses are kept. */
+#define OWN_MAX 256
+
+static void own_add(struct sockaddr_storage *v, size_t *n,
+    const struct sockaddr *sa)
+{
+	size_t len = sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6);
+
+	if (*n >= OWN_MAX || (sa->sa_family != AF_INET &&
+	    sa->sa_family != AF_INET6))
+		return;
+	memset(&v[*n], 0, sizeof(v[*n]));
+	memcpy(&v[*n], sa, len);
+	for (size_t i = 0; i < *n; i++)
+		if (dns_addr_equal(&v[i], &v[*n]))
+			return;
+	(*n)++;
+}
+
+static int own_list(const char *list, struct sockaddr_storage *v, size_t *n,
+    str_t *err)
+{
+	char *copy = xstrdup(list), *cp = copy, *tok;
+	int rc = 0;
+
+	while (rc == 0 && (tok = str_token(&cp, " \t,")) != NULL) {
+		if (strcmp(tok, "all") == 0) {
+			struct ifaddrs *ifa;
+			if (getifaddrs(&ifa) < 0) {
+				str_setf(err, "getifaddrs: %s", strerror(errno));
+				rc = -1;
+				break;
+			}
+			for (struct ifaddrs *p = ifa; p != NULL; p = p->ifa_next)
+				if (p->ifa_addr != NULL)
+					own_add(v, n, p->ifa_addr);
+			freeifaddrs(ifa);
+		} else {
+			struct addrinfo hints, *ai;
+			const char *host = strcmp(tok, "loopback-only") == 0 ?
+			    NULL : tok;
+			int e;
+			if (host == NULL) {
+				struct sockaddr_in s4 = { .sin_family = AF_INET };
+				struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+				s4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+				s6.sin6_addr = in6addr_loopback;
+				own_add(v, n, (struct sockaddr *)&s4);
+				own_add(v, n, (struct sockaddr *)&s6);
+				continue;
+			}
+			if (host[0] == '[') {	/* [addr] as in master.cf */
+				host++;
+				tok[strcspn(tok, "]")] = '\0';
+			}
+			memset(&hints, 0, sizeof(hints));
+			hints.ai_socktype = SOCK_STREAM;
+			if ((e = getaddrinfo(host, NULL, &hints, &ai)) != 0) {
+				str_setf(err, "cannot find the address of "
+				    "interface \"%s\": %s", host, gai_strerror(e));
+				rc = -1;
+				break;
+			}
+			for (struct addrinfo *p = ai; p != NULL; p = p->ai_next)
+				own_add(v, n, p->ai_addr);
+			freeaddrinfo(ai);
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+int smtp_own_addresses(smtp_config_t *c, str_t *err)
+{
+	struct sockaddr_storage *v = xcalloc(OWN_MAX, sizeof(*v));
+	size_t n = 0;
+
+	if (own_list(config_get_str("inet_interfaces"), v, &n, err) < 0 ||
+	    own_list(config_get_str("proxy_interfaces"), v, &n, err) < 0) {
+		free(v);
+		return -1;
+	}
+	free((void *)c->dns.own_addrs);
+	c->dns.own_addrs = v;
+	c->dns.n_own_addrs = n;
+	return 0;
+}
+
+void smtp_config_release(smtp_config_t *c)
+{
+	free((void *)c->dns.own_addrs);
+	c->dns.own_addrs = NULL;
+	c->dns.n_own_addrs = 0;
+	if (c->dns.resolver != NULL)
+		dns_resolver_free(c->dns.resolver);
+	c->dns.resolver = NULL;
+}

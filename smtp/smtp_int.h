@@ -1,0 +1,143 @@
+/* Internals of the SMTP client engine (the smtp directory only). */
+#ifndef PETREL_SMTP_INT_H
+#define PETREL_SMTP_INT_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "list.h"
+#include "smtp/smtp.h"
+#include "stream.h"
+#include "tls.h"
+
+/* Server features from the EHLO reply. */
+enum {
+	SMTP_F_ESMTP = 1 << 0,
+	SMTP_F_PIPELINING = 1 << 1,
+	SMTP_F_SIZE = 1 << 2,
+	SMTP_F_8BITMIME = 1 << 3,
+	SMTP_F_DSN = 1 << 4,
+	SMTP_F_STARTTLS = 1 << 5,
+	SMTP_F_SMTPUTF8 = 1 << 6,
+	SMTP_F_ENHANCED = 1 << 7,
+};
+
+/* Reply lines: longest kept, most per reply, most bytes per reply. */
+#define SMTP_REPLY_LINE_MAX	2048
+#define SMTP_REPLY_LINES_MAX	1000
+#define SMTP_REPLY_BYTES_MAX	65536
+/* Commands sent ahead of their replies with PIPELINING. */
+#define SMTP_PIPE_WINDOW	100
+/* Sessions kept for reuse, all next hops together. */
+#define SMTP_CACHE_MAX		16
+
+/* Results of reading a reply. */
+enum smtp_io {
+	SMTP_IO_OK = 0,
+	SMTP_IO_TIMEOUT,	/* no (complete) reply in time */
+	SMTP_IO_LOST,		/* end of file or an I/O error */
+	SMTP_IO_MALFORMED,	/* not an SMTP reply */
+};
+
+typedef struct smtp_reply {
+	int code;		/* 200..599 */
+	char dsn[16];		/* the reply's enhanced status, or X.0.0 */
+	str_t text;		/* the whole reply, lines joined by spaces */
+	str_t lines;		/* each line's text after the code, \n-ended */
+} smtp_reply_t;
+
+typedef struct smtp_sess {
+	stream_t *s;
+	tls_sess_t *tls;
+	char *key;		/* next hop (cache key) */
+	char *host;		/* server host name */
+	char addr[SOCK_ADDR_STRLEN];
+	unsigned port;
+	str_t namaddr;		/* "host[addr]" */
+	str_t relay;		/* "host[addr]:port" */
+	unsigned features;
+	uint64_t size_limit;	/* SIZE value, 0 = none given */
+	unsigned uses;		/* deliveries on this session */
+	int64_t born_ms;
+	int64_t idle_ms;	/* when it was kept */
+	bool broken;		/* no more commands: close without QUIT */
+	str_t line;		/* reply line buffer */
+	list_node_t node;	/* in the client's cache */
+} smtp_sess_t;
+
+struct smtp_client {
+	smtp_config_t cfg;
+	tls_ctx_t *tls;
+	str_t tls_error;	/* why there is no TLS context */
+	list_t cache;		/* kept sessions, oldest first */
+	size_t ncache;
+	smtp_stats_t stats;
+	unsigned rand_state;
+};
+
+/* smtp_reply.c */
+void smtp_reply_init(smtp_reply_t *r);
+void smtp_reply_free(smtp_reply_t *r);
+int smtp_reply_read(smtp_sess_t *ss, int timeout_ms, smtp_reply_t *r);
+/* Parses EHLO reply lines into features and the SIZE limit. */
+void smtp_ehlo_features(const smtp_reply_t *r, unsigned *features,
+    uint64_t *size_limit);
+/* Text for an I/O failure: "lost connection with H[A] while STAGE". */
+void smtp_io_reason(const smtp_sess_t *ss, int io, const char *stage,
+    const smtp_reply_t *r, str_t *out);
+/* DSN status for a failure class: "4.4.2" (lost/timeout), "4.5.0". */
+const char *smtp_io_dsn(int io);
+
+/* smtp_content.c: sends the content dot-stuffed with CRLF, folding lines
+ * longer than limit (0: no limit).  0, or -1: the stream failed (its
+ * flags say how), or the content could not be read (*content_err set,
+ * reason in err). */
+int smtp_send_body(stream_t *s, smtp_content_t *c, size_t limit,
+    bool *content_err, str_t *err);
+
+/* smtp_session.c */
+typedef struct smtp_attempt {
+	/* The last failure before a session was established. */
+	str_t reason;
+	str_t relay;		/* "host[addr]:port" once connected, else "" */
+	str_t remote_reply;	/* the server's refusal, if that was it */
+	str_t remote_mta;
+	char dsn[16];
+	bool hard;		/* 5xx: bounce when nothing better comes */
+	bool tls_retry;		/* may: handshake failed, try plain text */
+	bool connect_failed;	/* TCP connect failed (vs. a handshake) */
+} smtp_attempt_t;
+
+smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
+    const dns_nexthop_t *nh, bool use_tls, smtp_attempt_t *at);
+/* Sends QUIT (unless broken), closes, frees. */
+void smtp_session_close(smtp_client_t *cl, smtp_sess_t *ss);
+/* After a delivery: keep for reuse or close. */
+void smtp_session_done(smtp_client_t *cl, smtp_sess_t *ss, const char *key);
+/* A kept session for key, or NULL. */
+smtp_sess_t *smtp_cache_take(smtp_client_t *cl, const char *key);
+
+/* smtp_trans.c: delivers the request's pending recipients over ss.
+ * Returns SMTP_TRANS_STALE when a reused session turned out to be dead
+ * before anything happened (recipients untouched), else SMTP_TRANS_DONE
+ * (recipients decided, or pending with their soft reason recorded). */
+enum { SMTP_TRANS_DONE, SMTP_TRANS_STALE };
+int smtp_session_deliver(smtp_client_t *cl, smtp_sess_t *ss,
+    smtp_request_t *req, bool reused);
+
+/* smtp_deliver.c */
+/* Records a result for r: status, DSN, relay, diag (printf-style). */
+void smtp_rcpt_result(smtp_rcpt_t *r, enum smtp_rstat st, const char *dsn,
+    const char *relay, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* A soft failure kept with a pending recipient (tried again elsewhere,
+ * else deferred with it). */
+void smtp_rcpt_soft(smtp_rcpt_t *r, const char *dsn, const char *relay,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The server reply behind r's status (for the DSN). */
+void smtp_rcpt_remote(smtp_rcpt_t *r, const char *mta, const char *reply);
+/* Has a recorded soft failure. */
+static inline bool smtp_rcpt_tried(const smtp_rcpt_t *r)
+{
+	return str_len(&r->diag) > 0;
+}
+
+#endif

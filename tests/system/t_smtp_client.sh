@@ -1,0 +1,292 @@
+#! /usr/bin/env atf-sh
+# The SMTP client end to end: a private instance with qmgr and the smtp
+# delivery agent under master, mail injected into incoming/, smtp-sink
+# (and fakedns) as the outside world.  Delivery via relayhost, a
+# transport-table [address]:port and MX lookup with fallback; connection
+# reuse counted by the sink; qmgr's concurrency feedback against a sink
+# that refuses sessions beyond 5; a dead port with 1,000 waiting
+# messages.
+
+B=@BUILDDIR@
+BUILDDIR=@BUILDDIR@
+. @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/common.subr
+
+MKQ=$B/tests/tools/mkqfile
+
+# smtp_instance [main.cf lines...]: qmgr and smtp (also as "relay"),
+# destinations in etc/transport, retries far away (only flush retries).
+smtp_instance() {
+	mk_instance \
+	    "myhostname = client.test" \
+	    "mydestination = localhost" \
+	    "transport_maps = texthash:$PWD/etc/transport" \
+	    "queue_run_delay = 3600s" \
+	    "minimal_backoff_time = 3000s" \
+	    "maximal_backoff_time = 4000s" \
+	    "qmgr_ipc_timeout = 5s" \
+	    "smtp_host_lookup = dns" \
+	    "inet_protocols = ipv4" \
+	    "smtp_helo_timeout = 10s" \
+	    "smtp_connect_timeout = 5s" \
+	    "$@"
+	touch etc/transport
+	{
+		echo "qmgr unix n - n 3600 1 $B/bin/qmgr"
+		echo "smtp unix - n n - - $B/bin/smtp"
+		echo "relay unix - n n - - $B/bin/smtp"
+	} > etc/master.cf
+}
+
+# inject [mkqfile options...]: a message in incoming/; prints its ID.
+inject() {
+	printf 'Subject: smtp client test\n\n.leading dot\nbody\n' |
+	    $MKQ -d $PWD/q -f sender@client.test "$@"
+}
+
+qpath() {
+	find q/$1 -name "$2" -type f 2>/dev/null | head -n 1
+}
+
+in_queue() {
+	test -n "$(qpath $1 $2)"
+}
+
+count() {
+	grep -c -- "$1" "$2" 2>/dev/null || true
+}
+
+flush() {
+	$PETREL -c $PWD/etc flush >/dev/null 2>&1
+}
+
+# A sink on ADDR (127.0.0.x:port): sink_at NAME ADDR [OPT...]
+sink_at() {
+	_n=$1
+	_a=$2
+	shift 2
+	start_server "$_n" smtp-sink "$SINK" -P "$_n.port" -s "$_n.stats" "$@" "$_a"
+}
+
+stat_ge() {
+	[ "$(value "$1" "$2" 2>/dev/null)" -ge "$3" ] 2>/dev/null
+}
+
+atf_test_case relayhost cleanup
+relayhost_head() {
+	atf_set descr "mail for a remote domain goes to relayhost; per-recipient results in the log and the queue"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+relayhost_body() {
+	mkdir -p saved
+	start_sink s -d saved
+	smtp_instance "relayhost = [127.0.0.1]:$port"
+	ok=$(inject -r a@far.test -r b@far.test) || atf_fail "mkqfile"
+	mixed=$(inject -r c@far.test -r tempfail@far.test -r permfail@far.test) ||
+	    atf_fail "mkqfile"
+	start_instance
+	stat_is s.stats messages 2
+	WAIT_MAX=100 wait_for in_log "$ok: removed" || atf_fail "$ok not removed"
+	WAIT_MAX=100 wait_for in_queue deferred $mixed || atf_fail "$mixed not deferred"
+	grep -q "$ok: to=<a@far.test>, relay=127.0.0.1\[127.0.0.1\]:$port, delay=[0-9.]*, delays=[0-9.]*/[0-9.]*/[0-9.]*/[0-9.]*, dsn=2.0.0, status=sent (250 2.0.0 Ok: queued as" maillog ||
+	    atf_fail "no sent line"
+	grep -q "$mixed: to=<tempfail@far.test>, relay=127.0.0.1\[127.0.0.1\]:$port, .*dsn=4.2.0, status=deferred (host 127.0.0.1\[127.0.0.1\] said: 450 4.2.0 .*(in reply to RCPT TO command))" maillog ||
+	    atf_fail "no deferred line"
+	grep -q "$mixed: to=<permfail@far.test>, .*dsn=5.1.1, status=bounced (host 127.0.0.1\[127.0.0.1\] said: 550 5.1.1" maillog ||
+	    atf_fail "no bounced line"
+	# the sink got the content dot-stuffed and undid it
+	grep -l "^\.leading dot" saved/* >/dev/null || atf_fail "content"
+	test "$(value s.stats recipients)" -eq 3 || atf_fail "recipients"
+	stop_instance
+	assert_log_clean
+	finish
+}
+relayhost_cleanup() {
+	stop_instance
+	stop_all
+}
+
+atf_test_case transport_literal cleanup
+transport_literal_head() {
+	atf_set descr "a transport table entry smtp:[127.0.0.1]:port"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+transport_literal_body() {
+	start_sink s
+	smtp_instance
+	echo "lit.test smtp:[127.0.0.1]:$port" > etc/transport
+	id=$(inject -r user@lit.test) || atf_fail "mkqfile"
+	start_instance
+	stat_is s.stats messages 1
+	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not removed"
+	in_log "$id: to=<user@lit.test>, relay=127.0.0.1\[127.0.0.1\]:$port, .*status=sent" ||
+	    atf_fail "no sent line"
+	stop_instance
+	assert_log_clean
+	finish
+}
+transport_literal_cleanup() {
+	stop_instance
+	stop_all
+}
+
+atf_test_case mx_fallback cleanup
+mx_fallback_head() {
+	atf_set descr "MX lookup through fakedns: the first MX refuses, the second takes the mail"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+mx_fallback_body() {
+	cat > zone <<EOF
+far.test MX 10 mx1.far.test
+far.test MX 20 mx2.far.test
+mx1.far.test A 127.0.0.3
+mx2.far.test A 127.0.0.2
+EOF
+	start_dns dns
+	dport=$port
+	sink_at s 127.0.0.2:0
+	smtp_instance "dns_server_address = 127.0.0.1:$dport"
+	echo "far.test smtp:far.test:$port" > etc/transport
+	id=$(inject -r user@far.test) || atf_fail "mkqfile"
+	start_instance
+	stat_is s.stats messages 1
+	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not removed"
+	in_log "connect to mx1.far.test\[127.0.0.3\]:$port: Connection refused" ||
+	    atf_fail "first MX not tried"
+	in_log "$id: to=<user@far.test>, relay=mx2.far.test\[127.0.0.2\]:$port, .*status=sent" ||
+	    atf_fail "no sent line via mx2"
+	stop_instance
+	assert_log_clean
+	finish
+}
+mx_fallback_cleanup() {
+	stop_instance
+	stop_all
+}
+
+atf_test_case reuse cleanup
+reuse_head() {
+	atf_set descr "200 messages to one destination use far fewer than 200 connections"
+	atf_set require.user unprivileged
+	atf_set timeout 300
+}
+reuse_body() {
+	start_sink s
+	smtp_instance "relayhost = [127.0.0.1]:$port"
+	i=0
+	while [ $i -lt 200 ]; do
+		inject -r user$i@far.test > /dev/null || atf_fail "mkqfile"
+		i=$((i + 1))
+	done
+	start_instance
+	WAIT_MAX=600 wait_for stat_ge s.stats messages 200 || atf_fail "not all delivered: $(value s.stats messages)"
+	conns=$(value s.stats connections)
+	echo "200 messages over $conns connections" >&2
+	[ "$conns" -le 40 ] || atf_fail "$conns connections for 200 messages"
+	test "$(value s.stats messages)" -eq 200 || atf_fail "duplicates"
+	stop_instance
+	assert_log_clean
+	finish
+}
+reuse_cleanup() {
+	stop_instance
+	stop_all
+}
+
+atf_test_case feedback_421 cleanup
+feedback_421_head() {
+	atf_set descr "a server refusing sessions beyond 5 with 421: qmgr's window stays near 5; the deferral ratio is printed; every message arrives once"
+	atf_set require.user unprivileged
+	atf_set timeout 600
+}
+feedback_421_body() {
+	# 0.2 s per recipient keeps sessions open long enough to overlap.
+	start_sink s -S 5 -W 200
+	smtp_instance "relayhost = [127.0.0.1]:$port" \
+	    "initial_destination_concurrency = 5" \
+	    "default_destination_concurrency_limit = 20" \
+	    "destination_concurrency_positive_feedback = 1/concurrency" \
+	    "destination_concurrency_negative_feedback = 1/concurrency" \
+	    "destination_concurrency_failed_cohort_limit = 10" \
+	    "destination_concurrency_feedback_debug = yes" \
+	    "smtp_connection_cache_on_demand = no"
+	i=0
+	while [ $i -lt 100 ]; do
+		inject -r a$i@far.test -r b$i@far.test > /dev/null || atf_fail "mkqfile"
+		i=$((i + 1))
+	done
+	start_instance
+	# every message is delivered or deferred once
+	WAIT_MAX=900 wait_for lines_ge 200 ": to=<" maillog ||
+	    atf_fail "first pass incomplete: $(count ': to=<' maillog) lines"
+	sent=$(count 'status=sent' maillog)
+	deferred=$(count 'status=deferred' maillog)
+	rejected=$(value s.stats rejected_sessions)
+	windows=$(sed -n 's/.*feedback: [^ ]* [a-z]*: window [0-9]*->\([0-9]*\) .*/\1/p' maillog)
+	n=$(echo "$windows" | grep -c .)
+	mean=$(echo "$windows" | awk '{ s += $1 } END { if (NR) printf "%.2f", s / NR }')
+	max=$(echo "$windows" | sort -n | tail -n 1)
+	echo "first pass: $sent recipients sent, $deferred deferred (deferral ratio $(awk "BEGIN { printf \"%.3f\", $deferred / ($sent + $deferred) }")), $rejected sessions refused, window mean $mean over $n changes, max $max" >&2
+	[ "$rejected" -gt 0 ] || atf_fail "the sink never refused a session: no overload"
+	[ -n "$max" ] && [ "$max" -le 12 ] || atf_fail "window grew to $max"
+	# flush until everything is in; each message exactly once
+	tries=0
+	while ! stat_ge s.stats recipients 200; do
+		tries=$((tries + 1))
+		[ $tries -le 20 ] || atf_fail "not all delivered: $(value s.stats recipients)"
+		flush
+		sleep 3
+	done
+	test "$(value s.stats recipients)" -eq 200 || atf_fail "duplicates: $(value s.stats recipients)"
+	stop_instance
+	assert_log_clean
+	finish
+}
+feedback_421_cleanup() {
+	stop_instance
+	stop_all
+}
+
+atf_test_case dead_port cleanup
+dead_port_head() {
+	atf_set descr "1,000 messages for a dead port: a bounded number of connection attempts, the rest suspended"
+	atf_set require.user unprivileged
+	atf_set timeout 600
+}
+dead_port_body() {
+	port=$($TS freeport)
+	smtp_instance "relayhost = [127.0.0.1]:$port" \
+	    "initial_destination_concurrency = 5"
+	i=0
+	while [ $i -lt 1000 ]; do
+		inject -r user$i@far.test > /dev/null || atf_fail "mkqfile"
+		i=$((i + 1))
+	done
+	start_instance
+	WAIT_MAX=1200 wait_for lines_ge 1000 ": to=<" maillog ||
+	    atf_fail "not all deferred: $(count ': to=<' maillog)"
+	# the agent's own line per attempt (status lines quote it too)
+	attempts=$(count "\]: connect to 127.0.0.1\[127.0.0.1\]:$port: Connection refused" maillog)
+	suspended=$(count 'status=deferred (delivery temporarily suspended' maillog)
+	echo "1000 messages: $attempts connection attempts, $suspended suspended" >&2
+	[ "$attempts" -ge 1 ] && [ "$attempts" -le 20 ] || atf_fail "$attempts connection attempts"
+	[ "$suspended" -ge 980 ] || atf_fail "only $suspended suspended"
+	stop_instance
+	assert_log_clean
+}
+dead_port_cleanup() {
+	stop_instance
+	stop_all
+}
+
+atf_init_test_cases() {
+	atf_add_test_case relayhost
+	atf_add_test_case transport_literal
+	atf_add_test_case mx_fallback
+	atf_add_test_case reuse
+	atf_add_test_case feedback_421
+	atf_add_test_case dead_port
+}
