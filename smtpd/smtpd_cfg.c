@@ -25,7 +25,7 @@ static int discard_mask(const char *value)
 	char *copy = xstrdup(value), *cp = copy, *t;
 	int mask = 0;
 
-	while ((t = str_token(&cp, " \t,")) != NULL) {
+	while ((t = smtpd_list_token(&cp)) != NULL) {
 		size_t k;
 		for (k = 0; k < sizeof(ehlo_keywords) / sizeof(ehlo_keywords[0]); k++)
 			if (strcasecmp(t, ehlo_keywords[k].name) == 0) {
@@ -46,7 +46,7 @@ static char **word_list(const char *value)
 	char **v = xcalloc(1, sizeof(*v));
 	size_t n = 0;
 
-	while ((t = str_token(&cp, " \t,")) != NULL) {
+	while ((t = smtpd_list_token(&cp)) != NULL) {
 		v = xreallocarray(v, n + 2, sizeof(*v));
 		v[n++] = xstrdup(t);
 		v[n] = NULL;
@@ -61,7 +61,7 @@ static void load_lrmaps(smtpd_cfg_t *cfg)
 	char *copy = xstrdup(value), *cp = copy, *t;
 
 	cfg->lrmaps_on = false;
-	while ((t = str_token(&cp, " \t,")) != NULL) {
+	while ((t = smtpd_list_token(&cp)) != NULL) {
 		smtpd_lrmap_t *m;
 		cfg->lrmaps_on = true;
 		cfg->lrmaps = xreallocarray(cfg->lrmaps, cfg->nlrmaps + 1,

@@ -91,7 +91,7 @@ smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
 		r->cls = RC_DATA;
 	else
 		r->cls = RC_CLIENT;
-	while ((tok = str_token(&cp, " \t\r\n,")) != NULL) {
+	while ((tok = smtpd_list_token(&cp)) != NULL) {
 		size_t k;
 		for (k = 0; k < sizeof(rnames) / sizeof(rnames[0]); k++)
 			if (strcmp(tok, rnames[k].name) == 0)
@@ -109,7 +109,7 @@ smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
 		it->kind = rnames[k].kind;
 		it->name = rnames[k].name;
 		if (rnames[k].table) {
-			char *t = str_token(&cp, " \t\r\n,");
+			char *t = smtpd_list_token(&cp);
 			if (t == NULL || strchr(t, ':') == NULL) {
 				str_setf(err, "%s: %s needs a type:table argument",
 				    param, rnames[k].name);

@@ -133,7 +133,7 @@ smtpd_netlist_t *smtpd_netlist_new(const char *param, const char *spec,
 	char *copy = xstrdup(spec ? spec : ""), *cp = copy, *tok;
 	size_t cap = 0;
 
-	while ((tok = str_token(&cp, " \t\r\n,")) != NULL) {
+	while ((tok = smtpd_list_token(&cp)) != NULL) {
 		if (l->n == cap) {
 			cap = cap ? cap * 2 : 8;
 			l->v = xreallocarray(l->v, cap, sizeof(*l->v));
