@@ -394,7 +394,7 @@ static enum smtpd_chk access_result(const smtpd_check_ctx_t *ctx,
 		    *text ? text : "Access denied");
 		return SMTPD_CHK_REJECT;
 	}
-	if (numeric)		/* all-numeric values mean OK (Postfix) */
+	if (numeric && *text == 0)	/* all-numeric values mean OK (Postfix) */
 		return SMTPD_CHK_OK;
 	log_warning("%s: unknown access result \"%s\" for %s; answering 451",
 	    spec, value, subject);

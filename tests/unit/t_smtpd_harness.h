@@ -22,7 +22,7 @@ typedef struct memio {
 	str_t out;
 } memio_t;
 
-static ssize_t m_read(void *ctx, int fd, void *buf, size_t len, int *want)
+static inline ssize_t m_read(void *ctx, int fd, void *buf, size_t len, int *want)
 {
 	memio_t *m = ctx;
 	size_t n = m->len - m->pos;
@@ -38,7 +38,7 @@ static ssize_t m_read(void *ctx, int fd, void *buf, size_t len, int *want)
 	return (ssize_t)n;
 }
 
-static ssize_t m_write(void *ctx, int fd, const void *buf, size_t len,
+static inline ssize_t m_write(void *ctx, int fd, const void *buf, size_t len,
     int *want)
 {
 	memio_t *m = ctx;
@@ -62,7 +62,7 @@ typedef struct tdest {
 	bool open;
 } tdest_t;
 
-static int td_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
+static inline int td_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 {
 	tdest_t *td = (tdest_t *)d;
 
@@ -88,7 +88,7 @@ static int td_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 	return 0;
 }
 
-static int td_write(smtpd_dest_t *d, const void *buf, size_t len)
+static inline int td_write(smtpd_dest_t *d, const void *buf, size_t len)
 {
 	tdest_t *td = (tdest_t *)d;
 	ATF_REQUIRE(td->open);
@@ -97,7 +97,7 @@ static int td_write(smtpd_dest_t *d, const void *buf, size_t len)
 	return 0;
 }
 
-static void td_finish(smtpd_dest_t *d, cleanup_reply_t *r)
+static inline void td_finish(smtpd_dest_t *d, cleanup_reply_t *r)
 {
 	tdest_t *td = (tdest_t *)d;
 	ATF_REQUIRE(td->open);
@@ -107,7 +107,7 @@ static void td_finish(smtpd_dest_t *d, cleanup_reply_t *r)
 	*r = td->next;
 }
 
-static void td_abort(smtpd_dest_t *d)
+static inline void td_abort(smtpd_dest_t *d)
 {
 	tdest_t *td = (tdest_t *)d;
 	ATF_REQUIRE(td->open);
@@ -115,12 +115,12 @@ static void td_abort(smtpd_dest_t *d)
 	td->aborts++;
 }
 
-static void td_free(smtpd_dest_t *d)
+static inline void td_free(smtpd_dest_t *d)
 {
 	(void)d;
 }
 
-static void td_init(tdest_t *td)
+static inline void td_init(tdest_t *td)
 {
 	memset(td, 0, sizeof(*td));
 	td->base.open = td_open;
@@ -142,7 +142,7 @@ static void td_init(tdest_t *td)
 	"smtpd_peername_lookup = no\n" \
 	"smtpd_error_sleep_time = 0\n"
 
-static smtpd_cfg_t *cfg_with(const char *extra)
+static inline smtpd_cfg_t *cfg_with(const char *extra)
 {
 	str_t text = STR_INIT, err = STR_INIT;
 	smtpd_cfg_t *cfg;
@@ -160,7 +160,7 @@ static smtpd_cfg_t *cfg_with(const char *extra)
 	return cfg;
 }
 
-static void peer_at(smtpd_peer_t *p, const char *addr)
+static inline void peer_at(smtpd_peer_t *p, const char *addr)
 {
 	memset(p, 0, sizeof(*p));
 	bcopy_str(p->name, sizeof(p->name), "unknown");
@@ -170,7 +170,7 @@ static void peer_at(smtpd_peer_t *p, const char *addr)
 }
 
 /* Runs one session with input in; returns the transcript (malloc'ed). */
-static char *session_opts(const smtpd_cfg_t *cfg, const char *addr,
+static inline char *session_opts(const smtpd_cfg_t *cfg, const char *addr,
     const char *in, size_t inlen, tdest_t *td,
     const smtpd_session_opts_t *opts, size_t step)
 {
@@ -185,7 +185,7 @@ static char *session_opts(const smtpd_cfg_t *cfg, const char *addr,
 	return str_steal(&m.out);
 }
 
-static char *session(const smtpd_cfg_t *cfg, const char *addr,
+static inline char *session(const smtpd_cfg_t *cfg, const char *addr,
     const char *in, tdest_t *td)
 {
 	return session_opts(cfg, addr, in, strlen(in), td, NULL, 0);
@@ -193,7 +193,7 @@ static char *session(const smtpd_cfg_t *cfg, const char *addr,
 
 /* The reply lines of a transcript, the greeting dropped, one per line
  * ("250 2.1.0 Ok\n"), EHLO continuation lines included. */
-static char *replies(const char *t)
+static inline char *replies(const char *t)
 {
 	str_t out = STR_INIT;
 	const char *p = strstr(t, "\r\n");
@@ -213,7 +213,7 @@ static char *replies(const char *t)
 }
 
 /* Session + replies; frees the transcript. */
-static char *talk(const smtpd_cfg_t *cfg, const char *addr, const char *in,
+static inline char *talk(const smtpd_cfg_t *cfg, const char *addr, const char *in,
     tdest_t *td)
 {
 	char *t = session(cfg, addr, in, td);
@@ -226,14 +226,14 @@ static char *talk(const smtpd_cfg_t *cfg, const char *addr, const char *in,
 	ATF_CHECK_MSG(strcmp((got), (want)) == 0, "replies:\n%s\nwanted:\n%s", (got), (want))
 
 /* Logs go to FILE for tests that check log lines. */
-static void log_into(const char *path)
+static inline void log_into(const char *path)
 {
 	unlink(path);
 	log_init("smtpd");
 	ATF_REQUIRE(log_to_file(path) == 0);
 }
 
-static char *slurp(const char *path)
+static inline char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "r");
 	str_t s = STR_INIT;
