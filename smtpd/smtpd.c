@@ -157,6 +157,11 @@ static void stand_alone(int argc, char **argv)
 	} else {
 		log_to_syslog();
 	}
+	/* No STARTTLS on a pipe: do not even load the certificate (the
+	 * user may not be allowed to read its key). */
+	if (config_override("smtpd_tls_security_level", "none", "smtpd -S",
+	    &err) < 0)
+		log_fatal("%s", str_cstr(&err));
 	cfg = smtpd_cfg_load(&err);
 	if (cfg == NULL)
 		log_fatal("%s", str_cstr(&err));

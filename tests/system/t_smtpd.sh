@@ -219,6 +219,8 @@ EOF
 	atf_check -o inline:"-i\n-f\nme@example.org\n-N\nfailure\n-R\nhdrs\n--\na@elsewhere.example\nb@x.example\n" cat args.*
 	atf_check -o inline:"Subject: x\r\n\r\n.dot\r\n" cat msg.*
 	grep_wait maillog "smtpd\[[0-9]+\]: connect from localhost\[127.0.0.1\]"
+	# No TLS on a pipe: the (missing) certificate is not even looked at.
+	atf_check -s exit:1 grep -q "TLS is not available" maillog
 	# MAIL_CONFIG names the configuration (sendmail sets it); a failed
 	# submission is a temporary error.
 	touch fail
