@@ -44,9 +44,9 @@ ATF_TC_BODY(transaction, tc)
 	ATF_CHECK_EQ(td.finishes, 1);
 	ATF_CHECK_EQ(td.aborts, 0);
 	/* Dot-stuffing removed, CR LF kept, the final dot not passed on. */
-	ATF_CHECK_STREQ(str_cstr(&td.last),
+	ATF_CHECK_STREQ(str_cstr(td.last),
 	    "Subject: hi\r\n\r\n.leading dot\r\nbody\r\n");
-	ATF_CHECK_STREQ(str_cstr(&td.env),
+	ATF_CHECK_STREQ(str_cstr(td.env),
 	    "sender=sender@example.org\n"
 	    "rcpt=alice@mx.example.test orcpt=- notify=0\n"
 	    "envid=- ret=0 body=- smtputf8=0\n"
@@ -76,8 +76,8 @@ ATF_TC_BODY(helo_smtp, tc)
 	    "501 5.5.4 Syntax: HELO hostname\n"
 	    "501 5.5.4 Syntax: EHLO hostname\n"
 	    "221 2.0.0 Bye\n");
-	ATF_CHECK_MATCH("^sender=\n", str_cstr(&td.env));
-	ATF_CHECK_MATCH("proto=SMTP ", str_cstr(&td.env));
+	ATF_CHECK_MATCH("^sender=\n", str_cstr(td.env));
+	ATF_CHECK_MATCH("proto=SMTP ", str_cstr(td.env));
 	free(r);
 	smtpd_cfg_free(cfg);
 }
@@ -234,7 +234,7 @@ ATF_TC_BODY(pipelining, tc)
 		ATF_REQUIRE(past_ehlo != NULL);
 		CHECK_REPLIES(past_ehlo + 13, want);
 		ATF_CHECK_EQ(td.finishes, 2);
-		ATF_CHECK_STREQ(str_cstr(&td.last), "second\r\n");
+		ATF_CHECK_STREQ(str_cstr(td.last), "second\r\n");
 		free(t);
 		free(r);
 	}
@@ -351,7 +351,7 @@ ATF_TC_BODY(size_limit, tc)
 	    "250 2.0.0 Ok: queued as QID1\n221 2.0.0 Bye\n") != NULL, "%s", r);
 	ATF_CHECK_EQ(td.aborts, 1);
 	ATF_CHECK_EQ(td.finishes, 1);
-	ATF_CHECK_STREQ(str_cstr(&td.last), "small\r\n");
+	ATF_CHECK_STREQ(str_cstr(td.last), "small\r\n");
 	free(r);
 	str_release(&in);
 	smtpd_cfg_free(cfg);
@@ -378,8 +378,8 @@ ATF_TC_BODY(long_data_line, tc)
 	td_init(&td);
 	r = talk(cfg, "192.0.2.1", in.buf, &td);
 	ATF_CHECK_MATCH("250 2.0.0 Ok: queued as QID1\n", r);
-	ATF_CHECK_EQ(str_len(&td.last), str_len(&want));
-	ATF_CHECK(strcmp(str_cstr(&td.last), str_cstr(&want)) == 0);
+	ATF_CHECK_EQ(str_len(td.last), str_len(&want));
+	ATF_CHECK(strcmp(str_cstr(td.last), str_cstr(&want)) == 0);
 	free(r);
 	str_release(&in);
 	str_release(&line);
@@ -405,7 +405,7 @@ ATF_TC_BODY(bare_lf, tc)
 	    "250 2.0.0 Ok: queued as QID1\n502 5.5.2 Error: command not recognized\n"
 	    "221 2.7.0 Error: I can break rules, too. Goodbye.\n$", r);
 	/* The smuggled transaction is content of the first message. */
-	ATF_CHECK_STREQ(str_cstr(&td.last),
+	ATF_CHECK_STREQ(str_cstr(td.last),
 	    "one\r\n.\r\nMAIL FROM:<smuggled@example.org>\r\n");
 	ATF_CHECK_EQ(td.finishes, 1);
 	free(r);
@@ -414,7 +414,7 @@ ATF_TC_BODY(bare_lf, tc)
 	cfg = cfg_with("smtpd_forbid_bare_newline = no\n");
 	td_init(&td);
 	r = talk(cfg, "192.0.2.1", in, &td);
-	ATF_CHECK_STREQ(str_cstr(&td.last), "one\r\n");
+	ATF_CHECK_STREQ(str_cstr(td.last), "one\r\n");
 	/* "." alone is not an SMTP command: the client is cut off. */
 	ATF_CHECK_MATCH("250 2.0.0 Ok: queued as QID1\n250 2.1.0 Ok\n"
 	    "221 2.7.0 Error: I can break rules, too. Goodbye.\n$", r);
@@ -641,7 +641,7 @@ ATF_TC_BODY(dsn_and_utf8, tc)
 	ATF_CHECK_MSG(strstr(r, "250 CHUNKING\n250 2.1.0 Ok\n250 2.1.5 Ok\n250 2.1.5 Ok\n"
 	    "550 5.1.1 <\xc3\xa5sa@mx.example.test>: Recipient address rejected: "
 	    "User unknown in local recipient table\n354") != NULL, "%s", r);
-	ATF_CHECK_STREQ(str_cstr(&td.env),
+	ATF_CHECK_STREQ(str_cstr(td.env),
 	    "sender=j\xc3\xb6rg@example.org\n"
 	    "rcpt=alice@mx.example.test orcpt=rfc822;Alice+40mx.example.test notify=5\n"
 	    "rcpt=bob@mx.example.test orcpt=- notify=8\n"
@@ -711,7 +711,7 @@ ATF_TC_BODY(bdat, tc)
 	    "552 5.3.4 Message size exceeds fixed limit\n"
 	    "503 5.5.1 Error: need MAIL command\n"
 	    "501 5.5.4 Syntax: BDAT count [LAST]\n") != NULL, "%s", r);
-	ATF_CHECK_STREQ(str_cstr(&td.last), "line 1\nline 2\r\n");
+	ATF_CHECK_STREQ(str_cstr(td.last), "line 1\nline 2\r\n");
 	ATF_CHECK_EQ(td.finishes, 1);
 	ATF_CHECK_EQ(td.aborts, 1);
 	free(r);
@@ -956,7 +956,7 @@ ATF_TC_BODY(stand_alone, tc)
 	char *r = replies(str_cstr(&m.out));
 	ATF_CHECK_MSG(strstr(r, "STARTTLS") == NULL, "%s", r);
 	ATF_CHECK_MATCH("250 2.1.5 Ok\n354 .*\n250 2.0.0 Ok: queued as QID1\n221", r);
-	ATF_CHECK_MATCH("client=localhost\\[127.0.0.1\\] port=- ", str_cstr(&td.env));
+	ATF_CHECK_MATCH("client=localhost\\[127.0.0.1\\] port=- ", str_cstr(td.env));
 	free(r);
 	str_release(&m.out);
 	smtpd_cfg_free(cfg);

@@ -145,9 +145,9 @@ ATF_TC_BODY(starttls_injection, tc)
 	ATF_REQUIRE(pthread_join(th, NULL) == 0);
 	ATF_CHECK_EQ(sv.messages, 1);
 	ATF_CHECK_MATCH("helo=c.example proto=ESMTPS tls=using TLSv1.3 with cipher ",
-	    str_cstr(&sv.td.env));
-	ATF_CHECK_MATCH("sender=a@example.org\n", str_cstr(&sv.td.env));
-	ATF_CHECK_STREQ(str_cstr(&sv.td.last), "secret\r\n");
+	    str_cstr(sv.td.env));
+	ATF_CHECK_MATCH("sender=a@example.org\n", str_cstr(sv.td.env));
+	ATF_CHECK_STREQ(str_cstr(sv.td.last), "secret\r\n");
 	log = slurp("log");
 	log_to_stderr();
 	ATF_CHECK_MATCH("warning: unknown\\[192.0.2.1\\]: discarding 34 bytes of "
@@ -193,8 +193,8 @@ ATF_TC_BODY(encrypt, tc)
 	tls_close(sess, c, 1000);
 	ATF_REQUIRE(pthread_join(th, NULL) == 0);
 	ATF_CHECK_EQ(sv.messages, 1);
-	ATF_CHECK_MATCH("proto=ESMTPS tls=-\n", str_cstr(&sv.td.env));
-	ATF_CHECK_STREQ(str_cstr(&sv.td.last), "hello");
+	ATF_CHECK_MATCH("proto=ESMTPS tls=-\n", str_cstr(sv.td.env));
+	ATF_CHECK_STREQ(str_cstr(sv.td.last), "hello");
 	smtpd_cfg_free(cfg);
 }
 
