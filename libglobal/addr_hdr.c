@@ -149,7 +149,8 @@ static void tokenize(const char *s, size_t len, toks_t *t)
 
 static const char *tok_text(const toks_t *t, size_t i)
 {
-	return t->pool.buf + t->v[i].off;
+	/* An empty pool has no buffer yet (NULL + 0 is undefined). */
+	return t->pool.buf ? t->pool.buf + t->v[i].off : "";
 }
 
 static bool is_special(const toks_t *t, size_t i, char c)

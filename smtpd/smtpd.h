@@ -1,0 +1,341 @@
+/* smtpd(8) internals: the SMTP server's parts, shared by smtpd.c (the
+ * daemon), the unit tests and the fuzz target.  doc/smtpd.md describes
+ * the behaviour; this header is the map of the code.
+ *
+ *   smtpd_cmd.c      command line -> verb + argument (pure, fuzzed)
+ *   smtpd_net.c      network lists (mynetworks): CIDR patterns, tables
+ *   smtpd_check.c    restriction lists (smtpd_*_restrictions) and the
+ *                    checks behind them (relay, access tables, unlisted
+ *                    recipients, DNS existence of a domain)
+ *   smtpd_cfg.c      the configuration snapshot a session runs with
+ *   smtpd_dest.c     where accepted mail goes: cleanup(8), or sendmail
+ *                    for the stand-alone mode (smtpd -S)
+ *   smtpd_conn.c     per-client connection counts shared by all smtpd
+ *                    processes (smtpd_client_connection_count_limit)
+ *   smtpd_session.c  one SMTP session: the protocol engine
+ *
+ * Everything that talks to the client goes through a stream_t, so a
+ * session can run over a socket, over stdin/stdout, or over memory (the
+ * tests and the fuzzer install a stream I/O layer). */
+#ifndef PETREL_SMTPD_H
+#define PETREL_SMTPD_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include "addr.h"
+#include "cleanup_client.h"
+#include "dict.h"
+#include "dns.h"
+#include "sock.h"
+#include "str.h"
+#include "stream.h"
+#include "tls.h"
+
+/* ---- Commands (smtpd_cmd.c) ------------------------------------------ */
+
+enum smtpd_verb {
+	SMTPD_V_NONE = 0,	/* empty line */
+	SMTPD_V_UNKNOWN,	/* a word we do not know */
+	SMTPD_V_HELO, SMTPD_V_EHLO, SMTPD_V_MAIL, SMTPD_V_RCPT,
+	SMTPD_V_DATA, SMTPD_V_BDAT, SMTPD_V_RSET, SMTPD_V_NOOP,
+	SMTPD_V_QUIT, SMTPD_V_VRFY, SMTPD_V_HELP, SMTPD_V_STARTTLS,
+	SMTPD_V_EXPN, SMTPD_V_ETRN, SMTPD_V_AUTH,
+	SMTPD_V_COUNT
+};
+
+/* What is wrong with a command line before its verb is even looked at. */
+enum smtpd_cmd_status {
+	SMTPD_CMD_OK = 0,
+	SMTPD_CMD_NUL,		/* a NUL byte */
+	SMTPD_CMD_CONTROL,	/* another control byte (TAB and bare CR aside) */
+};
+
+typedef struct smtpd_cmd {
+	enum smtpd_verb verb;
+	const char *word;	/* the verb as sent (points into the line) */
+	size_t wordlen;
+	const char *arg;	/* after the verb and its blanks, trailing
+				 * blanks cut; "" when there is none */
+	size_t arglen;
+} smtpd_cmd_t;
+
+/* Splits one command line (without its terminator; any bytes).  The verb
+ * is the text up to the first blank, matched without regard to case.
+ * Blanks are spaces and tabs.  The result points into line. */
+enum smtpd_cmd_status smtpd_cmd_parse(const char *line, size_t len,
+    smtpd_cmd_t *cmd);
+/* Upper-case canonical name of a known verb ("MAIL"); "UNKNOWN"/"". */
+const char *smtpd_verb_name(enum smtpd_verb v);
+
+/* BDAT argument: "SIZE" or "SIZE LAST" (LAST in any case).  Size is 1 to
+ * 19 digits.  False for anything else. */
+bool smtpd_bdat_parse(const char *arg, size_t len, uint64_t *size,
+    bool *last);
+
+/* A HELO/EHLO argument we can store and pass on: 1..255 bytes, no control
+ * bytes, no blanks inside.  Returns false with *why otherwise. */
+bool smtpd_helo_ok(const char *arg, size_t len, const char **why);
+
+/* The next word of a parameter list (separated by blanks and commas),
+ * where "inline:{ a=b, c=d }" is one word: braces nest.  NUL-terminates
+ * it in place; NULL at the end. */
+char *smtpd_list_token(char **cp);
+
+/* ---- Network lists (smtpd_net.c) ------------------------------------- */
+
+/* A list like mynetworks: blank/comma separated patterns, first match
+ * wins: 192.0.2.1, 192.0.2.0/24, [2001:db8::1], [2001:db8::]/32 (brackets
+ * optional for IPv6), type:table (the address looked up as a key),
+ * !pattern (a match means "no match", stop).  Host bits set under the
+ * mask are an error (192.0.2.1/24), as is anything unparsable. */
+typedef struct smtpd_netlist smtpd_netlist_t;
+smtpd_netlist_t *smtpd_netlist_new(const char *param, const char *spec,
+    str_t *err);
+/* addr: a numeric address as text ("192.0.2.1", "2001:db8::1"; an
+ * IPv4-mapped IPv6 address matches as IPv4).  1 match, 0 no match, -1 a
+ * table could not be read (err). */
+int smtpd_netlist_match(smtpd_netlist_t *l, const char *addr, str_t *err);
+void smtpd_netlist_free(smtpd_netlist_t *l);
+
+/* ---- Restrictions (smtpd_check.c) ------------------------------------ */
+
+/* One reply to the client: code, enhanced status, text (no CR/LF). */
+typedef struct smtpd_reply {
+	int code;
+	char dsn[16];
+	str_t text;
+} smtpd_reply_t;
+#define SMTPD_REPLY_INIT { 0, "", STR_INIT }
+
+/* Outcome of a restriction list. */
+enum smtpd_chk {
+	SMTPD_CHK_DUNNO = 0,	/* no decision: go on */
+	SMTPD_CHK_OK,		/* permit: stop this list */
+	SMTPD_CHK_REJECT,	/* reject (4xx or 5xx) with a reply */
+};
+
+/* Where in the session a list is evaluated, for messages. */
+enum smtpd_stage {
+	SMTPD_ST_CONNECT, SMTPD_ST_HELO, SMTPD_ST_MAIL, SMTPD_ST_RCPT,
+	SMTPD_ST_DATA, SMTPD_ST_EOD, SMTPD_ST_VRFY,
+};
+
+typedef struct smtpd_cfg smtpd_cfg_t;
+typedef struct smtpd_restr smtpd_restr_t;
+
+/* What the checks may look at.  NULL fields are unknown (a restriction
+ * that needs one does nothing). */
+typedef struct smtpd_check_ctx {
+	const smtpd_cfg_t *cfg;
+	const char *client_name;	/* "unknown" if not known */
+	const char *client_addr;	/* numeric */
+	const char *helo;		/* HELO/EHLO argument */
+	const char *sender;		/* internal form, "" = <> */
+	const char *rcpt;		/* internal form */
+	const char *local_addr;		/* our end of the connection */
+	bool trusted;			/* stand-alone mode: a local user */
+	const char *sasl_username;	/* (SMTP AUTH, later) */
+} smtpd_check_ctx_t;
+
+/* Parses a restriction list (blank/comma separated; check_*_access takes
+ * the next word as its table).  Tables are opened here; one that cannot
+ * be opened is kept as broken (its checks answer 451 4.3.0 and log why)
+ * and a warning goes to err_warn.  NULL with err set for an unknown
+ * restriction or a missing table argument. */
+smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
+    str_t *err, str_t *err_warn);
+void smtpd_restr_free(smtpd_restr_t *r);
+bool smtpd_restr_empty(const smtpd_restr_t *r);
+/* True if the list can refuse relaying on its own (reject_unauth_
+ * destination, defer_unauth_destination, reject, defer): the never-an-
+ * open-relay check at start-up. */
+bool smtpd_restr_stops_relay(const smtpd_restr_t *r);
+
+/* Evaluates list r; on SMTPD_CHK_REJECT fills reply. */
+enum smtpd_chk smtpd_check(const smtpd_restr_t *r, smtpd_check_ctx_t *ctx,
+    enum smtpd_stage stage, smtpd_reply_t *reply);
+
+/* The individual checks, also used by smtpd_session.c (VRFY, the
+ * implicit reject_unlisted_recipient) and the unit tests. */
+/* Is rcpt's domain ours to accept from anyone (mydestination,
+ * relay_domains, our own address literal), with no sender-specified
+ * routing in the local part?  1 yes, 0 no, -1 a table failed (reply). */
+int smtpd_rcpt_authorized(smtpd_check_ctx_t *ctx, const char *rcpt,
+    smtpd_reply_t *reply);
+/* Is the domain of addr local (mydestination, no domain, our literal)?
+ * 1, 0, -1 (table failure, err). */
+int smtpd_domain_is_local(const smtpd_cfg_t *cfg, const char *domain,
+    const char *local_addr, str_t *err);
+/* reject_unlisted_recipient: DUNNO or REJECT (550 User unknown, or 451
+ * when a table could not be read). */
+enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx,
+    const char *rcpt, smtpd_reply_t *reply);
+
+/* ---- Configuration (smtpd_cfg.c) ------------------------------------- */
+
+enum smtpd_bare_lf { SMTPD_LF_ACCEPT, SMTPD_LF_NORMALIZE, SMTPD_LF_REJECT };
+enum smtpd_tls_level { SMTPD_TLS_NONE, SMTPD_TLS_MAY, SMTPD_TLS_ENCRYPT };
+
+/* EHLO keywords (smtpd_discard_ehlo_keywords). */
+enum {
+	SMTPD_EXT_PIPELINING = 1 << 0, SMTPD_EXT_SIZE = 1 << 1,
+	SMTPD_EXT_8BITMIME = 1 << 2, SMTPD_EXT_DSN = 1 << 3,
+	SMTPD_EXT_ENHANCED = 1 << 4, SMTPD_EXT_SMTPUTF8 = 1 << 5,
+	SMTPD_EXT_CHUNKING = 1 << 6, SMTPD_EXT_STARTTLS = 1 << 7,
+	SMTPD_EXT_VRFY = 1 << 8,
+};
+
+/* A local recipient table: a dict, or the passwd database. */
+typedef struct smtpd_lrmap {
+	dict_t *dict;		/* NULL for unix:passwd.byname or broken */
+	bool passwd;
+	char *spec;
+	char *broken;		/* why it could not be opened, or NULL */
+} smtpd_lrmap_t;
+
+struct smtpd_cfg {
+	char *myhostname;
+	char *myorigin;
+	char *banner;
+	long timeout_ms, starttls_timeout_ms, ipc_timeout_ms;
+	long hard_limit, soft_limit, junk_limit;
+	long error_sleep;		/* seconds */
+	long rcpt_limit, rcpt_overshoot;
+	uint64_t size_limit;		/* 0 = none */
+	size_t line_limit;
+	long conn_limit;
+	bool helo_required, delay_reject, disable_vrfy, reject_unlisted;
+	bool peername_lookup, smtputf8, strict_envelopes, port_logging;
+	bool tls_received;
+	enum smtpd_bare_lf bare_lf;
+	int ext_discard;		/* SMTPD_EXT_* not offered */
+	enum smtpd_tls_level tls_level;
+	tls_ctx_t *tls;			/* NULL: no STARTTLS possible */
+	char *tls_error;		/* why tls is NULL at may/encrypt */
+	smtpd_restr_t *client_restr, *helo_restr, *sender_restr,
+	    *relay_restr, *rcpt_restr, *data_restr, *eod_restr;
+	smtpd_netlist_t *mynetworks, *limit_exceptions;
+	addr_domlist_t *mydestination, *relay_domains;
+	smtpd_lrmap_t *lrmaps;		/* local_recipient_maps */
+	size_t nlrmaps;			/* 0 with lrmaps_on false: accept */
+	bool lrmaps_on;
+	char *recipient_delimiter;
+	dns_resolver_t *dns;		/* NULL: created on first use */
+	bool dns_failed;
+	int relay_code, access_code, unknown_addr_code, unknown_local_code,
+	    non_fqdn_code;
+	char **forbidden;		/* smtpd_forbidden_commands, NULL-ended */
+	char *sendmail_path;		/* stand-alone mode */
+	char *cleanup_service;
+};
+
+/* Reads every smtpd parameter and opens the tables, TLS context and
+ * lists.  Problems that make the server unsafe or meaningless (a bad
+ * restriction name, a bad mynetworks pattern, restrictions that would
+ * relay for anyone) fail: NULL with err.  Lesser problems (a table that
+ * cannot be opened, a certificate that does not load) are logged as
+ * warnings and degrade to temporary failures. */
+smtpd_cfg_t *smtpd_cfg_load(str_t *err);
+void smtpd_cfg_free(smtpd_cfg_t *cfg);
+
+/* ---- Destinations (smtpd_dest.c) ------------------------------------- */
+
+typedef struct smtpd_rcpt {
+	char *addr;		/* internal form */
+	char *orcpt;		/* "type;xtext" as sent, or NULL */
+	int notify;		/* cleanup bits: 1 SUCCESS 2 FAILURE 4 DELAY 8 NEVER */
+} smtpd_rcpt_t;
+
+/* Everything about a message but its content. */
+typedef struct smtpd_txn_info {
+	const char *sender;		/* internal form, "" = <> */
+	const char *envid;		/* xtext as sent, or NULL */
+	int ret;			/* 0, 1 FULL, 2 HDRS */
+	const char *body;		/* "8BITMIME", "7BIT" or NULL */
+	bool smtputf8;
+	const smtpd_rcpt_t *rcpts;
+	size_t nrcpts;
+	const char *client_name, *client_addr, *client_port, *helo;
+	const char *protocol;		/* ESMTP, ESMTPS, SMTP, ... */
+	const char *tls_info;		/* "using TLSv1.3 with ..." or NULL */
+	const char *log_ident;
+} smtpd_txn_info_t;
+
+typedef struct smtpd_dest smtpd_dest_t;
+struct smtpd_dest {
+	/* Starts a message: 0, or -1 with the reason in why (the client
+	 * gets 451 4.3.0). */
+	int (*open)(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why);
+	/* Content, any split.  -1 once it failed (sticky until finish). */
+	int (*write)(smtpd_dest_t *d, const void *buf, size_t len);
+	/* Ends the message; reply is always filled (status 0 queued). */
+	void (*finish)(smtpd_dest_t *d, cleanup_reply_t *reply);
+	/* Forgets the message; nothing of it may be queued. */
+	void (*abort)(smtpd_dest_t *d);
+	void (*free)(smtpd_dest_t *d);
+};
+
+/* Mail to cleanup(8) over its socket (service: CLEANUP_SERVICE or a
+ * path), each message on a new connection. */
+smtpd_dest_t *smtpd_dest_cleanup(const char *service, int timeout_ms);
+/* Stand-alone mode: each message is piped to "SENDMAIL -i -f SENDER
+ * [-N ...] [-R ...] [-V ...] -- RCPT..." (sendmail_path), whose exit
+ * status 0 means queued. */
+smtpd_dest_t *smtpd_dest_sendmail(const char *path);
+
+/* ---- Connection counts (smtpd_conn.c) -------------------------------- */
+
+/* A count file (one slot per smtpd process, locked with fcntl while the
+ * process serves a client).  NULL with err if it cannot be opened. */
+typedef struct smtpd_conn smtpd_conn_t;
+smtpd_conn_t *smtpd_conn_open(const char *path, str_t *err);
+/* Claims a slot for addr if fewer than limit slots hold addr: 1 claimed
+ * (*count: how many others held it), 0 over the limit, -1 error (err;
+ * the caller lets the client in). */
+int smtpd_conn_claim(smtpd_conn_t *c, const char *addr, long limit,
+    long *count, str_t *err);
+void smtpd_conn_release(smtpd_conn_t *c);
+void smtpd_conn_close(smtpd_conn_t *c);
+/* Where the daemon keeps the file, relative to queue_directory. */
+#define SMTPD_CONN_FILE "private/smtpd.conncount"
+
+/* ---- Sessions (smtpd_session.c) -------------------------------------- */
+
+/* Who the client is. */
+typedef struct smtpd_peer {
+	char name[DNS_NAME_TEXTLEN];	/* host name or "unknown" */
+	char addr[SOCK_ADDR_STRLEN];	/* numeric, "" if not an IP peer */
+	char port[8];
+	char local_addr[SOCK_ADDR_STRLEN];
+	bool stand_alone;		/* smtpd -S: a local user */
+} smtpd_peer_t;
+
+/* Fills peer from the socket fd (getpeername/getsockname; the name by
+ * reverse lookup when smtpd_peername_lookup is on, confirmed forward;
+ * loopback clients are "localhost" without any lookup). */
+void smtpd_peer_from_fd(const smtpd_cfg_t *cfg, int fd, smtpd_peer_t *peer);
+/* A local user on stdin/stdout: "localhost", 127.0.0.1. */
+void smtpd_peer_stand_alone(smtpd_peer_t *peer);
+
+typedef struct smtpd_session_opts {
+	/* Called instead of sleep() for the error delay (tests). */
+	void (*sleep_fn)(unsigned seconds, void *ctx);
+	void *sleep_ctx;
+	/* Connection count file (NULL: no limit is enforced). */
+	smtpd_conn_t *conn;
+	/* Called for every command and every 64 KiB of content: the
+	 * daemon re-arms its watchdog there (a session may legitimately
+	 * last long as long as it moves). */
+	void (*progress)(void *ctx);
+	void *progress_ctx;
+} smtpd_session_opts_t;
+
+/* Runs one SMTP session on s until QUIT, a disconnect, a timeout or a
+ * fatal client error, then closes s (after a TLS close_notify when
+ * STARTTLS was done).  Returns how many messages were accepted. */
+int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
+    const smtpd_peer_t *peer, smtpd_dest_t *dest,
+    const smtpd_session_opts_t *opts);
+
+#endif

@@ -1,0 +1,249 @@
+/* The smtpd configuration snapshot: every parameter read once, tables,
+ * lists and the TLS context opened once per process. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "log.h"
+#include "mem.h"
+#include "pconfig.h"
+#include "server.h"
+#include "smtpd.h"
+
+static const struct {
+	const char *name;
+	int bit;
+} ehlo_keywords[] = {
+	{ "pipelining", SMTPD_EXT_PIPELINING }, { "size", SMTPD_EXT_SIZE },
+	{ "8bitmime", SMTPD_EXT_8BITMIME }, { "dsn", SMTPD_EXT_DSN },
+	{ "enhancedstatuscodes", SMTPD_EXT_ENHANCED },
+	{ "smtputf8", SMTPD_EXT_SMTPUTF8 }, { "chunking", SMTPD_EXT_CHUNKING },
+	{ "starttls", SMTPD_EXT_STARTTLS }, { "vrfy", SMTPD_EXT_VRFY },
+};
+
+static int discard_mask(const char *value)
+{
+	char *copy = xstrdup(value), *cp = copy, *t;
+	int mask = 0;
+
+	while ((t = smtpd_list_token(&cp)) != NULL) {
+		size_t k;
+		for (k = 0; k < sizeof(ehlo_keywords) / sizeof(ehlo_keywords[0]); k++)
+			if (strcasecmp(t, ehlo_keywords[k].name) == 0) {
+				mask |= ehlo_keywords[k].bit;
+				break;
+			}
+		if (k == sizeof(ehlo_keywords) / sizeof(ehlo_keywords[0]))
+			log_warning("smtpd_discard_ehlo_keywords: unknown keyword "
+			    "\"%s\" ignored", t);
+	}
+	free(copy);
+	return mask;
+}
+
+static char **word_list(const char *value)
+{
+	char *copy = xstrdup(value), *cp = copy, *t;
+	char **v = xcalloc(1, sizeof(*v));
+	size_t n = 0;
+
+	while ((t = smtpd_list_token(&cp)) != NULL) {
+		v = xreallocarray(v, n + 2, sizeof(*v));
+		v[n++] = xstrdup(t);
+		v[n] = NULL;
+	}
+	free(copy);
+	return v;
+}
+
+static void load_lrmaps(smtpd_cfg_t *cfg)
+{
+	const char *value = config_get_str("local_recipient_maps");
+	char *copy = xstrdup(value), *cp = copy, *t;
+
+	cfg->lrmaps_on = false;
+	while ((t = smtpd_list_token(&cp)) != NULL) {
+		smtpd_lrmap_t *m;
+		cfg->lrmaps_on = true;
+		cfg->lrmaps = xreallocarray(cfg->lrmaps, cfg->nlrmaps + 1,
+		    sizeof(*cfg->lrmaps));
+		m = &cfg->lrmaps[cfg->nlrmaps++];
+		memset(m, 0, sizeof(*m));
+		m->spec = xstrdup(t);
+		/* The passwd file is no lookup table of ours; unix:passwd.byname
+		 * is answered with getpwnam() (in a chroot, the jail needs its
+		 * own etc/passwd: doc/smtpd.md). */
+		if (strcmp(t, "unix:passwd.byname") == 0) {
+			m->passwd = true;
+			continue;
+		}
+		str_t err = STR_INIT;
+		m->dict = dict_open(t, 0, &err);
+		if (m->dict == NULL) {
+			m->broken = xstrdup(str_cstr(&err));
+			log_warning("local_recipient_maps: %s: %s; unknown local "
+			    "recipients get 451 4.3.0 until it can be read",
+			    t, m->broken);
+		}
+		str_release(&err);
+	}
+	free(copy);
+}
+
+smtpd_cfg_t *smtpd_cfg_load(str_t *err)
+{
+	smtpd_cfg_t *cfg = xcalloc(1, sizeof(*cfg));
+	str_t warn = STR_INIT;
+	const char *v;
+	static const struct {
+		const char *param;
+		size_t off;
+	} lists[] = {
+		{ "smtpd_client_restrictions", offsetof(smtpd_cfg_t, client_restr) },
+		{ "smtpd_helo_restrictions", offsetof(smtpd_cfg_t, helo_restr) },
+		{ "smtpd_sender_restrictions", offsetof(smtpd_cfg_t, sender_restr) },
+		{ "smtpd_relay_restrictions", offsetof(smtpd_cfg_t, relay_restr) },
+		{ "smtpd_recipient_restrictions", offsetof(smtpd_cfg_t, rcpt_restr) },
+		{ "smtpd_data_restrictions", offsetof(smtpd_cfg_t, data_restr) },
+		{ "smtpd_end_of_data_restrictions", offsetof(smtpd_cfg_t, eod_restr) },
+	};
+
+	cfg->myhostname = xstrdup(config_get_str("myhostname"));
+	cfg->myorigin = xstrdup(config_get_str("myorigin"));
+	cfg->banner = xstrdup(config_get_str("smtpd_banner"));
+	cfg->timeout_ms = config_get_time("smtpd_timeout") * 1000;
+	cfg->starttls_timeout_ms = config_get_time("smtpd_starttls_timeout") * 1000;
+	cfg->ipc_timeout_ms = config_get_time("ipc_timeout") * 1000;
+	cfg->hard_limit = config_get_int("smtpd_hard_error_limit");
+	cfg->soft_limit = config_get_int("smtpd_soft_error_limit");
+	cfg->junk_limit = config_get_int("smtpd_junk_command_limit");
+	cfg->error_sleep = config_get_time("smtpd_error_sleep_time");
+	cfg->rcpt_limit = config_get_int("smtpd_recipient_limit");
+	cfg->rcpt_overshoot = config_get_int("smtpd_recipient_overshoot_limit");
+	cfg->size_limit = (uint64_t)config_get_size("message_size_limit");
+	cfg->line_limit = (size_t)config_get_int("line_length_limit");
+	cfg->conn_limit = config_get_int("smtpd_client_connection_count_limit");
+	cfg->helo_required = config_get_bool("smtpd_helo_required");
+	cfg->delay_reject = config_get_bool("smtpd_delay_reject");
+	cfg->disable_vrfy = config_get_bool("disable_vrfy_command");
+	cfg->reject_unlisted = config_get_bool("smtpd_reject_unlisted_recipient");
+	cfg->peername_lookup = config_get_bool("smtpd_peername_lookup");
+	cfg->smtputf8 = config_get_bool("smtputf8_enable");
+	cfg->strict_envelopes = config_get_bool("strict_rfc821_envelopes");
+	cfg->port_logging = config_get_bool("smtpd_client_port_logging");
+	cfg->tls_received = config_get_bool("smtpd_tls_received_header");
+	v = config_get_str("smtpd_forbid_bare_newline");
+	cfg->bare_lf = strcmp(v, "yes") == 0 ? SMTPD_LF_REJECT :
+	    strcmp(v, "no") == 0 ? SMTPD_LF_ACCEPT : SMTPD_LF_NORMALIZE;
+	cfg->ext_discard = discard_mask(config_get_str("smtpd_discard_ehlo_keywords"));
+	if (!cfg->smtputf8)
+		cfg->ext_discard |= SMTPD_EXT_SMTPUTF8;
+	if (cfg->disable_vrfy)
+		cfg->ext_discard |= SMTPD_EXT_VRFY;
+	cfg->recipient_delimiter = xstrdup(config_get_str("recipient_delimiter"));
+	cfg->relay_code = (int)config_get_int("relay_domains_reject_code");
+	cfg->access_code = (int)config_get_int("access_map_reject_code");
+	cfg->unknown_addr_code = atoi(config_get_str("unknown_address_reject_code"));
+	cfg->unknown_local_code = (int)config_get_int("unknown_local_recipient_reject_code");
+	cfg->non_fqdn_code = (int)config_get_int("non_fqdn_reject_code");
+	cfg->forbidden = word_list(config_get_str("smtpd_forbidden_commands"));
+	cfg->sendmail_path = xstrdup(config_get_str("sendmail_path"));
+	cfg->cleanup_service = xstrdup(config_get_str("cleanup_service_name"));
+
+	v = config_get_str("smtpd_tls_security_level");
+	cfg->tls_level = strcmp(v, "encrypt") == 0 ? SMTPD_TLS_ENCRYPT :
+	    strcmp(v, "may") == 0 ? SMTPD_TLS_MAY : SMTPD_TLS_NONE;
+	if (cfg->tls_level != SMTPD_TLS_NONE) {
+		str_t terr = STR_INIT;
+		cfg->tls = tls_server_ctx_from_config(&terr);
+		if (cfg->tls == NULL) {
+			cfg->tls_error = xstrdup(str_cstr(&terr));
+			log_warning("TLS is not available: %s%s", cfg->tls_error,
+			    cfg->tls_level == SMTPD_TLS_ENCRYPT ?
+			    "; smtpd_tls_security_level = encrypt: no mail "
+			    "is accepted" : "; STARTTLS is not offered");
+		}
+		str_release(&terr);
+	}
+
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		smtpd_restr_t *r = smtpd_restr_parse(lists[i].param,
+		    config_get_str(lists[i].param), err, &warn);
+		if (r == NULL)
+			goto fail;
+		*(smtpd_restr_t **)((char *)cfg + lists[i].off) = r;
+	}
+	if (!smtpd_restr_stops_relay(cfg->relay_restr) &&
+	    !smtpd_restr_stops_relay(cfg->rcpt_restr)) {
+		str_set(err, "smtpd_relay_restrictions and smtpd_recipient_"
+		    "restrictions: neither has reject_unauth_destination, "
+		    "defer_unauth_destination, reject or defer; refusing to "
+		    "run as an open relay");
+		goto fail;
+	}
+	cfg->mynetworks = smtpd_netlist_new("mynetworks",
+	    config_get_str("mynetworks"), err);
+	if (cfg->mynetworks == NULL)
+		goto fail;
+	cfg->limit_exceptions = smtpd_netlist_new("smtpd_client_event_limit_exceptions",
+	    config_get_str("smtpd_client_event_limit_exceptions"), err);
+	if (cfg->limit_exceptions == NULL)
+		goto fail;
+	cfg->mydestination = addr_domlist_new("mydestination",
+	    config_get_str("mydestination"), 0, err);
+	if (cfg->mydestination == NULL)
+		goto fail;
+	cfg->relay_domains = addr_domlist_new("relay_domains",
+	    config_get_str("relay_domains"), 0, err);
+	if (cfg->relay_domains == NULL)
+		goto fail;
+	load_lrmaps(cfg);
+	if (str_len(&warn) > 0)
+		log_lines(LOG_LVL_WARNING, str_cstr(&warn));
+	str_release(&warn);
+	return cfg;
+fail:
+	str_release(&warn);
+	smtpd_cfg_free(cfg);
+	return NULL;
+}
+
+void smtpd_cfg_free(smtpd_cfg_t *cfg)
+{
+	if (cfg == NULL)
+		return;
+	free(cfg->myhostname);
+	free(cfg->myorigin);
+	free(cfg->banner);
+	free(cfg->recipient_delimiter);
+	free(cfg->tls_error);
+	free(cfg->sendmail_path);
+	free(cfg->cleanup_service);
+	if (cfg->tls)
+		tls_ctx_free(cfg->tls);
+	smtpd_restr_free(cfg->client_restr);
+	smtpd_restr_free(cfg->helo_restr);
+	smtpd_restr_free(cfg->sender_restr);
+	smtpd_restr_free(cfg->relay_restr);
+	smtpd_restr_free(cfg->rcpt_restr);
+	smtpd_restr_free(cfg->data_restr);
+	smtpd_restr_free(cfg->eod_restr);
+	smtpd_netlist_free(cfg->mynetworks);
+	smtpd_netlist_free(cfg->limit_exceptions);
+	addr_domlist_free(cfg->mydestination);
+	addr_domlist_free(cfg->relay_domains);
+	for (size_t i = 0; i < cfg->nlrmaps; i++) {
+		if (cfg->lrmaps[i].dict)
+			dict_close(cfg->lrmaps[i].dict);
+		free(cfg->lrmaps[i].spec);
+		free(cfg->lrmaps[i].broken);
+	}
+	free(cfg->lrmaps);
+	if (cfg->forbidden) {
+		for (char **p = cfg->forbidden; *p; p++)
+			free(*p);
+		free(cfg->forbidden);
+	}
+	if (cfg->dns)
+		dns_resolver_free(cfg->dns);
+	free(cfg);
+}
