@@ -401,7 +401,7 @@ static const param_def_t table[] = {
 	P_BOOL("smtpd_delay_reject", "yes",
 	    "Apply client, HELO and sender restrictions at RCPT TO."),
 	P_BOOL("disable_vrfy_command", "yes",
-	    "Refuse VRFY (502); with no, VRFY answers 252 for an address smtpd would accept."),
+	    "Answer VRFY with a non-committal 252; with no, VRFY checks the address (252 or a reject)."),
 	P_BOOL("smtpd_reject_unlisted_recipient", "yes",
 	    "Reject recipients unknown in local_recipient_maps at RCPT TO."),
 	P_BOOL("smtpd_reject_unlisted_sender", "no",

@@ -871,8 +871,10 @@ static void cmd_vrfy(sess_t *ss, const smtpd_cmd_t *c)
 	str_t arg = STR_INIT;
 
 	junk(ss);
+	/* Disabled VRFY reveals nothing but is not an error: RFC 5321
+	 * (3.5.3) recommends 252, and a client may go on with RCPT. */
 	if (ss->cfg->disable_vrfy) {
-		fail(ss, 502, "5.5.1", "VRFY command is disabled");
+		reply(ss, 252, "2.5.2", "Cannot VRFY user; try RCPT to attempt delivery");
 		return;
 	}
 	if (c->arglen == 0) {
