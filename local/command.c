@@ -296,8 +296,14 @@ int command_deliver(const command_opts_t *o, lmsg_t *m,
 	if (o->time_limit > 0)
 		run.deadline = now_ms() + o->time_limit * 1000LL;
 
+	/* A command that stops reading must give EPIPE, not kill us (the
+	 * daemon skeleton ignores SIGPIPE; a library must not rely on it). */
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	sigemptyset(&ign.sa_mask);
+	(void)sigaction(SIGPIPE, &ign, &old);
 	r = lmsg_copy(m, copy, to_command, &run, &err);
 	int werr = r == LMSG_EWRITE ? errno : 0;
+	(void)sigaction(SIGPIPE, &old, NULL);
 	close(run.in);
 	run.in = -1;
 	if (r == LMSG_EREAD) {
