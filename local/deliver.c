@@ -429,7 +429,8 @@ static void deliver_command(dstate_t *s, const ident_t *id, const char *cmd)
 	o.env = env;
 	copy_opts(s, &c, LMSG_FROM_LINE | LMSG_RETURN_PATH,
 	    (s->l->conf.prepend_delivered & LOCAL_DT_COMMAND) != 0);
-	(void)command_deliver(&o, s->msg->content, &c, &st);
+	if (command_deliver(&o, s->msg->content, &c, &st) == 0)
+		lstatus_set(&st, "2.0.0", "delivered to command: %s", cmd);
 	result(s, &st);
 	free_env(env);
 	lstatus_free(&st);
@@ -698,7 +699,8 @@ static void deliver_list(dstate_t *s, int cls, const char *list, size_t len,
 	}
 	for (size_t i = 0; i < t.n; i++) {
 		alias_target_t *tg = &t.v[i];
-		if (!first_time(s, alias_kind_name(tg->kind), tg->text))
+		str_setf(&why, "target-%s", alias_kind_name(tg->kind));
+		if (!first_time(s, str_cstr(&why), tg->text))
 			continue;
 		if (too_many(s))
 			break;
@@ -714,14 +716,9 @@ static void deliver_list(dstate_t *s, int cls, const char *list, size_t len,
 			add_forward(s, tg->text);
 			break;
 		case ALIAS_T_MAILBOX:
-			/* \name: in an alias, that user's mailbox; in a user's
-			 * own file only their own (else it is an address). */
-			if (cls == LOCAL_CLASS_ALIAS || strcasecmp(tg->text,
-			    s->user) == 0) {
-				deliver_user(s, tg->text, false);
-			} else if (first_time(s, "address", tg->text)) {
-				add_forward(s, tg->text);
-			}
+			/* \name: that user's own mailbox, no alias or .forward
+			 * (delivered with that user's identity). */
+			deliver_user(s, tg->text, false);
 			break;
 		case ALIAS_T_COMMAND:
 			if (!(cf->allow_commands & cls)) {
