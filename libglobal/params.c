@@ -252,6 +252,8 @@ static const param_def_t table[] = {
 	    "Who may flush the queue."),
 	P_STR("authorized_submit_users", "static:anyone",
 	    "Who may submit mail with sendmail."),
+	P_STR("alternate_config_directories", "",
+	    "Configuration directories besides the default that the set-gid postdrop accepts (-c, MAIL_CONFIG)."),
 
 	/* Queue manager: active queue and retries. */
 	P_INT("qmgr_message_active_limit", "20000", 1, UNL, 0,
