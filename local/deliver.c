@@ -163,6 +163,20 @@ void local_free(local_t *l)
 	free(l);
 }
 
+static void maplist_refresh(maplist_t *ml)
+{
+	/* A failure shows at the next lookup, as an error there. */
+	for (size_t i = 0; i < ml->n; i++)
+		if (ml->d[i] != NULL)
+			(void)dict_refresh(ml->d[i]);
+}
+
+void local_refresh(local_t *l)
+{
+	maplist_refresh(&l->aliases);
+	maplist_refresh(&l->recipients);
+}
+
 /* ---- $name expansion ---------------------------------------------------- */
 
 static const char *var_value(const char *name, size_t len,

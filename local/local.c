@@ -58,6 +58,7 @@ static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 		    "cannot open queue file %s: %s", req->queue_id, err.reason);
 		return;
 	}
+	local_refresh(the_local);
 	content = lmsg_from_qfile(qf);
 	msg.queue_id = req->queue_id;
 	msg.sender = req->sender;

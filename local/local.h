@@ -95,6 +95,12 @@ typedef struct local local_t;
 local_t *local_new(const local_conf_t *conf, str_t *err);
 void local_free(local_t *l);
 
+/* Looks at every open hash: table for a rebuilt file now.  The daemon
+ * calls it once per delivery request, so that mail that arrives after
+ * postalias/postmap finished is delivered with the new table (the tables
+ * themselves look at most once a second). */
+void local_refresh(local_t *l);
+
 /* The message being delivered. */
 typedef struct local_msg {
 	const char *queue_id;
