@@ -4,6 +4,7 @@
 #include "local.h"
 #include "mem.h"
 #include "pconfig.h"
+#include "user.h"
 
 /* Parses a list of words into bits; -1 with err for an unknown word. */
 static int words(const char *param, const char *value, const char *const *names,
@@ -65,6 +66,23 @@ int local_conf_from_config(local_conf_t *c, str_t *err)
 	S(mydestination, "mydestination");
 	S(myorigin, "myorigin");
 #undef S
+	/* A private instance has no business with the system's aliases:
+	 * unless main.cf says otherwise it reads its own, next to main.cf
+	 * (and knows its recipients from them). */
+	config_item_t it;
+	if (!priv_can_switch() && config_item("alias_maps", &it)
+	    && it.origin == CONFIG_DEFAULT) {
+		str_t v = STR_INIT;
+		free(c->alias_maps);
+		str_setf(&v, "hash:%s/aliases", config_get_str("config_directory"));
+		c->alias_maps = str_steal(&v);
+		if (config_item("local_recipient_maps", &it)
+		    && it.origin == CONFIG_DEFAULT) {
+			free(c->local_recipient_maps);
+			str_setf(&v, "unix:passwd.byname %s", c->alias_maps);
+			c->local_recipient_maps = str_steal(&v);
+		}
+	}
 	c->cleanup_service = xstrdup("");
 	c->command_time_limit = config_get_time("command_time_limit");
 	c->mailbox_size_limit = config_get_size("mailbox_size_limit");

@@ -264,6 +264,30 @@ unknown_user_cleanup() {
 	stop_instance
 }
 
+atf_test_case owner_alias cleanup
+owner_alias_head() {
+	atf_set descr "owner-NAME: the forwarded copies of NAME carry it as sender, so failures go to the owner, not the author"
+	atf_set require.user unprivileged
+}
+owner_alias_body() {
+	e2e_instance "home_mailbox = Maildir/"
+	printf 'list: bob, ghost\nowner-list: carol\n' >> etc/aliases
+	atf_check -s exit:0 $PA etc/aliases
+	start_instance
+	msg owned | send -f alice@host.test list
+	wait_mail bob 1
+	has "$(mail_with bob 'hello owned')" '^Return-Path: <owner-list@host.test>$'
+	# ghost bounced: the notice goes to owner-list, that is to carol
+	wait_mail carol 1
+	has "$(ls mail/carol/Maildir/new/*)" '^From: MAILER-DAEMON' 'ghost@host.test' '^Status: 5\.1\.1'
+	wait_queue_empty
+	nmail_is alice 0 || atf_fail "the author got the failure"
+	assert_log_clean
+}
+owner_alias_cleanup() {
+	stop_instance
+}
+
 atf_test_case forward cleanup
 forward_head() {
 	atf_set descr ".forward: used when safe; group/world-writable ones are ignored with a warning"
@@ -396,7 +420,12 @@ root_instance() {
 	mcf "pickup unix n - n 60 1 pickup" "cleanup unix n - n - 0 cleanup" \
 	    "qmgr unix n - n 300 1 qmgr" "local unix - n n - - local" \
 	    "bounce unix - - n - 0 bounce"
-	printf 'postmaster: root\n' > etc/aliases
+	mkdir -m 777 out
+	{
+		echo "postmaster: root"
+		echo "rootcmd: \"|id -u > $PWD/out/rootcmd\""
+		echo "rootfile: $PWD/out/rootfile.mbox"
+	} > etc/aliases
 	atf_check -s exit:0 $PA etc/aliases
 }
 
@@ -425,6 +454,12 @@ real_user_root_body() {
 	test "$(head -n 1 home/$U/id.out)" = "$UID_" || atf_fail "uid: $(head -n 1 home/$U/id.out)"
 	test "$(sed -n 2p home/$U/id.out)" = "$(id -g $U)" || atf_fail "groups: $(sed -n 2p home/$U/id.out)"
 	test "$(stat -c %U home/$U/id.out)" = $U || atf_fail "id.out owner"
+	# commands and files of a root-owned alias table: default_privs
+	msg alias | send -f root@host.test rootcmd rootfile
+	WAIT_MAX=100 wait_for test -s out/rootcmd || atf_fail "rootcmd did not run"
+	WAIT_MAX=100 wait_for test -s out/rootfile.mbox || atf_fail "rootfile"
+	test "$(cat out/rootcmd)" = "$(id -u nobody)" || atf_fail "rootcmd ran as uid $(cat out/rootcmd)"
+	test "$(stat -c %U out/rootfile.mbox)" = nobody || atf_fail "rootfile.mbox owner"
 	# a Maildir in the home directory belongs to the user too
 	atf_check -s exit:0 -e ignore $PETREL -c $PWD/etc stop
 	wait_for no_process_left
@@ -488,6 +523,7 @@ atf_init_test_cases() {
 	atf_add_test_case aliases
 	atf_add_test_case alias_loop
 	atf_add_test_case unknown_user
+	atf_add_test_case owner_alias
 	atf_add_test_case forward
 	atf_add_test_case rebuild_aliases
 	atf_add_test_case failing_mailbox

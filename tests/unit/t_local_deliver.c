@@ -16,6 +16,7 @@
 #include "file.h"
 #include "local/aliases.h"
 #include "local/local.h"
+#include "pconfig.h"
 #include "testutil.h"
 
 static char cwd[1024];
@@ -511,8 +512,72 @@ ATF_TC_BODY(classes, tc)
 	str_release(&err);
 }
 
+PRIVATE_TC(conf_private, "settings: a private instance reads its own aliases by default")
+{
+	local_conf_t c;
+	str_t err = STR_INIT, want = STR_INIT;
+
+	ATF_REQUIRE(config_load_text("recipient_delimiter = +\n"
+	    "allow_mail_to_files = alias\n"
+	    "prepend_delivered_header = forward\n"
+	    "mailbox_delivery_lock = dotlock\n", "main.cf") == 0);
+	ATF_REQUIRE_MSG(local_conf_from_config(&c, &err) == 0, "%s", str_cstr(&err));
+	str_setf(&want, "hash:%s/aliases", config_get_str("config_directory"));
+	ATF_CHECK_STREQ(c.alias_maps, str_cstr(&want));
+	str_setf(&want, "unix:passwd.byname hash:%s/aliases",
+	    config_get_str("config_directory"));
+	ATF_CHECK_STREQ(c.local_recipient_maps, str_cstr(&want));
+	ATF_CHECK_STREQ(c.recipient_delimiter, "+");
+	ATF_CHECK_EQ(c.allow_files, LOCAL_CLASS_ALIAS);
+	ATF_CHECK_EQ(c.allow_commands, LOCAL_CLASS_ALIAS | LOCAL_CLASS_FORWARD);
+	ATF_CHECK_EQ(c.prepend_delivered, LOCAL_DT_FORWARD);
+	ATF_CHECK(c.lock_dotlock && !c.lock_fcntl);
+	local_conf_free(&c);
+
+	/* Set in main.cf: used as it is. */
+	ATF_REQUIRE(config_load_text("alias_maps = hash:/x/aliases\n", "main.cf") == 0);
+	ATF_REQUIRE(local_conf_from_config(&c, &err) == 0);
+	ATF_CHECK_STREQ(c.alias_maps, "hash:/x/aliases");
+	ATF_CHECK_STREQ(c.local_recipient_maps, "unix:passwd.byname hash:/x/aliases");
+	local_conf_free(&c);
+
+	/* Bad words and a relative mail root are refused. */
+	ATF_REQUIRE(config_load_text("allow_mail_to_commands = alias, everyone\n",
+	    "main.cf") == 0);
+	ATF_CHECK(local_conf_from_config(&c, &err) < 0);
+	ATF_CHECK(strstr(str_cstr(&err), "everyone") != NULL);
+	ATF_REQUIRE(config_load_text("mailbox_delivery_lock = flock\n", "main.cf") == 0);
+	ATF_CHECK(local_conf_from_config(&c, &err) < 0);
+	ATF_REQUIRE(config_load_text("local_mail_root = run/mail\n", "main.cf") == 0);
+	ATF_CHECK(local_conf_from_config(&c, &err) < 0);
+	ATF_CHECK(strstr(str_cstr(&err), "absolute") != NULL);
+	str_release(&err);
+	str_release(&want);
+}
+
+ATF_TC(conf_root);
+ATF_TC_HEAD(conf_root, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "settings: as root the system's aliases are the default");
+	atf_tc_set_md_var(tc, "require.user", "root");
+}
+ATF_TC_BODY(conf_root, tc)
+{
+	local_conf_t c;
+	str_t err = STR_INIT;
+
+	ATF_REQUIRE(config_load_text("", "main.cf") == 0);
+	ATF_REQUIRE(local_conf_from_config(&c, &err) == 0);
+	ATF_CHECK_STREQ(c.alias_maps, "hash:/etc/aliases");
+	ATF_CHECK_STREQ(c.local_recipient_maps, "unix:passwd.byname hash:/etc/aliases");
+	local_conf_free(&c);
+	str_release(&err);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
+	ATF_TP_ADD_TC(tp, conf_private);
+	ATF_TP_ADD_TC(tp, conf_root);
 	ATF_TP_ADD_TC(tp, mailbox_spool);
 	ATF_TP_ADD_TC(tp, maildir_home);
 	ATF_TP_ADD_TC(tp, unknown_user);
