@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "cleanup_client.h"
 #include "file.h"
@@ -84,6 +85,12 @@ static void tmp_file(const char *path, scan_t *s)
 	char id[QUEUE_ID_SIZE];
 	str_t target = STR_INIT, dir = STR_INIT;
 
+	/* The age first: qfile_tmp_is_stale() tries a lock, and a writer
+	 * that created the file a moment ago and has not locked it yet would
+	 * then fail to lock it (postdrop refuses the message).  A file being
+	 * written is young or locked. */
+	if (lstat(path, &st) < 0 || time(NULL) - st.st_mtime < STALE_TMP_AGE)
+		return;
 	if (qfile_tmp_is_stale(path, STALE_TMP_AGE) != 1)
 		return;
 	if ((qf = qfile_open_path(path, 0, &err)) == NULL) {

@@ -31,6 +31,23 @@
 #include "str.h"
 #include "submit.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PD_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(PD_ASAN)
+/* Sanitizer builds (tests) only.  A set-gid process may not read its own
+ * /proc/self/environ, where ASan looks for ASAN_OPTIONS, and
+ * LeakSanitizer cannot work in a process that may not be traced: leak
+ * checking is off when we run set-gid. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return getgid() != getegid() ? "detect_leaks=0" : "";
+}
+#endif
+
 /* The temporary file, for the signal handler: removed if we are
  * interrupted before the commit. */
 static char tmp_path[PATH_MAX];
@@ -98,6 +115,7 @@ static void check_config_dir(const char *dir)
 static void trigger_pickup(const char *config_dir)
 {
 	str_t rel = STR_INIT, path = STR_INIT;
+	long timeout;
 
 	if (!submit_service_path(config_dir, "pickup", &rel)) {
 		log_debug("master.cf has no pickup service to tell");
@@ -106,9 +124,13 @@ static void trigger_pickup(const char *config_dir)
 	}
 	str_setf(&path, "%s/%s", config_get_str("queue_directory"),
 	    str_cstr(&rel));
-	/* Not running: the mail waits in maildrop for the next start. */
-	if (trigger_send(str_cstr(&path), "W", 1,
-	    (int)config_get_time("trigger_timeout") * 1000) < 0)
+	/* Not running: the mail waits in maildrop for the next start.  A
+	 * trigger only waits when pickup's listen queue is full, that is
+	 * when plenty of triggers are pending anyway: wait at most 1 s. */
+	timeout = config_get_time("trigger_timeout") * 1000;
+	if (timeout > 1000)
+		timeout = 1000;
+	if (trigger_send(str_cstr(&path), "W", 1, (int)timeout) < 0)
 		log_debug("cannot tell pickup (%s): %s", str_cstr(&path),
 		    strerror(errno));
 	str_release(&rel);

@@ -126,6 +126,36 @@ cleanup_down_cleanup() {
 	stop_instance
 }
 
+atf_test_case temporary_failure cleanup
+temporary_failure_head() {
+	atf_set descr "a message cleanup cannot take now stays in maildrop and does not hold up the files after it"
+	atf_set require.user unprivileged
+}
+temporary_failure_body() {
+	mk_submit "virtual_alias_expansion_limit = 1" \
+	    "virtual_alias_maps = inline:{ { big@example.com = one@example.com, two@example.com } }"
+	PICKUP_WAKEUP=60 mcf_submit
+	printf 'Subject: big\n\nmarker 1\n' | $SENDMAIL big@example.com || atf_fail sendmail
+	big=$(one_maildrop)
+	send 2
+	start_instance
+	wait_for in_incoming 2 || atf_fail "the file after the failing one was not queued"
+	wait_for in_log "${big##*/}: not queued: 4.3.0 .*virtual_alias_expansion_limit.*; it stays in maildrop/" ||
+	    atf_fail "no log line: $(cat maillog)"
+	[ -f $big ] || atf_fail "the failing file was removed"
+	qcount_is corrupt 0 || atf_fail "a temporary failure went to corrupt/"
+	# once the configuration allows it, the next scan queues it
+	sed -i '/virtual_alias_expansion_limit/d' etc/main.cf
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	send 3
+	wait_for in_incoming 1 || atf_fail "not queued after the fix"
+	qcount_is maildrop 0 || atf_fail "left in maildrop"
+	assert_log_clean
+}
+temporary_failure_cleanup() {
+	stop_instance
+}
+
 atf_test_case rejected cleanup
 rejected_head() {
 	atf_set descr "a file cleanup refuses for good is moved to corrupt/ with cleanup's reason, not retried for ever; the uid cross-check"
@@ -204,6 +234,7 @@ atf_init_test_cases() {
 	atf_add_test_case queued_then_removed
 	atf_add_test_case damaged
 	atf_add_test_case cleanup_down
+	atf_add_test_case temporary_failure
 	atf_add_test_case rejected
 	atf_add_test_case hashed_and_stale
 }

@@ -79,8 +79,8 @@ kill_cleanup_body() {
 			i=$w
 			while [ $i -le $N ]; do
 				printf 'Subject: m%s\nX-Marker: m%s\n\nmarker m%s\n' $i $i $i |
-				    $SENDMAIL -f alice@example.org bob@example.com ||
-				    echo $i >> failed
+				    $SENDMAIL -f alice@example.org bob@example.com \
+				    2>> sendmail.err || echo $i >> failed
 				i=$((i + P))
 			done
 		) &
@@ -96,7 +96,7 @@ kill_cleanup_body() {
 	    "pickup lost $(grep -c 'not queued:\|cannot connect to cleanup' maillog) transactions"
 	[ -s checks ] || atf_fail "incoming/ was never checked while cleanup was killed"
 
-	[ -s failed ] && atf_fail "sendmail failed for: $(cat failed)"
+	[ -s failed ] && atf_fail "sendmail failed for: $(cat failed): $(cat sendmail.err)"
 	[ -s invalid ] && atf_fail "an incomplete file was visible: $(cat invalid)"
 	[ -s kills ] || atf_fail "cleanup was never killed"
 	# Right after the last kill: each message is in incoming/ or maildrop/.
