@@ -437,6 +437,17 @@ real_user_root_head() {
 real_user_root_body() {
 	require_root
 	root_instance
+	# first a .forward the user does not own: ignored, with a warning
+	echo "\"|touch $PWD/out/bad\"" > home/$U/.forward
+	chmod 644 home/$U/.forward
+	start_instance
+	msg notowned | send -f root@host.test $U
+	log_wait "warning: [0-9A-Z]+: ignoring insecure .forward file $PWD/home/$U/.forward of $U: it is not owned by the user"
+	WAIT_MAX=100 wait_for grep -q '^hello notowned$' spool/$U || atf_fail "not delivered to the mailbox"
+	test ! -e out/bad || atf_fail "a .forward owned by root was used"
+	atf_check -s exit:0 -e ignore $PETREL -c $PWD/etc stop
+	wait_for no_process_left
+	rm spool/$U
 	printf '"|id -u > %s/home/%s/id.out; id -G >> %s/home/%s/id.out", \\%s\n' \
 	    "$PWD" $U "$PWD" $U $U > home/$U/.forward
 	chown $U home/$U/.forward
