@@ -91,6 +91,7 @@ typedef struct qmgr_msg {
 	unsigned long unlogged;		/* failed, but no bounce record */
 	unsigned long rcpt_in_core;	/* offered, no outcome yet */
 	sched_msg_result_t res;
+	double res_time;		/* when the core reported it */
 	enum qmgr_fin_step step;
 	bool notice_busy;		/* a bounce daemon request in flight */
 	const char *notice_kind;	/* for log lines */

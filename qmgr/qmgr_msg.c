@@ -290,21 +290,7 @@ static void cb_msg_done(void *ctx, sched_msg_t *m, const sched_msg_result_t *res
 
 	msg->sm = NULL;
 	msg->res = *res;
-	/* Recipients the core never saw (deferred by the resolver, or left
-	 * unread after a read error, or bounced without a log record) keep
-	 * the message in the queue. */
-	if (msg->res.status == SCHED_MSG_DONE
-	    && (msg->deferred_here > 0 || msg->read_error || msg->unlogged > 0)) {
-		if (!msg->read_error && msg->unlogged == 0
-		    && backoff_expired(&Q.sp.backoff, msg->arrival, now,
-		    msg->null_sender)) {
-			msg->res.status = SCHED_MSG_EXPIRED;
-		} else {
-			msg->res.status = SCHED_MSG_DEFERRED;
-			msg->res.retry_time = backoff_next_retry(&Q.sp.backoff,
-			    msg->res.attempt, msg->arrival, now);
-		}
-	}
+	msg->res_time = now;
 	msg->step = FIN_EXPIRE;
 	list_append(&Q.finish, &msg->fin_node);
 	qmgr_kick();
@@ -451,6 +437,28 @@ static void expire_recipients(qmgr_msg_t *msg, double now)
 	if (statuslog_remove(&Q.ql, SL_DEFER, msg->id, &err) < 0)
 		log_warning("%s: %s", msg->id, str_cstr(&err));
 	str_release(&err);
+}
+
+/* Recipients the core never saw (deferred by the resolver, left unread
+ * after a read error, or failed without a bounce record on disk) keep
+ * the message in the queue whatever the core's verdict.  Runs once the
+ * pending bounce records were written. */
+static void adjust_result(qmgr_msg_t *msg)
+{
+	double now = msg->res_time;
+
+	if (msg->res.status != SCHED_MSG_DONE || (msg->deferred_here == 0
+	    && !msg->read_error && msg->unlogged == 0))
+		return;
+	if (!msg->read_error && msg->unlogged == 0
+	    && backoff_expired(&Q.sp.backoff, msg->arrival, now,
+	    msg->null_sender)) {
+		msg->res.status = SCHED_MSG_EXPIRED;
+	} else {
+		msg->res.status = SCHED_MSG_DEFERRED;
+		msg->res.retry_time = backoff_next_retry(&Q.sp.backoff,
+		    msg->res.attempt, msg->arrival, now);
+	}
 }
 
 static void fin_advance(qmgr_msg_t *msg);
@@ -625,6 +633,7 @@ static void fin_advance(qmgr_msg_t *msg)
 			return;
 		case FIN_EXPIRE:
 			msg->step = FIN_BOUNCE;
+			adjust_result(msg);
 			if (msg->res.status == SCHED_MSG_EXPIRED) {
 				expire_recipients(msg, now);
 				log_info("%s: from=<%s>, status=expired, returned "

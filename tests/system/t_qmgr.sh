@@ -477,7 +477,40 @@ many_bounces_cleanup() {
 	stop_instance
 }
 
+atf_test_case big_message cleanup
+big_message_head() {
+	atf_set descr "a message with 3000 recipients and room for 100 in memory is read in batches; each recipient delivered once"
+	atf_set require.user unprivileged
+	atf_set timeout 300
+}
+big_message_body() {
+	require_test_agent
+	[ -x $B/bin/cleanup ] || atf_skip "cleanup is not built"
+	qmgr_instance "qmgr_message_recipient_limit = 100" \
+	    "default_recipient_limit = 100" "qmgr_message_recipient_minimum = 10" \
+	    "default_recipient_refill_limit = 20"
+	start_instance
+	printf 'Subject: big\n\nbody\n' > msg
+	rcpts=$(awk 'BEGIN { for (i = 1; i <= 3000; i++) printf "r%d@t.example ", i }')
+	atf_check -s exit:0 -o save:sub.out $B/tests/tools/cleanup-submit \
+	    -s $PWD/q/private/cleanup -f s@s.example msg $rcpts
+	id=$(awk '{print $3}' sub.out)
+	WAIT_MAX=1200 wait_for in_log "$id: removed" || atf_fail "not removed"
+	test "$(grep -c "^$id t.example r[0-9]*@t.example ok " agent.log)" -eq 3000 ||
+	    atf_fail "$(grep -c "^$id " agent.log) deliveries"
+	test "$(awk '{print $3}' agent.log | sort -u | wc -l)" -eq 3000 ||
+	    atf_fail "duplicates"
+	# 50 recipients a delivery (default_destination_recipient_limit)
+	test "$(count "$id: to=<r[0-9]*@t.example>.*status=sent" maillog)" -eq 3000 ||
+	    atf_fail "log lines"
+	assert_log_clean
+}
+big_message_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case big_message
 	atf_add_test_case many_bounces
 	atf_add_test_case retry_timer
 	atf_add_test_case via_cleanup
