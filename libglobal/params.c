@@ -177,6 +177,8 @@ static const param_def_t table[] = {
 	    "Expand owner-X aliases instead of using them as the sender."),
 	P_STRF("luser_relay", "", PARAM_F_RAW,
 	    "Where mail for unknown local users goes ($user expanded at delivery); empty: bounce."),
+	P_STR("local_mail_root", "",
+	    "Private instance: local users are the directories under this one (their homes); empty: the password database."),
 	P_INT("duplicate_filter_limit", "1000", 0, UNL, 0,
 	    "Addresses remembered for duplicate removal in local and cleanup."),
 

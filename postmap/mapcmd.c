@@ -1,0 +1,311 @@
+/* postmap / postalias common code (see mapcmd.h, man/postmap.1). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "config.h"
+#include "dict.h"
+#include "log.h"
+#include "mapcmd.h"
+#include "mem.h"
+#include "pconfig.h"
+#include "server.h"
+
+struct mapcmd_build {
+	const mapcmd_spec_t *spec;
+	dict_writer_t *w;
+	unsigned long count;
+};
+
+int mapcmd_put(mapcmd_build_t *b, const char *key, const char *value,
+    const char *file, int lineno, str_t *err)
+{
+	str_t why = STR_INIT;
+
+	switch (dict_writer_put(b->w, key, value, &why)) {
+	case DICT_PUT_ERROR:
+		str_setf(err, "%s:%d: %s", file, lineno, str_cstr(&why));
+		str_release(&why);
+		return -1;
+	case DICT_PUT_DUPLICATE:
+		log_warning("%s:%d: duplicate key \"%s\": the first value is "
+		    "kept (-r keeps the last)", file, lineno, key);
+		break;
+	case DICT_PUT_NEW:
+		b->count++;
+		break;
+	case DICT_PUT_REPLACED:
+		break;
+	}
+	str_release(&why);
+	return 0;
+}
+
+/* "type:name" for an argument; a bare name is hash:name. */
+static char *table_spec(const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+	str_t s = STR_INIT;
+
+	/* A ':' after a '/' is part of a path, not a type. */
+	if (colon != NULL && memchr(arg, '/', (size_t)(colon - arg)) == NULL)
+		return xstrdup(arg);
+	str_setf(&s, "hash:%s", arg);
+	return str_steal(&s);
+}
+
+static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
+{
+	char *tspec = table_spec(arg);
+	const char *colon = strchr(tspec, ':');
+	const char *path = colon + 1;
+	str_t err = STR_INIT, db = STR_INIT;
+	mapcmd_build_t b = { .spec = spec };
+	struct stat st;
+	int rc = MAPCMD_EX_FAIL;
+
+	if ((size_t)(colon - tspec) != 4 || strncmp(tspec, "hash", 4) != 0) {
+		log_error("%s: cannot build tables of type \"%.*s\": only hash: "
+		    "tables are built (texthash: reads the text file directly)",
+		    tspec, (int)(colon - tspec), tspec);
+		goto out;
+	}
+	if (*path == 0) {
+		log_error("%s: missing file name", tspec);
+		goto out;
+	}
+	if (stat(path, &st) < 0) {
+		log_error("%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		log_error("%s: not a regular file", path);
+		goto out;
+	}
+	if ((b.w = dict_writer_open(tspec, flags, &err)) == NULL) {
+		log_error("%s", str_cstr(&err));
+		goto out;
+	}
+	if (spec->load(path, &b, &err) < 0) {
+		log_error("%s", str_cstr(&err));
+		log_error("%s.db not changed", path);
+		dict_writer_abort(b.w);
+		goto out;
+	}
+	if (dict_writer_commit(b.w, &err) < 0) {
+		log_error("%s", str_cstr(&err));
+		goto out;
+	}
+	/* Built by root for a file someone else owns: the table belongs to
+	 * that owner too (local runs alias commands with the rights of the
+	 * table's owner). */
+	str_setf(&db, "%s.db", path);
+	if (geteuid() == 0 && st.st_uid != 0
+	    && lchown(str_cstr(&db), st.st_uid, st.st_gid) < 0) {
+		log_error("chown %s: %s", str_cstr(&db), strerror(errno));
+		goto out;
+	}
+	if (log_verbose)
+		log_info("%s: %lu entries", str_cstr(&db), b.count);
+	rc = MAPCMD_EX_OK;
+out:
+	str_release(&err);
+	str_release(&db);
+	free(tspec);
+	return rc;
+}
+
+/* Opens every table for -q; NULL after logging on failure. */
+static dict_t **open_all(char **tables, int n, int flags)
+{
+	dict_t **d = xcalloc((size_t)n, sizeof(*d));
+	str_t err = STR_INIT;
+
+	for (int i = 0; i < n; i++) {
+		char *tspec = table_spec(tables[i]);
+
+		d[i] = dict_open(tspec, flags, &err);
+		free(tspec);
+		if (d[i] == NULL) {
+			log_error("%s", str_cstr(&err));
+			while (i-- > 0)
+				dict_close(d[i]);
+			free(d);
+			d = NULL;
+			break;
+		}
+	}
+	str_release(&err);
+	return d;
+}
+
+static void close_all(dict_t **d, int n)
+{
+	for (int i = 0; i < n; i++)
+		dict_close(d[i]);
+	free(d);
+}
+
+/* The first table that has key answers.  Returns an exit status and
+ * prints the value (after the key when show_key). */
+static int query(dict_t **d, int n, const char *key, bool show_key,
+    const char *sep)
+{
+	for (int i = 0; i < n; i++) {
+		const char *value;
+		enum dict_status st = dict_get(d[i], key, &value);
+
+		if (st == DICT_STAT_ERROR) {
+			log_error("%s: %s", dict_spec(d[i]), dict_errmsg(d[i]));
+			return MAPCMD_EX_ERROR;
+		}
+		if (st == DICT_STAT_FOUND) {
+			if (show_key)
+				printf("%s%s%s\n", key, sep, value);
+			else
+				printf("%s\n", value);
+			return MAPCMD_EX_OK;
+		}
+	}
+	return MAPCMD_EX_NOTFOUND;
+}
+
+/* -q -: one key a line from standard input, "key<sep>value" for each
+ * one found, flushed at once (so a program can hold a conversation).
+ * The tables stay open, and hash: tables are reopened when rebuilt, as
+ * in a daemon.  0 when at least one key was found. */
+static int query_stdin(dict_t **d, int n, const char *sep)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = MAPCMD_EX_NOTFOUND;
+
+	while (getline(&line, &cap, stdin) > 0) {
+		char *key = str_trim(line);
+		int r;
+
+		if (*key == 0)
+			continue;
+		r = query(d, n, key, true, sep);
+		fflush(stdout);
+		if (r == MAPCMD_EX_ERROR) {
+			rc = r;
+			break;
+		}
+		if (r == MAPCMD_EX_OK)
+			rc = MAPCMD_EX_OK;
+	}
+	free(line);
+	return rc;
+}
+
+static int print_entry(const char *key, const char *value, void *ctx)
+{
+	printf("%s%s%s\n", key, (const char *)ctx, value);
+	return 0;
+}
+
+static int dump(char **tables, int n, int flags, const char *sep)
+{
+	str_t err = STR_INIT;
+	int rc = MAPCMD_EX_OK;
+
+	for (int i = 0; i < n && rc == MAPCMD_EX_OK; i++) {
+		char *tspec = table_spec(tables[i]);
+		dict_t *d = dict_open(tspec, flags, &err);
+
+		if (d == NULL) {
+			log_error("%s", str_cstr(&err));
+			rc = MAPCMD_EX_ERROR;
+		} else if (dict_walk(d, print_entry, (void *)sep) < 0) {
+			log_error("%s: %s", tspec, dict_errmsg(d));
+			rc = MAPCMD_EX_ERROR;
+		}
+		if (d != NULL)
+			dict_close(d);
+		free(tspec);
+	}
+	str_release(&err);
+	return rc;
+}
+
+static void usage(const char *name)
+{
+	fprintf(stderr,
+	    "usage: %s [-c config_dir] [-frv] [type:]file...\n"
+	    "       %s [-c config_dir] [-f] -q key|- [type:]file...\n"
+	    "       %s [-c config_dir] [-f] -s [type:]file...\n",
+	    name, name, name);
+	exit(MAPCMD_EX_USAGE);
+}
+
+int mapcmd_main(int argc, char **argv, const mapcmd_spec_t *spec)
+{
+	const char *dir = NULL, *key = NULL;
+	bool dumpmode = false;
+	int flags = 0, c, rc = MAPCMD_EX_OK;
+
+	log_init(spec->name);
+	log_to_stderr();
+	while ((c = getopt(argc, argv, "c:fq:rsv")) != -1) {
+		switch (c) {
+		case 'c':
+			dir = optarg;
+			break;
+		case 'f':
+			flags |= DICT_FLAG_CASE_SENSITIVE;
+			break;
+		case 'q':
+			key = optarg;
+			break;
+		case 'r':
+			flags |= DICT_FLAG_DUP_REPLACE;
+			break;
+		case 's':
+			dumpmode = true;
+			break;
+		case 'v':
+			log_verbose++;
+			break;
+		default:
+			usage(spec->name);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1 || (key != NULL && dumpmode))
+		usage(spec->name);
+	if (key != NULL && *key == 0) {
+		log_error("-q: empty key");
+		return MAPCMD_EX_USAGE;
+	}
+	/* main.cf is read for its parameters being valid, as every command
+	 * does; a broken one is reported but does not stop a table build. */
+	if (dir == NULL)
+		dir = getenv("MAIL_CONFIG");
+	if (dir == NULL || *dir == 0)
+		dir = DEF_CONFIG_DIR;
+	if (access(dir, F_OK) == 0 && config_load(dir) < 0)
+		log_lines(LOG_LVL_WARNING, config_errors());
+
+	if (key != NULL) {
+		dict_t **d = open_all(argv, argc, flags);
+
+		if (d == NULL)
+			return MAPCMD_EX_ERROR;
+		if (strcmp(key, "-") == 0)
+			rc = query_stdin(d, argc, spec->dump_sep);
+		else
+			rc = query(d, argc, key, false, spec->dump_sep);
+		close_all(d, argc);
+		return rc;
+	}
+	if (dumpmode)
+		return dump(argv, argc, flags, spec->dump_sep);
+	for (int i = 0; i < argc; i++)
+		if (build(spec, argv[i], flags) != MAPCMD_EX_OK)
+			rc = MAPCMD_EX_FAIL;
+	return rc;
+}
