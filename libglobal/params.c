@@ -92,6 +92,8 @@ static const param_def_t table[] = {
 	    "Client networks trusted to relay through this host."),
 	P_STR("inet_interfaces", "all",
 	    "Addresses to listen on for inet services in master.cf (all, loopback-only or a list)."),
+	P_STR("proxy_interfaces", "",
+	    "Addresses of NAT devices or proxies that forward mail to this host; [address] domains naming them are local."),
 	P_CHECK("inet_protocols", "all", check_protocols, 0,
 	    "IP versions used for listening and delivery: all, ipv4, ipv6 or ipv4, ipv6."),
 	P_BOOL("append_at_myorigin", "yes",

@@ -1,0 +1,51 @@
+/* Shared by delivery*.c, statuslog.c and dsn_notice.c: the pieces of the
+ * delivery protocol that the status logs and bounce requests reuse. */
+#ifndef PETREL_DELIVERY_INT_H
+#define PETREL_DELIVERY_INT_H
+#include <stdarg.h>
+#include "attr.h"
+#include "delivery.h"
+
+enum dlv_text {
+	DLV_TEXT_LINE,		/* no C0 controls or DEL; UTF-8 allowed */
+	DLV_TEXT_ASCII,		/* printable ASCII only */
+};
+
+extern const attr_limits_t dlv_limits;
+
+char *dlv_strdup(const char *s);
+/* Checks s against kind and max; on failure err = "what: why". */
+bool dlv_text_ok(const char *s, enum dlv_text kind, size_t max,
+    const char *what, str_t *err);
+/* Copies s to out cut to max octets, controls and non-ASCII made '?'
+ * (tab, CR, LF become spaces). */
+void dlv_clean_text(str_t *out, const char *s, size_t max);
+bool dlv_notify_ok(int notify);
+/* Recipient / status checks; what names the group ("rcpt[3]"). */
+bool dlv_rcpt_ok(const dlv_rcpt_t *r, const char *what, str_t *err);
+bool dlv_status_ok(const dlv_status_t *st, bool strict_class,
+    const char *what, str_t *err);
+
+const char *dlv_get_str(const attr_msg_t *m, const char *name);
+int32_t dlv_get_int(const attr_msg_t *m, const char *name);
+int64_t dlv_get_long(const attr_msg_t *m, const char *name);
+
+/* Group encoders/decoders (no end marker). */
+void dlv_rcpt_encode(str_t *out, const dlv_rcpt_t *r);
+void dlv_rcpt_decode(const attr_msg_t *g, dlv_rcpt_t *r);
+void dlv_rcpt_free(dlv_rcpt_t *r);
+void dlv_status_encode(str_t *out, const dlv_status_t *st, size_t textmax);
+void dlv_status_decode(const attr_msg_t *g, dlv_status_t *st);
+void dlv_status_free(dlv_status_t *st);
+void dlv_status_vset(dlv_status_t *st, dlv_action_t action,
+    const char *status, const char *relay, const char *fmt, va_list ap);
+
+/* Status-log records (statuslog.c), also the inline records of bounce
+ * requests (dsn_notice.c). */
+struct sl_rec;
+struct sl_list;
+extern const attr_spec_t statuslog_rec_schema[];
+bool statuslog_rec_ok(const struct sl_rec *rec, const char *what, str_t *err);
+void sl_list_add(struct sl_list *list, const struct sl_rec *rec);
+
+#endif
