@@ -234,6 +234,10 @@ typedef struct dlv_agent {
 __attribute__((noreturn))
 void dlv_agent_main(int argc, char **argv, const dlv_agent_t *agent);
 
+/* The descriptor of the connection being served (-1 outside a request):
+ * for test tools that must answer with broken bytes. */
+int dlv_agent_client_fd(void);
+
 /* Serves one connection (what dlv_agent_main does per client; exposed
  * for tests): returns the number of requests answered, or -1 when the
  * connection ended on an error (logged). */

@@ -113,6 +113,13 @@ int dlv_call_path(const char *path, const dlv_request_t *req,
 
 /* ---- The agent ------------------------------------------------------ */
 
+static int client_fd = -1;
+
+int dlv_agent_client_fd(void)
+{
+	return client_fd;
+}
+
 int dlv_agent_serve_fd(int fd, const dlv_agent_t *agent, int timeout_ms)
 {
 	attr_reader_t *r = dlv_request_reader_new();
@@ -155,7 +162,9 @@ int dlv_agent_serve_fd(int fd, const dlv_agent_t *agent, int timeout_ms)
 			    req.queue_id, req.nrcpt, req.nrcpt == 1 ? "" : "s",
 			    req.nexthop);
 		dlv_reply_init(&rep, &req);
+		client_fd = fd;
 		agent->deliver(&req, &rep, agent->ctx);
+		client_fd = -1;
 		str_reset(&out);
 		dlv_reply_encode(&rep, &out);
 		dlv_reply_free(&rep);

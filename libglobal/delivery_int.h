@@ -43,9 +43,7 @@ void dlv_status_vset(dlv_status_t *st, dlv_action_t action,
 /* Status-log records (statuslog.c), also the inline records of bounce
  * requests (dsn_notice.c). */
 struct sl_rec;
-struct sl_list;
 extern const attr_spec_t statuslog_rec_schema[];
 bool statuslog_rec_ok(const struct sl_rec *rec, const char *what, str_t *err);
-void sl_list_add(struct sl_list *list, const struct sl_rec *rec);
 
 #endif

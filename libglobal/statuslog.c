@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "delivery_int.h"
 #include "dsn.h"
 #include "file.h"
+#include "log.h"
 #include "mem.h"
 #include "queue_id.h"
 #include "statuslog.h"
@@ -83,6 +85,58 @@ static void rec_fill(sl_rec_t *dst, const sl_rec_t *src)
 #undef Z
 }
 
+/* A crash during an append can leave a cut record (or NULs) at the end;
+ * appending after it would make the whole log unreadable, so the tail
+ * is cut back to the last complete record first.  Values never hold a
+ * line feed (no control characters), so a record boundary is exactly
+ * where the file holds "\n.\n". */
+static int repair_tail(int fd, const char *path, str_t *err)
+{
+	enum { WINDOW = 128 * 1024 };	/* > the largest record */
+	struct stat st;
+	char tail[3], *buf;
+	off_t start, keep = 0;
+	size_t len;
+
+	if (fstat(fd, &st) < 0) {
+		str_setf(err, "stat %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (st.st_size == 0)
+		return 0;
+	if (st.st_size >= 3 && pread(fd, tail, 3, st.st_size - 3) == 3 &&
+	    memcmp(tail, "\n.\n", 3) == 0)
+		return 0;
+	start = st.st_size > WINDOW ? st.st_size - WINDOW : 0;
+	len = (size_t)(st.st_size - start);
+	buf = xmalloc(len);
+	if (pread(fd, buf, len, start) != (ssize_t)len) {
+		str_setf(err, "read %s: %s", path, strerror(errno));
+		free(buf);
+		return -1;
+	}
+	for (size_t i = len; i >= 3; i--)
+		if (memcmp(buf + i - 3, "\n.\n", 3) == 0) {
+			keep = start + (off_t)i;
+			break;
+		}
+	free(buf);
+	if (keep == 0 && start > 0) {
+		/* No boundary in a window larger than any record: this is
+		 * not a cut append but damage; leave it for a human. */
+		str_setf(err, "%s: damaged (no record boundary near the end)",
+		    path);
+		return -1;
+	}
+	log_warning("%s: removing %lld bytes of a cut record at the end",
+	    path, (long long)(st.st_size - keep));
+	if (ftruncate(fd, keep) < 0) {
+		str_setf(err, "truncate %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int statuslog_append(const queue_layout_t *ql, const char *log,
     const char *id, const sl_rec_t *recs, size_t n, int flags, str_t *err)
 {
@@ -107,7 +161,7 @@ int statuslog_append(const queue_layout_t *ql, const char *log,
 		statuslog_encode(&r, &buf);
 	}
 	queue_path(ql, log, id, &path);
-	fd = open(str_cstr(&path), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(str_cstr(&path), O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 && errno == ENOENT) {
 		queue_dir_path(ql, log, id, &dir);
 		if (file_mkdirs(str_cstr(&dir), 0700) < 0) {
@@ -115,7 +169,7 @@ int statuslog_append(const queue_layout_t *ql, const char *log,
 			    strerror(errno));
 			goto out;
 		}
-		fd = open(str_cstr(&path), O_WRONLY | O_APPEND | O_CREAT |
+		fd = open(str_cstr(&path), O_RDWR | O_APPEND | O_CREAT |
 		    O_CLOEXEC | O_NOFOLLOW, 0600);
 		created = fd >= 0;
 	}
@@ -123,6 +177,14 @@ int statuslog_append(const queue_layout_t *ql, const char *log,
 		str_setf(err, "open %s: %s", str_cstr(&path), strerror(errno));
 		goto out;
 	}
+	/* The lock keeps the repair below and the append of one writer
+	 * together (qmgr is normally the only writer). */
+	if (flock(fd, LOCK_EX) < 0) {
+		str_setf(err, "lock %s: %s", str_cstr(&path), strerror(errno));
+		goto out;
+	}
+	if (!created && repair_tail(fd, str_cstr(&path), err) < 0)
+		goto out;
 	/* One write: with O_APPEND the records land whole and together. */
 	if (file_write_all(fd, buf.buf, buf.len) < 0) {
 		str_setf(err, "write %s: %s", str_cstr(&path), strerror(errno));
@@ -175,6 +237,7 @@ struct sl_reader {
 	bool eof, truncated, failed;
 	uint64_t offset;	/* of the next unread byte in the file */
 	size_t pending;		/* bytes of a record not yet complete */
+	uint64_t rec_start;	/* file offset where that record begins */
 	sl_rec_t cur;		/* owned strings of the last record */
 	char *path;
 };
@@ -227,6 +290,37 @@ sl_reader_t *statuslog_open(const queue_layout_t *ql, const char *log,
 	return r;
 }
 
+/* True when the file from the current record's start to its end is a
+ * (possibly empty) prefix of a record followed by at least one NUL and
+ * nothing but NULs. */
+static bool zero_tail(sl_reader_t *r)
+{
+	struct stat st;
+	attr_reader_t *ar;
+	size_t len, nz, used = 0;
+	char *buf;
+	bool ok = false;
+
+	if (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size <= r->rec_start ||
+	    (uint64_t)st.st_size - r->rec_start > 1024 * 1024)
+		return false;
+	len = (size_t)((uint64_t)st.st_size - r->rec_start);
+	buf = xmalloc(len);
+	if (pread(r->fd, buf, len, (off_t)r->rec_start) != (ssize_t)len)
+		goto out;
+	for (nz = len; nz > 0 && buf[nz - 1] == 0; nz--)
+		;
+	if (nz == len)
+		goto out;		/* no NUL tail */
+	ar = attr_reader_new(statuslog_rec_schema, ATTR_READ_STRICT,
+	    &rec_limits);
+	ok = nz == 0 || attr_reader_feed(ar, buf, nz, &used) == ATTR_NEED_MORE;
+	attr_reader_free(ar);
+out:
+	free(buf);
+	return ok;
+}
+
 static void cur_free(sl_reader_t *r)
 {
 	dlv_rcpt_free(&r->cur.rcpt);
@@ -273,6 +367,7 @@ int statuslog_next(sl_reader_t *r, sl_rec_t *rec, str_t *err)
 			continue;
 		if (res == ATTR_DONE) {
 			r->pending = 0;
+			r->rec_start = r->offset;
 			attr_msg_t *m = attr_reader_take(r->ar);
 			str_t what = STR_INIT;
 			bool ok;
@@ -291,9 +386,15 @@ int statuslog_next(sl_reader_t *r, sl_rec_t *rec, str_t *err)
 			*rec = r->cur;
 			return 1;
 		}
-		/* Malformed.  A crash during an append cuts the last record:
-		 * that is only recognisable at the end of the file, as input
-		 * that runs out (handled below), never as bad bytes. */
+		/* Malformed.  A crash during an append cuts the last record
+		 * (input that runs out, handled below) or, on file systems
+		 * that extend the size before the data lands, leaves it
+		 * followed by NUL bytes up to the end: also a cut append. */
+		if (zero_tail(r)) {
+			r->truncated = true;
+			r->eof = true;
+			return 0;
+		}
 		str_setf(err, "%s: damaged record near byte %llu: %s", r->path,
 		    (unsigned long long)r->offset, attr_reader_error(r->ar));
 		r->failed = true;

@@ -77,6 +77,8 @@ typedef struct sl_list {
  * 0; 1 when max stopped it; -1 on error (ENOENT when there is no log). */
 int statuslog_read(const queue_layout_t *ql, const char *log, const char *id,
     sl_list_t *list, size_t max, str_t *err);
+/* Appends a copy of rec (its strings copied). */
+void sl_list_add(sl_list_t *list, const sl_rec_t *rec);
 /* Keeps only the last record for each recipient offset, in the order
  * of those last records. */
 void sl_list_dedup(sl_list_t *list);

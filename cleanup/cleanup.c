@@ -1,0 +1,39 @@
+/* cleanup(8): the only way into the queue.  A SERVER_SINGLE daemon on a
+ * UNIX socket; each connection carries transactions of the cleanup
+ * protocol (doc/protocol-cleanup.md).  The work is in libcleanup.a:
+ * cleanup_session.c (protocol), cleanup_msg.c (one message),
+ * cleanup_addr.c (rewriting), cleanup_hdr.c (headers), cleanup_cfg.c. */
+#include "cleanup.h"
+#include "log.h"
+#include "server.h"
+#include "stream.h"
+
+static cln_cfg_t cfg;
+
+/* Tables may live outside a chroot jail: open them before it. */
+static void pre_jail(void *ctx)
+{
+	str_t err = STR_INIT;
+
+	(void)ctx;
+	if (cln_cfg_load(&cfg, &err) < 0)
+		log_fatal("%s", str_cstr(&err));
+	str_release(&err);
+}
+
+static void serve(stream_t *client, void *ctx)
+{
+	(void)ctx;
+	cln_session(&cfg, stream_fd(client));
+}
+
+int main(int argc, char **argv)
+{
+	server_spec_t spec = {
+		.model = SERVER_SINGLE,
+		.pre_jail = pre_jail,
+		.serve = serve,
+	};
+
+	server_main(argc, argv, &spec);
+}

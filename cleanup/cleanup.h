@@ -1,0 +1,208 @@
+/* cleanup(8) internals: configuration, address rewriting, header
+ * completion, one message's state, the protocol session.  The pieces are
+ * library functions (libcleanup.a) so that the unit tests can drive them
+ * without master.  doc/cleanup.md describes the behaviour. */
+#ifndef PETREL_CLEANUP_H
+#define PETREL_CLEANUP_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
+#include "addr.h"
+#include "cleanup_client.h"
+#include "dict.h"
+#include "htable.h"
+#include "queue_path.h"
+#include "str.h"
+
+/* ---- Configuration ------------------------------------------------------ */
+
+/* The tables of one parameter, searched in order. */
+typedef struct cln_maps {
+	const char *param;
+	dict_t **d;
+	size_t n;
+} cln_maps_t;
+
+typedef struct cln_cfg {
+	char *myhostname;
+	char *myorigin;
+	char *mail_name;		/* in Received: headers */
+	bool append_at_myorigin;
+	char *recipient_delimiter;
+	addr_domlist_t *local_domains;	/* $myorigin and $mydestination */
+	cln_maps_t canonical;
+	cln_maps_t sender_canonical;
+	cln_maps_t recipient_canonical;
+	cln_maps_t virtual_alias;
+	long message_size_limit;	/* 0 = none */
+	long header_size_limit;
+	long hopcount_limit;
+	long recipient_limit;
+	long virt_recursion_limit;
+	long virt_expansion_limit;
+	long dup_filter_limit;		/* 0 = no limit */
+	bool enable_original_recipient;
+	queue_layout_t ql;
+	const char *queue;		/* where messages go: incoming */
+	int ipc_timeout_ms;
+	int trigger_timeout_ms;
+} cln_cfg_t;
+
+/* From the loaded configuration (config_get_*): opens the tables.  -1
+ * with a reason in err (a table that cannot be opened, a bad domain
+ * list, a bad queue layout). */
+int cln_cfg_load(cln_cfg_t *cfg, str_t *err);
+void cln_cfg_free(cln_cfg_t *cfg);
+
+/* Opens the tables of a "type:name, type:name" list (braces of inline:
+ * kept together).  -1 with err. */
+int cln_maps_open(cln_maps_t *m, const char *param, const char *spec,
+    str_t *err);
+void cln_maps_close(cln_maps_t *m);
+
+/* ---- Addresses (cleanup_addr.c) ----------------------------------------- */
+
+/* Result of a rewriting step: ok, or a temporary failure with a reason
+ * (table error, mapping loop, over a limit). */
+enum { CLN_OK = 0, CLN_TEMP = -1 };
+
+/* True when s (length len) is a well-formed internal-form address (the
+ * null address excluded): it survives externalize + internalize
+ * unchanged.  why gets a reason otherwise. */
+bool cln_addr_valid(const char *s, size_t len, str_t *why);
+/* Completes a bare local part with @$myorigin (append_at_myorigin) and
+ * lower-cases nothing; the null address stays null.  Replaces out. */
+void cln_addr_complete(const cln_cfg_t *cfg, const char *addr, str_t *out);
+
+/* One lookup of addr in maps with the Postfix key order: the address,
+ * the address without its recipient_delimiter extension, then for a
+ * local domain ($myorigin, $mydestination) the local part with and
+ * without the extension, then "@domain".  1 with the value in value and
+ * the extension to add to results in prop ("+ext", empty when the key
+ * included it), 0 not found, -1 table error (err). */
+int cln_maps_find(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
+    str_t *value, str_t *prop, str_t *err);
+
+/* Parses a table value: addresses in mail syntax separated by commas
+ * and/or white space, internalized, bare local parts completed.  -1 with
+ * err for a malformed one. */
+int cln_parse_value(const cln_cfg_t *cfg, const char *value,
+    char ***list, size_t *n, str_t *err);
+void cln_list_free(char **list, size_t n);
+
+/* canonical rewriting of addr (which is complete) with maps: the first
+ * address of the value replaces it ("@domain" keeps the local part,
+ * extensions propagate), repeated until nothing changes.  CLN_OK with the
+ * result in out (possibly unchanged), CLN_TEMP with err. */
+int cln_canonical(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
+    str_t *out, str_t *err);
+/* Sender / recipient rewriting: completion, then sender_ (recipient_)
+ * canonical_maps, then canonical_maps. */
+int cln_rewrite_sender(const cln_cfg_t *cfg, const char *addr, str_t *out,
+    str_t *err);
+int cln_rewrite_recipient(const cln_cfg_t *cfg, const char *addr,
+    str_t *out, str_t *err);
+
+/* Virtual alias expansion of a rewritten recipient.  Fills *list with
+ * the final addresses (an address not in the tables is itself; one that
+ * lists itself is kept and not expanded again).  CLN_TEMP with err on a
+ * table error, a loop, nesting deeper than virt_recursion_limit or more
+ * than virt_expansion_limit results. */
+int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
+    char ***list, size_t *n, str_t *err);
+
+/* Duplicate filter: remembers at most limit addresses (0 = no limit).
+ * cln_dup_seen answers true for an address seen before (domain case
+ * folded) and remembers new ones while there is room. */
+typedef struct cln_dup {
+	htable_t *t;
+	long limit;
+} cln_dup_t;
+void cln_dup_init(cln_dup_t *d, long limit);
+bool cln_dup_seen(cln_dup_t *d, const char *addr);
+void cln_dup_free(cln_dup_t *d);
+
+/* ---- Headers (cleanup_hdr.c) -------------------------------------------- */
+
+/* Length of the header field name at the start of line (the bytes before
+ * optional white space and ':'), or 0 when line is not the first line of
+ * a header field.  With complete false the line may be cut: the answer
+ * is -1 while it cannot be decided yet. */
+long cln_hdr_name_len(const char *line, size_t len, bool complete);
+
+/* Kinds of header fields cleanup cares about. */
+enum cln_hdr_kind {
+	HK_OTHER = 0,
+	HK_RETURN_PATH,
+	HK_RECEIVED,
+	HK_MESSAGE_ID,
+	HK_DATE,
+	HK_FROM,
+	HK_SENDER_ADDR,		/* Sender, Reply-To, Errors-To, ... */
+	HK_TO, HK_CC, HK_BCC,
+	HK_RESENT_FROM,		/* sender-type Resent- headers */
+	HK_RESENT_TO, HK_RESENT_CC, HK_RESENT_BCC,
+	HK_RCPT_ADDR,		/* Apparently-To */
+};
+enum cln_hdr_kind cln_hdr_kind(const char *name, size_t len);
+/* Sender-type address header (sender_canonical_maps). */
+bool cln_hdr_is_sender(enum cln_hdr_kind k);
+/* Any address header (rewritten). */
+bool cln_hdr_is_address(enum cln_hdr_kind k);
+
+/* RFC 5322 date-time of t in local time, e.g.
+ * "Tue, 3 Jun 2025 14:05:09 +0200 (CEST)"; appended to out. */
+void cln_rfc5322_date(time_t t, str_t *out);
+/* "<YYYYMMDDHHMMSS.QUEUEID@host>" (UTC), appended. */
+void cln_message_id(time_t t, const char *queue_id, const char *host,
+    str_t *out);
+/* A display name as an RFC 5322 phrase: atoms as they are, quoted
+ * string when specials occur, RFC 2047 encoded words (UTF-8, base64)
+ * when there are non-ASCII bytes.  Appended. */
+void cln_phrase(const char *name, str_t *out);
+
+/* ---- One message (cleanup_msg.c) ---------------------------------------- */
+
+typedef struct cln_msg cln_msg_t;
+
+/* The envelope as received (strings owned by the caller). */
+typedef struct cln_envelope {
+	const char *sender;
+	int flags;
+	const char *envid;
+	int ret;
+	const char *full_name;
+	int64_t uid;		/* -1: none */
+	int64_t arrival_us;	/* 0: now */
+	const char *log_ident;
+	const char *client_name, *client_address, *client_port;
+	const char *helo_name, *protocol, *tls_info;
+	const char *sasl_method, *sasl_username;
+	const cleanup_attr_t *attrs;
+	size_t nattrs;
+} cln_envelope_t;
+
+/* Starts a message: checks and rewrites the envelope, creates the queue
+ * file.  Never NULL: a problem is remembered and reported by
+ * cln_msg_end. */
+cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env);
+void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
+    bool has_notify, int32_t notify);
+void cln_msg_data(cln_msg_t *m, const void *buf, size_t len);
+/* Completes and commits; reply says what happened.  Returns true when
+ * the message was queued. */
+bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply);
+/* Forgets the message (removes the queue file unless committed). */
+void cln_msg_free(cln_msg_t *m);
+const char *cln_msg_queue_id(const cln_msg_t *m);	/* "" if none */
+
+/* ---- The session (cleanup_session.c) ------------------------------------ */
+
+/* Serves one client connection until it closes, times out or breaks the
+ * protocol. */
+void cln_session(cln_cfg_t *cfg, int fd);
+/* Tells qmgr there is new mail (nothing if qmgr does not listen). */
+void cln_trigger_qmgr(const cln_cfg_t *cfg);
+
+#endif

@@ -1,0 +1,139 @@
+/* cleanup: configuration and lookup tables. */
+#include <limits.h>
+#include <string.h>
+#include "cleanup.h"
+#include "mem.h"
+#include "pconfig.h"
+
+int cln_maps_open(cln_maps_t *m, const char *param, const char *spec,
+    str_t *err)
+{
+	const char *p = spec != NULL ? spec : "";
+
+	m->param = param;
+	m->d = NULL;
+	m->n = 0;
+	for (;;) {
+		const char *start;
+		int depth = 0;
+		str_t one = STR_INIT, why = STR_INIT;
+		dict_t *d;
+
+		while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n' ||
+		    *p == '\r')
+			p++;
+		if (*p == '\0')
+			break;
+		/* Separators inside inline:{ ... } belong to the table. */
+		for (start = p; *p != '\0'; p++) {
+			if (*p == '{')
+				depth++;
+			else if (*p == '}' && depth > 0)
+				depth--;
+			else if (depth == 0 && (*p == ' ' || *p == '\t' ||
+			    *p == ',' || *p == '\n' || *p == '\r'))
+				break;
+		}
+		if (depth > 0) {
+			str_setf(err, "%s: missing '}'", param);
+			cln_maps_close(m);
+			return -1;
+		}
+		str_append(&one, start, (size_t)(p - start));
+		d = dict_open(str_cstr(&one), 0, &why);
+		if (d == NULL) {
+			str_setf(err, "%s: %s", param, str_cstr(&why));
+			str_release(&one);
+			str_release(&why);
+			cln_maps_close(m);
+			return -1;
+		}
+		str_release(&one);
+		str_release(&why);
+		m->d = xreallocarray(m->d, m->n + 1, sizeof(*m->d));
+		m->d[m->n++] = d;
+	}
+	return 0;
+}
+
+void cln_maps_close(cln_maps_t *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		dict_close(m->d[i]);
+	free(m->d);
+	m->d = NULL;
+	m->n = 0;
+}
+
+static int ms(long seconds)
+{
+	if (seconds <= 0)
+		return 1000;
+	if (seconds > INT_MAX / 1000)
+		return INT_MAX;
+	return (int)(seconds * 1000);
+}
+
+int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
+{
+	str_t spec = STR_INIT;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->myhostname = xstrdup(config_get_str("myhostname"));
+	cfg->myorigin = xstrdup(config_get_str("myorigin"));
+	cfg->mail_name = xstrdup(config_get_str("mail_name"));
+	cfg->append_at_myorigin = config_get_bool("append_at_myorigin");
+	cfg->recipient_delimiter = xstrdup(config_get_str("recipient_delimiter"));
+	cfg->message_size_limit = config_get_size("message_size_limit");
+	cfg->header_size_limit = config_get_size("header_size_limit");
+	cfg->hopcount_limit = config_get_int("hopcount_limit");
+	cfg->recipient_limit = config_get_int("cleanup_recipient_limit");
+	cfg->virt_recursion_limit = config_get_int("virtual_alias_recursion_limit");
+	cfg->virt_expansion_limit = config_get_int("virtual_alias_expansion_limit");
+	cfg->dup_filter_limit = config_get_int("duplicate_filter_limit");
+	cfg->enable_original_recipient =
+	    config_get_bool("enable_original_recipient");
+	cfg->ipc_timeout_ms = ms(config_get_time("ipc_timeout"));
+	cfg->trigger_timeout_ms = ms(config_get_time("trigger_timeout"));
+	cfg->queue = QUEUE_INCOMING;
+	if (cfg->header_size_limit <= 0)
+		cfg->header_size_limit = LONG_MAX;
+
+	str_setf(&spec, "%s, %s", cfg->myorigin, config_get_str("mydestination"));
+	cfg->local_domains = addr_domlist_new("mydestination", str_cstr(&spec),
+	    0, err);
+	str_release(&spec);
+	if (cfg->local_domains == NULL)
+		goto fail;
+	if (cln_maps_open(&cfg->canonical, "canonical_maps",
+	    config_get_str("canonical_maps"), err) < 0 ||
+	    cln_maps_open(&cfg->sender_canonical, "sender_canonical_maps",
+	    config_get_str("sender_canonical_maps"), err) < 0 ||
+	    cln_maps_open(&cfg->recipient_canonical, "recipient_canonical_maps",
+	    config_get_str("recipient_canonical_maps"), err) < 0 ||
+	    cln_maps_open(&cfg->virtual_alias, "virtual_alias_maps",
+	    config_get_str("virtual_alias_maps"), err) < 0)
+		goto fail;
+	if (queue_layout_from_config(&cfg->ql, err) < 0)
+		goto fail;
+	return 0;
+fail:
+	cln_cfg_free(cfg);
+	return -1;
+}
+
+void cln_cfg_free(cln_cfg_t *cfg)
+{
+	free(cfg->myhostname);
+	free(cfg->myorigin);
+	free(cfg->mail_name);
+	free(cfg->recipient_delimiter);
+	if (cfg->local_domains != NULL)
+		addr_domlist_free(cfg->local_domains);
+	cln_maps_close(&cfg->canonical);
+	cln_maps_close(&cfg->sender_canonical);
+	cln_maps_close(&cfg->recipient_canonical);
+	cln_maps_close(&cfg->virtual_alias);
+	queue_layout_free(&cfg->ql);
+	memset(cfg, 0, sizeof(*cfg));
+}

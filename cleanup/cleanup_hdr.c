@@ -1,0 +1,202 @@
+/* cleanup: header field classification and the text of the headers
+ * cleanup adds (dates, Message-ID, display names). */
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include "cleanup.h"
+
+long cln_hdr_name_len(const char *line, size_t len, bool complete)
+{
+	size_t i = 0, n;
+
+	/* field-name = 1*(%d33-57 / %d59-126); obsolete syntax allows white
+	 * space before the colon (RFC 5322 section 4.5.8). */
+	while (i < len && (unsigned char)line[i] >= 33 &&
+	    (unsigned char)line[i] <= 126 && line[i] != ':')
+		i++;
+	n = i;
+	if (n == 0)
+		return i < len || complete ? 0 : -1;
+	while (i < len && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	if (i == len)
+		return complete ? 0 : -1;
+	return line[i] == ':' ? (long)n : 0;
+}
+
+static const struct {
+	const char *name;
+	enum cln_hdr_kind kind;
+} kinds[] = {
+	{ "return-path", HK_RETURN_PATH },
+	{ "received", HK_RECEIVED },
+	{ "message-id", HK_MESSAGE_ID },
+	{ "date", HK_DATE },
+	{ "from", HK_FROM },
+	{ "sender", HK_SENDER_ADDR },
+	{ "reply-to", HK_SENDER_ADDR },
+	{ "errors-to", HK_SENDER_ADDR },
+	{ "return-receipt-to", HK_SENDER_ADDR },
+	{ "disposition-notification-to", HK_SENDER_ADDR },
+	{ "to", HK_TO },
+	{ "cc", HK_CC },
+	{ "bcc", HK_BCC },
+	{ "apparently-to", HK_RCPT_ADDR },
+	{ "resent-from", HK_RESENT_FROM },
+	{ "resent-sender", HK_RESENT_FROM },
+	{ "resent-reply-to", HK_RESENT_FROM },
+	{ "resent-to", HK_RESENT_TO },
+	{ "resent-cc", HK_RESENT_CC },
+	{ "resent-bcc", HK_RESENT_BCC },
+};
+
+enum cln_hdr_kind cln_hdr_kind(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strlen(kinds[i].name) == len &&
+		    strncasecmp(kinds[i].name, name, len) == 0)
+			return kinds[i].kind;
+	return HK_OTHER;
+}
+
+bool cln_hdr_is_sender(enum cln_hdr_kind k)
+{
+	return k == HK_FROM || k == HK_SENDER_ADDR || k == HK_RESENT_FROM;
+}
+
+bool cln_hdr_is_address(enum cln_hdr_kind k)
+{
+	switch (k) {
+	case HK_FROM: case HK_SENDER_ADDR: case HK_TO: case HK_CC:
+	case HK_BCC: case HK_RESENT_FROM: case HK_RESENT_TO:
+	case HK_RESENT_CC: case HK_RESENT_BCC: case HK_RCPT_ADDR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Names in English whatever the locale (RFC 5322 wants these). */
+static const char *const wday[] = {
+	"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+static const char *const month[] = {
+	"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+
+void cln_rfc5322_date(time_t t, str_t *out)
+{
+	struct tm tm;
+	long off;
+	char sign = '+';
+
+	localtime_r(&t, &tm);
+	off = tm.tm_gmtoff / 60;
+	if (off < 0) {
+		sign = '-';
+		off = -off;
+	}
+	str_catf(out, "%s, %d %s %d %02d:%02d:%02d %c%02ld%02ld",
+	    wday[tm.tm_wday % 7], tm.tm_mday, month[tm.tm_mon % 12],
+	    tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec, sign,
+	    off / 60, off % 60);
+	/* The zone name is a comment for people; only a plain one. */
+	if (tm.tm_zone != NULL && tm.tm_zone[0] != '\0' &&
+	    strspn(tm.tm_zone, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789+-") == strlen(tm.tm_zone))
+		str_catf(out, " (%s)", tm.tm_zone);
+}
+
+void cln_message_id(time_t t, const char *queue_id, const char *host,
+    str_t *out)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	str_catf(out, "<%04d%02d%02d%02d%02d%02d.%s@%s>", tm.tm_year + 1900,
+	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	    queue_id, host);
+}
+
+static bool is_atext_or_space(unsigned char c)
+{
+	return c == ' ' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || strchr("!#$%&'*+-/=?^_`{|}~", c) != NULL;
+}
+
+/* Length of the UTF-8 sequence starting at p (1 for anything else, so
+ * bad input still advances). */
+static size_t u8len(const unsigned char *p, size_t left)
+{
+	size_t n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc0 ? 2 : 1;
+
+	if (n > left)
+		return 1;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 1;
+	return n;
+}
+
+static void base64(const unsigned char *p, size_t n, str_t *out)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)p[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned)p[i + 1] << 8;
+		if (i + 2 < n)
+			v |= p[i + 2];
+		str_putc(out, b64[(v >> 18) & 63]);
+		str_putc(out, b64[(v >> 12) & 63]);
+		str_putc(out, i + 1 < n ? b64[(v >> 6) & 63] : '=');
+		str_putc(out, i + 2 < n ? b64[v & 63] : '=');
+	}
+}
+
+void cln_phrase(const char *name, str_t *out)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	size_t len = strlen(name);
+	bool eight = false, special = false;
+
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] >= 0x80)
+			eight = true;
+		else if (!is_atext_or_space(p[i]))
+			special = true;
+	}
+	if (eight) {
+		/* RFC 2047 encoded words of at most 45 bytes each (60 base64
+		 * characters, 72 with the wrapper: under the 75 allowed),
+		 * never splitting a UTF-8 character. */
+		size_t i = 0;
+		while (i < len) {
+			size_t j = i;
+			while (j < len) {
+				size_t k = u8len(p + j, len - j);
+				if (j + k - i > 45)
+					break;
+				j += k;
+			}
+			if (i > 0)
+				str_putc(out, ' ');
+			str_cat(out, "=?UTF-8?B?");
+			base64(p + i, j - i, out);
+			str_cat(out, "?=");
+			i = j;
+		}
+	} else if (special || len == 0 || p[0] == ' ' ||
+	    p[len - 1] == ' ' || strstr(name, "  ") != NULL) {
+		str_putc(out, '"');
+		for (size_t i = 0; i < len; i++) {
+			if (p[i] == '"' || p[i] == '\\')
+				str_putc(out, '\\');
+			str_putc(out, p[i]);
+		}
+		str_putc(out, '"');
+	} else {
+		str_cat(out, name);
+	}
+}

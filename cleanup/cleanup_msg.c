@@ -1,0 +1,925 @@
+/* cleanup: one message, from the envelope to the committed queue file.
+ *
+ * The envelope is checked and written as it arrives (sender, attributes,
+ * each recipient after rewriting and alias expansion).  The content's
+ * header is collected (at most header_size_limit bytes), completed and
+ * rewritten once its end is seen; recipients taken from it (-t) are
+ * written then, before the first content record, so they are ordinary
+ * envelope recipients.  The body is passed to the queue file as it comes.
+ * The first problem is remembered; from then on input is only counted
+ * and dropped, and the queue file is gone. */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include "cleanup.h"
+#include "log.h"
+#include "mem.h"
+#include "qfile.h"
+
+typedef struct field {
+	size_t off;		/* in hbuf */
+	size_t len;		/* with continuation lines and terminator */
+	size_t namelen;
+	enum cln_hdr_kind kind;
+} field_t;
+
+enum cstate { C_HEADER, C_BODY };
+
+struct cln_msg {
+	cln_cfg_t *cfg;
+	qfw_t *w;
+	char id[QUEUE_ID_SIZE];
+	bool committed;
+	/* first error */
+	int status;
+	char dsn[16];
+	str_t why;
+	/* envelope */
+	int flags;
+	char *sender_given;
+	str_t sender;		/* rewritten */
+	char *full_name;
+	int64_t uid;
+	char *log_ident;
+	char *client_name, *client_address, *helo_name, *protocol, *tls_info;
+	struct timeval arrival;
+	size_t nrcpt;		/* written to the queue file */
+	size_t given;		/* envelope recipients received */
+	char *first_rcpt;	/* for "for <...>" in Received: */
+	cln_dup_t dup;
+	/* content */
+	enum cstate cstate;
+	str_t hbuf;
+	size_t scan;		/* start of the next line to look at */
+	field_t *fields;
+	size_t nfields, cap;
+	bool first_line_seen;
+	const char *eol;	/* "\n" or "\r\n", from the first line */
+	uint64_t size;		/* content bytes received */
+	uint64_t written;	/* content bytes written */
+	str_t message_id;	/* for the log */
+};
+
+/* ---- Errors ----------------------------------------------------------------- */
+
+static void fail(cln_msg_t *m, int status, const char *dsn, const char *fmt,
+    ...) __attribute__((format(printf, 4, 5)));
+
+static void fail(cln_msg_t *m, int status, const char *dsn, const char *fmt,
+    ...)
+{
+	va_list ap;
+	str_t who = STR_INIT;
+
+	if (m->status != CLEANUP_STAT_OK)
+		return;
+	m->status = status;
+	bcopy_str(m->dsn, sizeof(m->dsn), dsn);
+	va_start(ap, fmt);
+	str_reset(&m->why);
+	str_vcatf(&m->why, fmt, ap);
+	va_end(ap);
+	if (str_len(&m->why) > CLEANUP_TEXT_MAX)
+		str_truncate(&m->why, CLEANUP_TEXT_MAX);
+	if (m->log_ident != NULL)
+		str_setf(&who, " (%s)", m->log_ident);
+	if (status == CLEANUP_STAT_PERM)
+		log_info("%s%sreject: %s %s; from=<%s>%s", m->id,
+		    m->id[0] ? ": " : "", dsn, str_cstr(&m->why),
+		    m->sender_given != NULL ? m->sender_given : "", str_cstr(&who));
+	else
+		log_warning("%s%smessage not accepted, try again later: %s %s; "
+		    "from=<%s>%s", m->id, m->id[0] ? ": " : "", dsn,
+		    str_cstr(&m->why), m->sender_given != NULL ?
+		    m->sender_given : "", str_cstr(&who));
+	str_release(&who);
+	if (m->w != NULL) {
+		qfw_free(m->w);		/* removes the temporary file */
+		m->w = NULL;
+	}
+	str_release(&m->hbuf);
+	free(m->fields);
+	m->fields = NULL;
+	m->nfields = m->cap = 0;
+}
+
+static bool ok(const cln_msg_t *m)
+{
+	return m->status == CLEANUP_STAT_OK;
+}
+
+static void write_failed(cln_msg_t *m)
+{
+	fail(m, CLEANUP_STAT_TEMP, "4.3.0", "queue file write error: %s",
+	    m->w != NULL ? qfw_error(m->w) : "no file");
+}
+
+/* Printable text for replies and logs (client bytes escaped). */
+static const char *pr(str_t *buf, const char *s)
+{
+	str_reset(buf);
+	str_quote_printable(buf, s, strlen(s) > 300 ? 300 : strlen(s));
+	return str_cstr(buf);
+}
+
+/* Text attributes: no control bytes, bounded. */
+static bool text_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static char *dup_opt(const char *s)
+{
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+/* ---- Recipients --------------------------------------------------------- */
+
+/* Expands a rewritten recipient and writes what is new. */
+static void add_recipient(cln_msg_t *m, const char *given, const char *addr,
+    const char *orcpt, int notify)
+{
+	char **list;
+	size_t n;
+	str_t err = STR_INIT;
+
+	if (cln_virtual_expand(m->cfg, addr, &list, &n, &err) != CLN_OK) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
+		str_release(&err);
+		return;
+	}
+	str_release(&err);
+	for (size_t i = 0; i < n && ok(m); i++) {
+		qf_rcpt_in_t r = { 0 };
+
+		if (cln_dup_seen(&m->dup, list[i]))
+			continue;
+		if (m->nrcpt >= (size_t)m->cfg->recipient_limit) {
+			fail(m, CLEANUP_STAT_PERM, "5.5.3", "too many recipients "
+			    "(more than %ld, cleanup_recipient_limit)",
+			    m->cfg->recipient_limit);
+			break;
+		}
+		r.address = list[i];
+		if (m->cfg->enable_original_recipient &&
+		    strcmp(given, list[i]) != 0)
+			r.orig = given;
+		r.orcpt = orcpt;
+		r.notify = notify;
+		if (qfw_rcpt(m->w, &r) < 0)
+			write_failed(m);
+		else
+			m->nrcpt++;
+	}
+	cln_list_free(list, n);
+}
+
+static bool orcpt_ok(const char *s)
+{
+	const char *semi = strchr(s, ';');
+	str_t dec = STR_INIT;
+	bool good;
+
+	if (semi == NULL || semi == s || strlen(s) > ADDR_ORCPT_MAX)
+		return false;
+	for (const char *p = s; p < semi; p++)
+		if (!addr_is_atext((unsigned char)*p))
+			return false;
+	good = addr_xtext_decode(semi + 1, strlen(semi + 1), &dec);
+	str_release(&dec);
+	return good;
+}
+
+void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
+    bool has_notify, int32_t notify)
+{
+	str_t why = STR_INIT, tmp = STR_INIT, out = STR_INIT;
+
+	m->given++;
+	if (!ok(m))
+		return;
+	if (!cln_addr_valid(address, strlen(address), &why)) {
+		fail(m, CLEANUP_STAT_PERM, "5.1.3", "bad recipient address "
+		    "<%s>: %s", pr(&tmp, address), str_cstr(&why));
+		goto out;
+	}
+	if (orcpt != NULL && !orcpt_ok(orcpt)) {
+		fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad ORCPT \"%s\" for <%s>",
+		    pr(&tmp, orcpt), address);
+		goto out;
+	}
+	if (has_notify && (notify < 0 || notify > 15 ||
+	    ((notify & QF_NOTIFY_NEVER) && notify != QF_NOTIFY_NEVER))) {
+		fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad NOTIFY value %d for <%s>",
+		    (int)notify, address);
+		goto out;
+	}
+	if (cln_rewrite_recipient(m->cfg, address, &out, &why) != CLN_OK) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&why));
+		goto out;
+	}
+	if (m->first_rcpt == NULL)
+		m->first_rcpt = xstrdup(str_cstr(&out));
+	add_recipient(m, address, str_cstr(&out), orcpt, has_notify ? notify : 0);
+out:
+	str_release(&why);
+	str_release(&tmp);
+	str_release(&out);
+}
+
+/* ---- Envelope ----------------------------------------------------------- */
+
+static const char *const reserved_attrs[] = {
+	"client_name", "client_address", "client_port", "helo_name",
+	"protocol", "sasl_method", "sasl_username", "log_ident", NULL,
+};
+
+static bool attr_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > QF_MAX_ATTR_NAME || !(s[0] >= 'a' && s[0] <= 'z'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		    s[i] == '_'))
+			return false;
+	return true;
+}
+
+/* Checks the envelope; false after fail(). */
+static bool check_envelope(cln_msg_t *m, const cln_envelope_t *env)
+{
+	str_t why = STR_INIT, tmp = STR_INIT;
+	const struct { const char *name, *v; size_t max; } texts[] = {
+		{ "full_name", env->full_name, 1000 },
+		{ "log_ident", env->log_ident, CLEANUP_LOG_IDENT_MAX },
+		{ "client_name", env->client_name, 1000 },
+		{ "client_address", env->client_address, 100 },
+		{ "client_port", env->client_port, 20 },
+		{ "helo_name", env->helo_name, 1000 },
+		{ "protocol", env->protocol, 64 },
+		{ "tls_info", env->tls_info, 1000 },
+		{ "sasl_method", env->sasl_method, 100 },
+		{ "sasl_username", env->sasl_username, 1000 },
+	};
+	bool good = false;
+
+	if (env->flags & ~CLEANUP_FLAG_MASK) {
+		fail(m, CLEANUP_STAT_PERM, "5.5.4", "unsupported flags 0x%x",
+		    (unsigned)env->flags);
+		goto out;
+	}
+	if (env->sender[0] != '\0' &&
+	    !cln_addr_valid(env->sender, strlen(env->sender), &why)) {
+		fail(m, CLEANUP_STAT_PERM, "5.1.7", "bad sender address <%s>: %s",
+		    pr(&tmp, env->sender), str_cstr(&why));
+		goto out;
+	}
+	if (env->envid != NULL) {
+		bool x = strlen(env->envid) <= ADDR_ENVID_MAX &&
+		    addr_xtext_decode(env->envid, strlen(env->envid), &tmp);
+		if (!x || env->envid[0] == '\0') {
+			fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad ENVID \"%s\"",
+			    pr(&tmp, env->envid));
+			goto out;
+		}
+	}
+	if (env->ret < 0 || env->ret > 2) {
+		fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad RET value %d", env->ret);
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		if (texts[i].v != NULL && !text_ok(texts[i].v, texts[i].max)) {
+			fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad %s \"%s\": control "
+			    "bytes or longer than %zu bytes", texts[i].name,
+			    pr(&tmp, texts[i].v), texts[i].max);
+			goto out;
+		}
+	}
+	if (env->nattrs > CLEANUP_ATTRS_MAX) {
+		fail(m, CLEANUP_STAT_PERM, "5.5.4", "more than %d named attributes",
+		    CLEANUP_ATTRS_MAX);
+		goto out;
+	}
+	for (size_t i = 0; i < env->nattrs; i++) {
+		const char *name = env->attrs[i].name;
+
+		if (!attr_name_valid(name)) {
+			fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad attribute name "
+			    "\"%s\"", pr(&tmp, name));
+			goto out;
+		}
+		for (int k = 0; reserved_attrs[k] != NULL; k++)
+			if (strcmp(name, reserved_attrs[k]) == 0) {
+				fail(m, CLEANUP_STAT_PERM, "5.5.4", "attribute "
+				    "name \"%s\" is reserved", name);
+				goto out;
+			}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(name, env->attrs[j].name) == 0) {
+				fail(m, CLEANUP_STAT_PERM, "5.5.4", "attribute "
+				    "\"%s\" given twice", name);
+				goto out;
+			}
+		if (!text_ok(env->attrs[i].value, CLEANUP_ATTR_VALUE_MAX)) {
+			fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad value for "
+			    "attribute \"%s\"", name);
+			goto out;
+		}
+	}
+	good = true;
+out:
+	str_release(&why);
+	str_release(&tmp);
+	return good;
+}
+
+cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
+{
+	cln_msg_t *m = xcalloc(1, sizeof(*m));
+	str_t err = STR_INIT;
+	const char *sender = env->sender != NULL ? env->sender : "";
+
+	m->cfg = cfg;
+	m->status = CLEANUP_STAT_OK;
+	m->flags = env->flags;
+	m->uid = env->uid;
+	m->eol = "\n";
+	m->cstate = C_HEADER;
+	cln_dup_init(&m->dup, cfg->dup_filter_limit);
+	/* Only text that passes check_envelope is kept for logs. */
+	m->log_ident = env->log_ident != NULL &&
+	    text_ok(env->log_ident, CLEANUP_LOG_IDENT_MAX) ?
+	    xstrdup(env->log_ident) : NULL;
+	if (env->arrival_us > 0) {
+		m->arrival.tv_sec = (time_t)(env->arrival_us / 1000000);
+		m->arrival.tv_usec = (suseconds_t)(env->arrival_us % 1000000);
+	} else {
+		gettimeofday(&m->arrival, NULL);
+	}
+
+	m->w = qfw_create(&cfg->ql, cfg->queue, 0600, &err);
+	if (m->w == NULL) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "cannot create queue file: %s",
+		    str_cstr(&err));
+		str_release(&err);
+		return m;
+	}
+	bcopy_str(m->id, sizeof(m->id), qfw_id(m->w));
+	if (qfw_arrival(m->w, &m->arrival) < 0) {
+		write_failed(m);
+		goto out;
+	}
+	{
+		str_t tmp = STR_INIT;
+		m->sender_given = xstrdup(pr(&tmp, sender));
+		str_release(&tmp);
+	}
+	if (!check_envelope(m, env))
+		goto out;
+	m->full_name = dup_opt(env->full_name);
+	m->client_name = dup_opt(env->client_name);
+	m->client_address = dup_opt(env->client_address);
+	m->helo_name = dup_opt(env->helo_name);
+	m->protocol = dup_opt(env->protocol);
+	m->tls_info = dup_opt(env->tls_info);
+
+	if (env->flags & CLEANUP_FLAG_SMTP) {
+		str_t l = STR_INIT;
+		str_setf(&l, "%s: client=%s[%s]", m->id, env->client_name ?
+		    env->client_name : "unknown", env->client_address ?
+		    env->client_address : "unknown");
+		if (env->client_port != NULL)
+			str_catf(&l, ":%s", env->client_port);
+		if (env->sasl_method != NULL)
+			str_catf(&l, ", sasl_method=%s", env->sasl_method);
+		if (env->sasl_username != NULL)
+			str_catf(&l, ", sasl_username=%s", env->sasl_username);
+		log_info("%s", str_cstr(&l));
+		str_release(&l);
+	}
+	if (env->uid >= 0)
+		log_info("%s: uid=%lld from=<%s>", m->id, (long long)env->uid,
+		    sender);
+
+	if (cln_rewrite_sender(cfg, sender, &m->sender, &err) != CLN_OK) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
+		goto out;
+	}
+	if (qfw_sender(m->w, str_cstr(&m->sender)) < 0 ||
+	    (env->envid != NULL && qfw_envid(m->w, env->envid) < 0) ||
+	    (env->ret != 0 && qfw_ret(m->w, env->ret) < 0)) {
+		write_failed(m);
+		goto out;
+	}
+	const struct { const char *n, *v; } own[] = {
+		{ "log_ident", env->log_ident },
+		{ "client_name", env->client_name },
+		{ "client_address", env->client_address },
+		{ "client_port", env->client_port },
+		{ "helo_name", env->helo_name },
+		{ "protocol", env->protocol },
+		{ "sasl_method", env->sasl_method },
+		{ "sasl_username", env->sasl_username },
+	};
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (own[i].v != NULL && qfw_attr(m->w, own[i].n, own[i].v) < 0) {
+			write_failed(m);
+			goto out;
+		}
+	for (size_t i = 0; i < env->nattrs; i++)
+		if (qfw_attr(m->w, env->attrs[i].name, env->attrs[i].value) < 0) {
+			write_failed(m);
+			goto out;
+		}
+out:
+	str_release(&err);
+	return m;
+}
+
+const char *cln_msg_queue_id(const cln_msg_t *m)
+{
+	return m->id;
+}
+
+/* ---- Content: the header ------------------------------------------------- */
+
+static void content_out(cln_msg_t *m, const void *p, size_t n)
+{
+	if (!ok(m) || n == 0)
+		return;
+	if (qfw_content(m->w, p, n) < 0)
+		write_failed(m);
+	else
+		m->written += n;
+}
+
+/* Header rewriting callback. */
+typedef struct hctx {
+	cln_msg_t *m;
+	bool sender_type;
+	bool failed;
+	str_t err;
+} hctx_t;
+
+static bool hdr_map(const addr_hdr_entry_t *e, str_t *newaddr, void *ctx)
+{
+	hctx_t *h = ctx;
+	int rc;
+
+	if (h->failed)
+		return false;
+	rc = h->sender_type ?
+	    cln_rewrite_sender(h->m->cfg, e->addr, newaddr, &h->err) :
+	    cln_rewrite_recipient(h->m->cfg, e->addr, newaddr, &h->err);
+	if (rc != CLN_OK) {
+		h->failed = true;
+		str_reset(newaddr);
+		return false;
+	}
+	if (strcmp(str_cstr(newaddr), e->addr) == 0) {
+		str_reset(newaddr);
+		return false;
+	}
+	return true;
+}
+
+/* The value of field f: after the colon, without the final terminator. */
+static void field_value(const cln_msg_t *m, const field_t *f,
+    const char **v, size_t *vlen, size_t *termlen)
+{
+	const char *p = str_cstr(&m->hbuf) + f->off;
+	const char *colon = memchr(p, ':', f->len);
+	size_t start = (size_t)(colon - p) + 1, end = f->len;
+
+	*termlen = 0;
+	if (end > start && p[end - 1] == '\n') {
+		end--;
+		(*termlen)++;
+		if (end > start && p[end - 1] == '\r') {
+			end--;
+			(*termlen)++;
+		}
+	}
+	*v = p + start;
+	*vlen = end - start;
+}
+
+/* Recipients of one To/Cc/Bcc field for -t. */
+static void extract_field(cln_msg_t *m, const field_t *f)
+{
+	const char *v;
+	size_t vlen, tl;
+	addr_hdr_list_t list = ADDR_HDR_LIST_INIT;
+	str_t out = STR_INIT, err = STR_INIT;
+
+	field_value(m, f, &v, &vlen, &tl);
+	addr_hdr_parse(v, vlen, &list);
+	if (list.nbad > 0 || list.dropped > 0) {
+		str_t name = STR_INIT;
+		str_append(&name, str_cstr(&m->hbuf) + f->off, f->namelen);
+		for (size_t i = 0; i < list.n; i++)
+			if (list.v[i].flags & ADDR_H_BAD) {
+				str_t bad = STR_INIT;
+				str_quote_printable(&bad, v + list.v[i].start,
+				    list.v[i].end - list.v[i].start > 200 ? 200 :
+				    list.v[i].end - list.v[i].start);
+				fail(m, CLEANUP_STAT_PERM, "5.1.3", "bad address "
+				    "\"%s\" in %s: header: %s", str_cstr(&bad),
+				    str_cstr(&name), list.v[i].error);
+				str_release(&bad);
+				break;
+			}
+		if (ok(m))
+			fail(m, CLEANUP_STAT_PERM, "5.1.3", "more than %d "
+			    "addresses in one %s: header", ADDR_HDR_ADDRS_MAX,
+			    str_cstr(&name));
+		str_release(&name);
+	}
+	for (size_t i = 0; i < list.n && ok(m); i++) {
+		const addr_hdr_entry_t *e = &list.v[i];
+
+		if (e->addr[0] == '\0')
+			continue;	/* <> is nobody */
+		if (cln_rewrite_recipient(m->cfg, e->addr, &out, &err) != CLN_OK) {
+			fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
+			break;
+		}
+		add_recipient(m, e->addr, str_cstr(&out), NULL, 0);
+	}
+	addr_hdr_list_free(&list);
+	str_release(&out);
+	str_release(&err);
+}
+
+static void add_received(cln_msg_t *m, str_t *out)
+{
+	const char *eol = m->eol;
+	const cln_cfg_t *cfg = m->cfg;
+
+	if (m->flags & CLEANUP_FLAG_SMTP) {
+		const char *name = m->client_name ? m->client_name : "unknown";
+		const char *helo = m->helo_name ? m->helo_name : name;
+
+		str_catf(out, "Received: from %s", helo);
+		if (m->client_address != NULL)
+			str_catf(out, " (%s [%s%s])", name,
+			    strchr(m->client_address, ':') ? "IPv6:" : "",
+			    m->client_address);
+		if (m->tls_info != NULL)
+			str_catf(out, "%s\t(%s)", eol, m->tls_info);
+		str_catf(out, "%s\tby %s (%s) with %s id %s", eol,
+		    cfg->myhostname, cfg->mail_name,
+		    m->protocol ? m->protocol : "SMTP", m->id);
+		if (m->given == 1 && m->first_rcpt != NULL) {
+			str_t ext = STR_INIT;
+			addr_externalize(m->first_rcpt, &ext);
+			str_catf(out, "%s\tfor <%s>", eol, str_cstr(&ext));
+			str_release(&ext);
+		}
+	} else if (m->uid >= 0) {
+		str_catf(out, "Received: by %s (%s, from userid %lld)%s\tid %s",
+		    cfg->myhostname, cfg->mail_name, (long long)m->uid, eol,
+		    m->id);
+	} else {
+		return;
+	}
+	str_cat(out, "; ");
+	cln_rfc5322_date(m->arrival.tv_sec, out);
+	str_cat(out, eol);
+}
+
+/* The header is complete (hbuf[0, body) holds its fields; need_blank:
+ * the body starts with a line that is not a header, so the empty line
+ * that separates them must be added). */
+static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
+{
+	const char *h = str_cstr(&m->hbuf);
+	size_t received = 0;
+	bool have_mid = false, have_date = false, have_from = false;
+	bool resent = false, extract = (m->flags & CLEANUP_FLAG_EXTRACT) != 0;
+	bool smtp = (m->flags & CLEANUP_FLAG_SMTP) != 0;
+	str_t out = STR_INIT, tmp = STR_INIT;
+	hctx_t hc = { m, false, false, STR_INIT };
+
+	for (size_t i = 0; i < m->nfields; i++) {
+		field_t *f = &m->fields[i];
+
+		if (memchr(h + f->off, '\0', f->len) != NULL) {
+			str_t name = STR_INIT;
+			str_quote_printable(&name, h + f->off, f->namelen > 100 ?
+			    100 : f->namelen);
+			fail(m, CLEANUP_STAT_PERM, "5.6.0", "NUL byte in message "
+			    "header %s:", str_cstr(&name));
+			str_release(&name);
+			goto out;
+		}
+		switch (f->kind) {
+		case HK_RECEIVED: received++; break;
+		case HK_MESSAGE_ID: have_mid = true; break;
+		case HK_DATE: have_date = true; break;
+		case HK_FROM: have_from = true; break;
+		case HK_RESENT_TO: case HK_RESENT_CC: case HK_RESENT_BCC:
+			resent = true;
+			break;
+		default: break;
+		}
+	}
+	if (smtp || m->uid >= 0)
+		received++;		/* the one we add */
+	if ((long)received > m->cfg->hopcount_limit) {
+		fail(m, CLEANUP_STAT_PERM, "5.4.6", "too many hops: %zu Received: "
+		    "headers, more than hopcount_limit %ld (mail loop?)",
+		    received, m->cfg->hopcount_limit);
+		goto out;
+	}
+	if (extract) {
+		/* sendmail -t: the Resent- headers when there are any. */
+		for (size_t i = 0; i < m->nfields && ok(m); i++) {
+			enum cln_hdr_kind k = m->fields[i].kind;
+			if (resent ? (k == HK_RESENT_TO || k == HK_RESENT_CC ||
+			    k == HK_RESENT_BCC) : (k == HK_TO || k == HK_CC ||
+			    k == HK_BCC))
+				extract_field(m, &m->fields[i]);
+		}
+		if (!ok(m))
+			goto out;
+	}
+	if (m->nrcpt == 0) {
+		fail(m, CLEANUP_STAT_PERM, "5.1.0", extract ? "no recipient "
+		    "addresses found in the message header" : "no recipients");
+		goto out;
+	}
+
+	/* The completed header. */
+	if (body > 0 && h[body - 1] != '\n')
+		need_blank = true;	/* header only, last line unterminated */
+	add_received(m, &out);
+	for (size_t i = 0; i < m->nfields; i++) {
+		field_t *f = &m->fields[i];
+		const char *v;
+		size_t vlen, tl, n;
+
+		if (f->kind == HK_RETURN_PATH)
+			continue;
+		if (!smtp && (f->kind == HK_BCC || f->kind == HK_RESENT_BCC))
+			continue;
+		if (f->kind == HK_MESSAGE_ID && str_len(&m->message_id) == 0) {
+			/* Logged unfolded and trimmed, escaped, bounded. */
+			field_value(m, f, &v, &vlen, &tl);
+			while (vlen > 0 && (*v == ' ' || *v == '\t' ||
+			    *v == '\r' || *v == '\n')) {
+				v++;
+				vlen--;
+			}
+			while (vlen > 0 && (v[vlen - 1] == ' ' ||
+			    v[vlen - 1] == '\t' || v[vlen - 1] == '\r' ||
+			    v[vlen - 1] == '\n'))
+				vlen--;
+			str_quote_printable(&m->message_id, v,
+			    vlen > 500 ? 500 : vlen);
+		}
+		if (!cln_hdr_is_address(f->kind)) {
+			str_append(&out, h + f->off, f->len);
+			continue;
+		}
+		field_value(m, f, &v, &vlen, &tl);
+		hc.sender_type = cln_hdr_is_sender(f->kind);
+		str_reset(&tmp);
+		n = addr_hdr_rewrite(v, vlen, hdr_map, &hc, &tmp);
+		if (hc.failed) {
+			fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s",
+			    str_cstr(&hc.err));
+			goto out;
+		}
+		if (n == 0) {
+			str_append(&out, h + f->off, f->len);
+		} else {
+			str_append(&out, h + f->off, (size_t)(v - (h + f->off)));
+			str_append(&out, str_cstr(&tmp), str_len(&tmp));
+			str_append(&out, v + vlen, tl);
+		}
+		str_reset(&tmp);
+	}
+	if (m->nfields > 0) {
+		const field_t *last = &m->fields[m->nfields - 1];
+		if (h[last->off + last->len - 1] != '\n')
+			str_cat(&out, m->eol);
+	}
+	if (!have_mid) {
+		str_reset(&tmp);
+		cln_message_id(m->arrival.tv_sec, m->id, m->cfg->myhostname, &tmp);
+		str_catf(&out, "Message-ID: %s%s", str_cstr(&tmp), m->eol);
+		str_set(&m->message_id, str_cstr(&tmp));
+	}
+	if (!have_date) {
+		str_cat(&out, "Date: ");
+		cln_rfc5322_date(m->arrival.tv_sec, &out);
+		str_cat(&out, m->eol);
+	}
+	if (!have_from) {
+		str_t a = STR_INIT;
+		if (str_len(&m->sender) == 0) {
+			str_setf(&tmp, "MAILER-DAEMON@%s", m->cfg->myorigin);
+			addr_externalize(str_cstr(&tmp), &a);
+		} else {
+			addr_externalize(str_cstr(&m->sender), &a);
+		}
+		str_cat(&out, "From: ");
+		if (m->full_name != NULL && m->full_name[0] != '\0') {
+			cln_phrase(m->full_name, &out);
+			str_catf(&out, " <%s>", str_cstr(&a));
+		} else {
+			str_cat(&out, str_cstr(&a));
+		}
+		str_cat(&out, m->eol);
+		str_release(&a);
+	}
+	if (need_blank && body < str_len(&m->hbuf))
+		str_cat(&out, m->eol);
+	if (str_len(&m->message_id) > 0)
+		log_info("%s: message-id=%s", m->id, str_cstr(&m->message_id));
+	content_out(m, str_cstr(&out), str_len(&out));
+out:
+	str_release(&out);
+	str_release(&tmp);
+	str_release(&hc.err);
+}
+
+/* Moves from header to body: the completed header, then what is left
+ * of hbuf. */
+static void end_header(cln_msg_t *m, size_t body, bool need_blank)
+{
+	if (!m->first_line_seen) {
+		/* Decided before the first line ended: look for its end in
+		 * what is there. */
+		const char *h = str_cstr(&m->hbuf);
+		const char *lf = memchr(h, '\n', str_len(&m->hbuf));
+		if (lf != NULL && lf > h && lf[-1] == '\r')
+			m->eol = "\r\n";
+		m->first_line_seen = true;
+	}
+	finish_header(m, body, need_blank);
+	if (ok(m))
+		content_out(m, str_cstr(&m->hbuf) + body,
+		    str_len(&m->hbuf) - body);
+	m->cstate = C_BODY;
+	str_release(&m->hbuf);
+	free(m->fields);
+	m->fields = NULL;
+	m->nfields = m->cap = 0;
+}
+
+static void add_field(cln_msg_t *m, size_t off, size_t len, size_t namelen)
+{
+	if (m->nfields == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 32;
+		m->fields = xreallocarray(m->fields, m->cap, sizeof(*m->fields));
+	}
+	m->fields[m->nfields].off = off;
+	m->fields[m->nfields].len = len;
+	m->fields[m->nfields].namelen = namelen;
+	m->fields[m->nfields].kind = cln_hdr_kind(str_cstr(&m->hbuf) + off,
+	    namelen);
+	m->nfields++;
+}
+
+static void header_too_big(cln_msg_t *m)
+{
+	fail(m, CLEANUP_STAT_PERM, "5.3.4", "message header larger than "
+	    "header_size_limit (%ld bytes)", m->cfg->header_size_limit);
+}
+
+/* Looks at the lines collected so far; final: no more content comes. */
+static void header_scan(cln_msg_t *m, bool final)
+{
+	for (;;) {
+		const char *h = str_cstr(&m->hbuf);
+		size_t len = str_len(&m->hbuf), start = m->scan;
+		const char *p = h + start;
+		const char *lf = memchr(p, '\n', len - start);
+		size_t llen = lf != NULL ? (size_t)(lf - p) + 1 : len - start;
+		bool complete = lf != NULL || final;
+		long nl;
+
+		if (start == len) {
+			if (final)
+				end_header(m, start, false);
+			return;
+		}
+		if (!m->first_line_seen && lf != NULL) {
+			m->first_line_seen = true;
+			if (llen >= 2 && p[llen - 2] == '\r')
+				m->eol = "\r\n";
+		}
+		if ((llen == 1 && p[0] == '\n') ||
+		    (llen == 2 && p[0] == '\r' && p[1] == '\n')) {
+			end_header(m, start, false);	/* the empty line */
+			return;
+		}
+		if (llen == 1 && p[0] == '\r' && !complete)
+			return;		/* maybe CR LF */
+		if (p[0] == ' ' || p[0] == '\t') {
+			if (m->nfields == 0) {
+				end_header(m, start, true);
+				return;
+			}
+			if (!complete)
+				goto partial;
+			m->fields[m->nfields - 1].len += llen;
+		} else {
+			nl = cln_hdr_name_len(p, llen, complete);
+			if (nl == 0) {
+				end_header(m, start, true);
+				return;
+			}
+			if (nl < 0 || !complete)
+				goto partial;
+			add_field(m, start, llen, (size_t)nl);
+		}
+		m->scan = start + llen;
+		if ((long)m->scan > m->cfg->header_size_limit) {
+			header_too_big(m);
+			return;
+		}
+		continue;
+partial:
+		if ((long)len > m->cfg->header_size_limit)
+			header_too_big(m);
+		return;
+	}
+}
+
+void cln_msg_data(cln_msg_t *m, const void *buf, size_t len)
+{
+	m->size += len;
+	if (!ok(m))
+		return;
+	if (m->cfg->message_size_limit > 0 &&
+	    m->size > (uint64_t)m->cfg->message_size_limit) {
+		fail(m, CLEANUP_STAT_PERM, "5.3.4", "message size exceeds fixed "
+		    "limit of %ld bytes (message_size_limit)",
+		    m->cfg->message_size_limit);
+		return;
+	}
+	if (m->cstate == C_BODY) {
+		content_out(m, buf, len);
+		return;
+	}
+	str_append(&m->hbuf, buf, len);
+	header_scan(m, false);
+}
+
+bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
+{
+	if (ok(m) && m->cstate == C_HEADER)
+		header_scan(m, true);
+	if (ok(m) && qfw_commit(m->w) < 0)
+		write_failed(m);
+	if (!ok(m)) {
+		cleanup_reply_set(reply, m->status, m->dsn, "%s",
+		    str_cstr(&m->why));
+		return false;
+	}
+	m->committed = true;
+	log_info("%s: from=<%s>, size=%llu, nrcpt=%zu (queue active)", m->id,
+	    str_cstr(&m->sender), (unsigned long long)m->written, m->nrcpt);
+	cleanup_reply_set(reply, CLEANUP_STAT_OK, "2.0.0", "queued as %s",
+	    m->id);
+	bcopy_str(reply->queue_id, sizeof(reply->queue_id), m->id);
+	return true;
+}
+
+void cln_msg_free(cln_msg_t *m)
+{
+	if (m == NULL)
+		return;
+	if (m->w != NULL)
+		qfw_free(m->w);
+	str_release(&m->why);
+	free(m->sender_given);
+	str_release(&m->sender);
+	free(m->full_name);
+	free(m->log_ident);
+	free(m->client_name);
+	free(m->client_address);
+	free(m->helo_name);
+	free(m->protocol);
+	free(m->tls_info);
+	free(m->first_rcpt);
+	cln_dup_free(&m->dup);
+	str_release(&m->hbuf);
+	free(m->fields);
+	str_release(&m->message_id);
+	free(m);
+}
