@@ -250,7 +250,7 @@ static int purge_one(const pq_dirent_t *d, void *ctx)
 			log_error("remove %s: %s", d->path, strerror(errno));
 		return 0;
 	}
-	log_info("removed stale temporary file %s", d->path);
+	pq_log_action("removed stale temporary file %s", d->path);
 	pu->st->purged++;
 	return 0;
 }

@@ -78,7 +78,7 @@ static void read_stdin(pq_admin_t *a)
 	int ch;
 
 	if (stdin_used)
-		log_fatal("only one option may read queue IDs from standard input");
+		return;			/* checked in main: only one "-" */
 	stdin_used = true;
 	for (;;) {
 		ch = getchar();
@@ -249,6 +249,15 @@ int main(int argc, char **argv)
 	if (!structure && !purge && lists[0].n + lists[1].n + lists[2].n
 	    + lists[3].n + x.n + P.n + U.n == 0)
 		usage();
+	{
+		int dashes = 0;
+		for (int a = 0; a < 4; a++)
+			for (int i = 0; i < lists[a].n; i++)
+				dashes += strcmp(lists[a].v[i], "-") == 0;
+		if (dashes > 1)
+			log_fatal("only one option may read queue IDs from "
+			    "standard input");
+	}
 	for (int i = 0; i < argc; i++)
 		if (!queue_name_valid(argv[i]) || queue_index(argv[i]) >= 6)
 			log_fatal("%s: not a message queue name", argv[i]);
