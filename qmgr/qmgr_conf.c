@@ -1,0 +1,265 @@
+/* qmgr: parameters, the scheduler core, transports from master.cf. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include "log.h"
+#include "mastercf.h"
+#include "mem.h"
+#include "pconfig.h"
+#include "qmgr_int.h"
+#include "server.h"
+
+/* maxproc 0 means "no limit" to master; the core needs a number. */
+#define QMGR_UNLIMITED_PROCS	1000
+/* Descriptors kept for everything but queue files and agents. */
+#define QMGR_FD_RESERVE		32
+
+static double jitter_rand(void *ctx)
+{
+	(void)ctx;
+	return (double)random() / ((double)RAND_MAX + 1.0);
+}
+
+static void sched_params_from_config(sched_params_t *p)
+{
+	str_t err = STR_INIT;
+
+	sched_params_init(p);
+	p->message_recipient_limit = config_get_int("qmgr_message_recipient_limit");
+	p->message_recipient_minimum = config_get_int("qmgr_message_recipient_minimum");
+	p->dsc_limit = (size_t)config_get_int("destination_status_cache_limit");
+	if (!backoff_parse_function(config_get_str("backoff_function"),
+	    &p->backoff.function, &err))
+		log_fatal("%s", str_cstr(&err));
+	p->backoff.min_time = (double)config_get_time("minimal_backoff_time");
+	p->backoff.max_time = (double)config_get_time("maximal_backoff_time");
+	p->backoff.retry_count = (int)config_get_int("backoff_retry_count");
+	p->backoff.jitter = (double)config_get_int("backoff_jitter");
+	p->backoff.queue_lifetime = (double)config_get_time("maximal_queue_lifetime");
+	p->backoff.bounce_lifetime = (double)config_get_time("bounce_queue_lifetime");
+	if (p->backoff.jitter > 0) {
+		srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+		p->backoff.rand = jitter_rand;
+	}
+	if (!sched_params_check(p, &err))
+		log_fatal("%s", str_cstr(&err));
+	str_release(&err);
+}
+
+/* main.cf TRANSPORT_X / default_X values for one transport. */
+static void tparams_from_config(sched_tparams_t *tp, const char *name,
+    int maxproc)
+{
+	str_t err = STR_INIT;
+	long drl;
+
+	sched_tparams_init(tp, name);
+	tp->process_limit = maxproc > 0 ? maxproc : QMGR_UNLIMITED_PROCS;
+	tp->delivery_slot_cost = (int)config_get_int_tr(name, "delivery_slot_cost");
+	tp->delivery_slot_loan = (int)config_get_int_tr(name, "delivery_slot_loan");
+	tp->delivery_slot_discount = (int)config_get_int_tr(name, "delivery_slot_discount");
+	tp->minimum_delivery_slots = (int)config_get_int_tr(name, "minimum_delivery_slots");
+	/* 0 is "no limit"; one request carries at most DLV_MAX_RCPT. */
+	drl = config_get_int_tr(name, "destination_recipient_limit");
+	tp->destination_recipient_limit = drl <= 0 || drl > DLV_MAX_RCPT ?
+	    DLV_MAX_RCPT : (int)drl;
+	tp->recipient_limit = config_get_int_tr(name, "recipient_limit");
+	tp->extra_recipient_limit = config_get_int_tr(name, "extra_recipient_limit");
+	tp->recipient_refill_limit = config_get_int_tr(name, "recipient_refill_limit");
+	tp->recipient_refill_delay = (double)config_get_time_tr(name, "recipient_refill_delay");
+	tp->conc.initial_concurrency = (int)config_get_int_tr(name,
+	    "initial_destination_concurrency");
+	tp->conc.concurrency_limit = (int)config_get_int_tr(name,
+	    "destination_concurrency_limit");
+	tp->conc.failed_cohort_limit = (double)config_get_int_tr(name,
+	    "destination_concurrency_failed_cohort_limit");
+	tp->conc.rate_delay = (double)config_get_time_tr(name, "destination_rate_delay");
+	tp->conc.debug = config_get_bool("destination_concurrency_feedback_debug");
+	if (!fb_func_parse(config_get_str_tr(name,
+	    "destination_concurrency_positive_feedback"),
+	    "destination_concurrency_positive_feedback", &tp->conc.positive, &err)
+	    || !fb_func_parse(config_get_str_tr(name,
+	    "destination_concurrency_negative_feedback"),
+	    "destination_concurrency_negative_feedback", &tp->conc.negative, &err)
+	    || !sched_tparams_check(tp, &err))
+		log_fatal("transport %s: %s", name, str_cstr(&err));
+	str_release(&err);
+}
+
+static void transport_add(const mastercf_entry_t *me)
+{
+	qmgr_transport_t *tr;
+	sched_tparams_t tp;
+	str_t err = STR_INIT;
+	int maxproc = mastercf_maxproc(me);
+
+	if (htable_get(Q.transports, me->service) != NULL) {
+		log_warning("%s:%d: service %s defined twice; using the first",
+		    me->file ? me->file : "master.cf", me->line, me->service);
+		return;
+	}
+	tparams_from_config(&tp, me->service, maxproc);
+	tr = xcalloc(1, sizeof(*tr));
+	tr->name = xstrdup(me->service);
+	str_setf(&tr->suspend_reason, "%s", "");
+	{
+		str_t ep = STR_INIT;
+		str_setf(&ep, "%s/%s", me->private_svc ? "private" : "public",
+		    me->service);
+		tr->endpoint = str_steal(&ep);
+	}
+	tr->time_limit = config_get_time_tr(me->service, "time_limit");
+	tr->st = sched_transport_add(Q.s, tr->name, &tp, &err);
+	if (tr->st == NULL)
+		log_fatal("transport %s: %s", tr->name, str_cstr(&err));
+	htable_add(Q.transports, tr->name, tr);
+	log_debug("transport %s: %s, process limit %d, %d recipients per "
+	    "delivery, concurrency %d..%d", tr->name, tr->endpoint,
+	    tp.process_limit, tp.destination_recipient_limit,
+	    tp.conc.initial_concurrency, tp.conc.concurrency_limit);
+	str_release(&err);
+}
+
+/* Queue files stay open while their messages are active: the active
+ * queue limit must fit the descriptors we may have. */
+static void fit_descriptors(long agents)
+{
+	struct rlimit rl;
+	long avail;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit want = rl;
+		want.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			rl = want;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return;
+	if (agents > (long)rl.rlim_cur / 2)
+		agents = (long)rl.rlim_cur / 2;
+	avail = (long)rl.rlim_cur - QMGR_FD_RESERVE - agents;
+	if (avail < 1)
+		avail = 1;
+	if (Q.active_limit > avail) {
+		log_warning("qmgr_message_active_limit %ld reduced to %ld: the "
+		    "process may open only %ld files (ulimit -n)", Q.active_limit,
+		    avail, (long)rl.rlim_cur);
+		Q.active_limit = avail;
+	}
+}
+
+void qmgr_conf_init(void)
+{
+	str_t err = STR_INIT, path = STR_INIT;
+	mastercf_t *mcf;
+	long agents = 0;
+
+	/* The skeleton put us in queue_directory (the root of a chroot):
+	 * every path is relative to it. */
+	if (queue_layout_init(&Q.ql, ".", config_get_str("hash_queue_names"),
+	    config_get_int("hash_queue_depth"), &err) < 0)
+		log_fatal("%s", str_cstr(&err));
+	Q.active_limit = config_get_int("qmgr_message_active_limit");
+	Q.queue_run_delay = config_get_time("queue_run_delay");
+	Q.clog_warn_time = config_get_time("qmgr_clog_warn_time");
+	Q.ipc_timeout = config_get_time("qmgr_ipc_timeout");
+	Q.transport_retry_time = config_get_time("transport_retry_time");
+	Q.delay_warning_time = config_get_time("delay_warning_time");
+	Q.soft_bounce = config_get_bool("soft_bounce");
+	Q.log_digits = (int)config_get_int("delay_logging_resolution_limit");
+	list_init(&Q.messages);
+	list_init(&Q.finish);
+	list_init(&Q.dlvs);
+
+	sched_params_from_config(&Q.sp);
+	Q.s = sched_new(&Q.sp, &qmgr_driver);
+	Q.transports = htable_new(32, 0);
+
+	/* Every UNIX stream service of master.cf can be a transport; the
+	 * ones no recipient resolves to cost nothing. */
+	str_setf(&path, "%s/master.cf", config_get_str("config_directory"));
+	mcf = mastercf_load(str_cstr(&path), &err);
+	if (mcf == NULL)
+		log_fatal("%s", str_cstr(&err));
+	if (str_len(&err) > 0)
+		log_lines(LOG_LVL_WARNING, str_cstr(&err));
+	for (size_t i = 0; i < mcf->count; i++) {
+		const mastercf_entry_t *me = mcf->entries[i];
+		if (me->type != MCF_UNIX)
+			continue;
+		if (strcmp(me->service, "bounce") == 0 && Q.bounce_endpoint == NULL) {
+			str_t ep = STR_INIT;
+			str_setf(&ep, "%s/bounce", me->private_svc ? "private" : "public");
+			Q.bounce_endpoint = str_steal(&ep);
+		}
+		transport_add(me);
+		agents += mastercf_maxproc(me) > 0 ? mastercf_maxproc(me) : 100;
+	}
+	mastercf_free(mcf);
+	if (Q.bounce_endpoint == NULL)
+		log_warning("no bounce service in master.cf: non-delivery notices "
+		    "cannot be sent (bounced mail stays in the queue)");
+
+	Q.resolver = resolver_from_config(&err);
+	if (Q.resolver == NULL)
+		log_fatal("address resolution: %s", str_cstr(&err));
+	fit_descriptors(agents);
+	str_release(&err);
+	str_release(&path);
+}
+
+qmgr_transport_t *qmgr_transport_get(const char *name)
+{
+	return htable_get(Q.transports, name);
+}
+
+bool qmgr_transport_suspended(qmgr_transport_t *tr, double now)
+{
+	if (tr->suspended_until == 0)
+		return false;
+	if (now < tr->suspended_until)
+		return true;
+	tr->suspended_until = 0;
+	tr->fail_count = 0;
+	log_info("transport %s: deliveries resumed", tr->name);
+	return false;
+}
+
+void qmgr_transport_failure(qmgr_transport_t *tr, const char *reason,
+    double now)
+{
+	tr->agent_failures++;
+	if (++tr->fail_count < QMGR_AGENT_FAIL_LIMIT || tr->suspended_until != 0)
+		return;
+	tr->suspended_until = now + (double)Q.transport_retry_time;
+	str_set(&tr->suspend_reason, reason);
+	log_warning("transport %s: %d delivery agent failures in a row (last: "
+	    "%s); deliveries suspended for %lds (transport_retry_time)",
+	    tr->name, tr->fail_count, reason, Q.transport_retry_time);
+}
+
+void qmgr_transport_success(qmgr_transport_t *tr)
+{
+	tr->fail_count = 0;
+}
+
+static void unsuspend(htable_entry_t *he, void *ctx)
+{
+	qmgr_transport_t *tr = he->value;
+	(void)ctx;
+	if (tr->suspended_until != 0) {
+		tr->suspended_until = 0;
+		tr->fail_count = 0;
+		log_info("transport %s: deliveries resumed (flush)", tr->name);
+	}
+}
+
+void qmgr_transport_unsuspend_all(void)
+{
+	htable_walk(Q.transports, unsuspend, NULL);
+}

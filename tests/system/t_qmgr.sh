@@ -1,0 +1,420 @@
+#! /usr/bin/env atf-sh
+# qmgr under master with the test delivery agent: recipient outcomes in
+# the queue file and the status logs, back-off times, flush, expiry,
+# crash recovery, the active queue limit and its alternation.
+
+B=@BUILDDIR@
+. @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/qmgr.subr
+
+atf_test_case mixed cleanup
+mixed_head() {
+	atf_set descr "mixed outcomes: done recipients, defer and bounce logs, retry time from the back-off function"
+	atf_set require.user unprivileged
+}
+mixed_body() {
+	require_test_agent
+	qmgr_instance
+	id=$(inject -f sender@s.example -r ok@t.example -r defer@t.example \
+	    -O orig@o.example -r bounce@t.example -r ok2@u.example) ||
+	    atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred"
+	now=$(date +%s)
+
+	# one log line per recipient, in Postfix's format
+	in_log "$id: from=<sender@s.example>, size=[0-9]*, nrcpt=4 (queue active)" ||
+	    atf_fail "no queue active line"
+	grep -q "$id: to=<ok@t.example>, relay=test-agent, delay=[0-9.]*, delays=[0-9.]*/[0-9.]*/[0-9.]*/[0-9.]*, dsn=2.0.0, status=sent (" maillog ||
+	    atf_fail "no sent line"
+	grep -q "$id: to=<defer@t.example>, relay=[^,]*, delay=.*, dsn=4\.[0-9.]*, status=deferred (" maillog ||
+	    atf_fail "no deferred line"
+	grep -q "$id: to=<bounce@t.example>, orig_to=<orig@o.example>, relay=.*, dsn=5\.[0-9.]*, status=bounced (" maillog ||
+	    atf_fail "no bounced line"
+	in_log "$id: to=<ok2@u.example>.* status=sent" || atf_fail "second transport"
+
+	# the queue file: delivered and bounced recipients done, one attempt
+	f=$(qpath deferred $id)
+	atf_check -s exit:0 -o save:cat.out $POSTCAT $f
+	grep -q '^done_recipient: ok@t.example$' cat.out || atf_fail "ok not done"
+	grep -q '^done_recipient: ok2@u.example$' cat.out || atf_fail "ok2 not done"
+	grep -q '^done_recipient: bounce@t.example$' cat.out || atf_fail "bounce not done"
+	grep -q '^recipient: defer@t.example$' cat.out || atf_fail "defer done"
+	grep -q '^attempts: 1$' cat.out || atf_fail "attempts"
+
+	# the defer log has the deferred recipient and only it
+	d=$(find q/defer -type f -name $id)
+	test -n "$d" || atf_fail "no defer log"
+	grep -aq 'defer@t.example' $d || atf_fail "defer log lacks the recipient"
+	grep -aq 'ok@t.example' $d && atf_fail "delivered recipient in the defer log"
+	# bounced: in the bounce log, or already handed to the bounce daemon
+	if [ -x $B/bin/bounce ]; then
+		WAIT_MAX=100 wait_for in_log "$id: removed" && atf_fail "removed with a deferred recipient"
+	else
+		b=$(find q/bounce -type f -name $id)
+		test -n "$b" || atf_fail "no bounce log"
+		grep -aq 'bounce@t.example' $b || atf_fail "bounce log lacks the recipient"
+	fi
+
+	# retry time: linear, MIN 100 MAX 1000 NUM 10: t(1) = 100 s
+	t=$(mtime $f)
+	delta=$((t - now))
+	[ $delta -ge 97 ] && [ $delta -le 101 ] || atf_fail "retry in $delta s, want 100"
+
+	# the agent saw every recipient once
+	for r in ok@t.example defer@t.example bounce@t.example ok2@u.example; do
+		test "$(count " $r " agent.log)" -eq 1 || atf_fail "$r delivered $(count " $r " agent.log) times"
+	done
+
+	# flush: a second attempt at once, only for the deferred recipient;
+	# t(2) = 100 + 90 s
+	flush
+	WAIT_MAX=100 wait_for lines_ge 2 "$id: from=" maillog || atf_fail "no second pass"
+	WAIT_MAX=100 wait_for lines_ge 2 "$id: to=<defer@t.example>" maillog ||
+	    atf_fail "no second attempt"
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred again"
+	now=$(date +%s)
+	sleep 0.2
+	f=$(qpath deferred $id)
+	atf_check -s exit:0 -o save:cat2.out $POSTCAT $f
+	grep -q '^attempts: 2$' cat2.out || atf_fail "attempts after the second pass"
+	t=$(mtime $f)
+	delta=$((t - now))
+	[ $delta -ge 187 ] && [ $delta -le 191 ] || atf_fail "retry in $delta s, want 190"
+	test "$(count " ok@t.example " agent.log)" -eq 1 || atf_fail "ok delivered again"
+	test "$(count " defer@t.example " agent.log)" -eq 2 || atf_fail "defer not tried twice"
+	has_qmgr || atf_fail "qmgr died"
+	assert_log_clean
+}
+mixed_cleanup() {
+	stop_instance
+}
+
+atf_test_case all_sent cleanup
+all_sent_head() {
+	atf_set descr "a message whose recipients are all delivered is removed, with its logs"
+	atf_set require.user unprivileged
+}
+all_sent_body() {
+	require_test_agent
+	qmgr_instance
+	start_instance
+	id=$(inject -f a@s.example -r ok1@t.example -r ok2@t.example -r ok3@u.example) ||
+	    atf_fail "mkqfile"
+	# cleanup would trigger qmgr; a flush does it too
+	flush
+	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not removed"
+	for qq in incoming active deferred defer bounce; do
+		not_in_queue $qq $id || atf_fail "left in $qq"
+	done
+	# one request for the two recipients of one destination
+	test "$(grep -c "^$id t.example " agent.log)" -eq 2 || atf_fail "agent log"
+	assert_log_clean
+}
+all_sent_cleanup() {
+	stop_instance
+}
+
+atf_test_case done_skipped cleanup
+done_skipped_head() {
+	atf_set descr "recipients marked done in the file are not delivered again"
+	atf_set require.user unprivileged
+}
+done_skipped_body() {
+	require_test_agent
+	qmgr_instance
+	id=$(inject -r a@t.example -r b@t.example -r c@t.example -k 0 -k 2) ||
+	    atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not removed"
+	test "$(grep -c "^$id " agent.log)" -eq 1 || atf_fail "done recipients delivered"
+	grep -q "^$id t.example b@t.example " agent.log || atf_fail "b not delivered"
+}
+done_skipped_cleanup() {
+	stop_instance
+}
+
+atf_test_case expire cleanup
+expire_head() {
+	atf_set descr "past maximal_queue_lifetime a deferred message is returned: status=expired"
+	atf_set require.user unprivileged
+}
+expire_body() {
+	require_test_agent
+	qmgr_instance "maximal_queue_lifetime = 1h"
+	# arrived two hours ago
+	t=$(($(date +%s) - 7200))
+	id=$(inject -T $t.0 -f sender@s.example -r ok@t.example -r defer@t.example) ||
+	    atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_log "$id: from=<sender@s.example>, status=expired, returned to sender" ||
+	    atf_fail "not expired"
+	in_log "$id: to=<defer@t.example>.*status=deferred" || atf_fail "no deferral"
+	if [ -x $B/bin/bounce ]; then
+		WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not removed"
+		not_in_queue deferred $id || atf_fail "still deferred"
+	else
+		# no bounce daemon: the notice waits, the recipient is failed
+		# in the bounce log with its deferral reason
+		b=$(find q/bounce -type f -name $id)
+		test -n "$b" || atf_fail "no bounce log"
+		grep -aq 'defer@t.example' $b || atf_fail "bounce log"
+		WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not kept"
+		atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath deferred $id)
+		grep -q '^done_recipient: defer@t.example$' cat.out ||
+		    atf_fail "expired recipient not done"
+	fi
+	test "$(count " defer@t.example " agent.log)" -eq 1 || atf_fail "tried again"
+	# the defer log is gone: nothing waits
+	test -z "$(find q/defer -type f -name $id)" || atf_fail "defer log left"
+}
+expire_cleanup() {
+	stop_instance
+}
+
+atf_test_case crash_restart cleanup
+crash_restart_head() {
+	atf_set descr "kill -9 of qmgr during deliveries: after the restart nothing is lost and done recipients are not delivered again"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+crash_restart_body() {
+	require_test_agent
+	qmgr_instance "default_time_limit = 20s"
+	cat > etc/rules <<EOF
+*@slow.example slow 4000
+EOF
+	sed -i.bak "s|$TA log=|$TA rules=$PWD/etc/rules log=|" etc/master.cf
+	ids=
+	for i in 1 2 3 4 5; do
+		id=$(inject -r ok$i@t.example -r slow$i@slow.example) || atf_fail "mkqfile"
+		ids="$ids $id"
+	done
+	start_instance
+	# the fast recipients are done, the slow ones are in flight
+	WAIT_MAX=100 wait_for lines_ge 5 "to=<ok[0-9]@t.example>.*status=sent" maillog ||
+	    atf_fail "fast deliveries"
+	test "$(count 'status=sent.*slow' maillog)" -eq 0 || atf_fail "slow too fast"
+	p=$(qmgr_pid)
+	test -n "$p" || atf_fail "no qmgr"
+	kill -9 $p
+	wait_for pid_gone $p || atf_fail "qmgr did not die"
+	for id in $ids; do
+		in_queue active $id || atf_fail "$id not in active"
+	done
+	# a new qmgr: master starts it for the next trigger
+	flush
+	WAIT_MAX=100 wait_for has_qmgr || atf_fail "qmgr not restarted"
+	test "$(qmgr_pid)" != "$p" || atf_fail "same qmgr"
+	in_log "recovered 5 messages left in the active queue" || atf_fail "no recovery"
+	for id in $ids; do
+		WAIT_MAX=200 wait_for in_log "$id: removed" || atf_fail "$id not delivered"
+	done
+	# at least once for the ones in flight, exactly once for the others
+	for i in 1 2 3 4 5; do
+		test "$(count " ok$i@t.example " agent.log)" -eq 1 ||
+		    atf_fail "ok$i delivered $(count " ok$i@t.example " agent.log) times"
+		test "$(count " slow$i@slow.example " agent.log)" -ge 1 ||
+		    atf_fail "slow$i lost"
+	done
+	for qq in incoming active deferred; do
+		test -z "$(find q/$qq -type f)" || atf_fail "mail left in $qq"
+	done
+}
+crash_restart_cleanup() {
+	stop_instance
+}
+
+atf_test_case flush_deferred cleanup
+flush_deferred_head() {
+	atf_set descr "deferred mail waits for its retry time; a flush makes it eligible at once"
+	atf_set require.user unprivileged
+}
+flush_deferred_body() {
+	require_test_agent
+	qmgr_instance
+	id=$(inject -r defer@t.example) || atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred"
+	# new mail ("I", what cleanup sends) and a deferred scan ("D") do
+	# not take deferred mail before its retry time
+	id2=$(inject -r ok@t.example) || atf_fail "mkqfile"
+	atf_check -s exit:0 $TS trigger-send q/public/qmgr I
+	WAIT_MAX=100 wait_for in_log "$id2: removed" || atf_fail "new mail"
+	atf_check -s exit:0 $TS trigger-send q/public/qmgr D
+	atf_check -s exit:0 $TS trigger-send q/public/qmgr W
+	id3=$(inject -r ok@t.example) || atf_fail "mkqfile"
+	atf_check -s exit:0 $TS trigger-send q/public/qmgr I
+	WAIT_MAX=100 wait_for in_log "$id3: removed" || atf_fail "new mail"
+	test "$(count " defer@t.example " agent.log)" -eq 1 ||
+	    atf_fail "deferred mail retried early"
+	test "$(grep -c "$id: from=" maillog)" -eq 1 || atf_fail "taken early"
+	# a flush: at once
+	flush
+	WAIT_MAX=100 wait_for lines_ge 2 " defer@t.example " agent.log ||
+	    atf_fail "flush did not retry"
+	WAIT_MAX=100 wait_for lines_ge 2 "$id: to=<defer@t.example>" maillog ||
+	    atf_fail "no second deferral"
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred again"
+}
+flush_deferred_cleanup() {
+	stop_instance
+}
+
+atf_test_case alternate cleanup
+alternate_head() {
+	atf_set descr "with a full active queue, new and deferred mail take turns"
+	atf_set require.user unprivileged
+}
+alternate_body() {
+	require_test_agent
+	qmgr_instance "qmgr_message_active_limit = 1"
+	inc=
+	def=
+	for i in 1 2 3; do
+		inc="$inc $(inject -r new$i@t.example)" || atf_fail "mkqfile"
+		# due now: a deferred file's time is its retry time
+		def="$def $(inject -q deferred -r old$i@t.example)" || atf_fail "mkqfile"
+	done
+	start_instance
+	for id in $inc $def; do
+		WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "$id not delivered"
+	done
+	# the order in which they entered the active queue
+	order=
+	for id in $(sed -n 's/.*: \([0-9A-Z]*\): from=.*(queue active)$/\1/p' maillog); do
+		case " $inc " in *" $id "*) order="${order}I";; *) order="${order}D";; esac
+	done
+	test "$order" = IDIDID || atf_fail "order $order, want IDIDID"
+}
+alternate_cleanup() {
+	stop_instance
+}
+
+atf_test_case recover_and_corrupt cleanup
+recover_and_corrupt_head() {
+	atf_set descr "at start, mail left in active is delivered; a damaged file goes to corrupt/"
+	atf_set require.user unprivileged
+}
+recover_and_corrupt_body() {
+	require_test_agent
+	qmgr_instance
+	id=$(inject -q active -r ok@t.example) || atf_fail "mkqfile"
+	bad=$(inject -r ok@u.example) || atf_fail "mkqfile"
+	f=$(qpath incoming $bad)
+	# cut the end record off
+	head -c $(($(wc -c < $f) - 5)) $f > $f.tmp && mv $f.tmp $f
+	start_instance
+	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "recovered mail"
+	in_log "recovered 1 message left in the active queue" || atf_fail "no recovery line"
+	WAIT_MAX=100 wait_for in_queue corrupt $bad || atf_fail "not moved to corrupt"
+	in_log "$bad: damaged queue file" || atf_fail "no damage line"
+	has_qmgr || atf_fail "qmgr died"
+}
+recover_and_corrupt_cleanup() {
+	stop_instance
+}
+
+atf_test_case congestion cleanup
+congestion_head() {
+	atf_set descr "a full active queue with mail waiting is logged; everything is delivered"
+	atf_set require.user unprivileged
+}
+congestion_body() {
+	require_test_agent
+	qmgr_instance "qmgr_message_active_limit = 2" "qmgr_clog_warn_time = 1s"
+	ids=
+	for i in 1 2 3 4 5 6; do
+		ids="$ids $(inject -r slow+$i@t.example)" || atf_fail "mkqfile"
+	done
+	start_instance
+	for id in $ids; do
+		WAIT_MAX=200 wait_for in_log "$id: removed" || atf_fail "$id not delivered"
+	done
+	in_log "warning: active queue congested: 2 of 2 messages" ||
+	    atf_fail "no congestion warning"
+	in_log "mail for test:t.example holds" || atf_fail "destination not named"
+}
+congestion_cleanup() {
+	stop_instance
+}
+
+atf_test_case reload_drain cleanup
+reload_drain_head() {
+	atf_set descr "a reload retires qmgr: replies of deliveries in flight are still recorded, nothing is delivered twice"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+reload_drain_body() {
+	require_test_agent
+	qmgr_instance "default_time_limit = 20s"
+	echo '*@slow.example slow 2000' > etc/rules
+	sed -i.bak "s|$TA log=|$TA rules=$PWD/etc/rules log=|" etc/master.cf
+	id=$(inject -r a@slow.example -r ok@t.example) || atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_log "$id: to=<ok@t.example>.*status=sent" ||
+	    atf_fail "fast delivery"
+	p=$(qmgr_pid)
+	# a changed main.cf: master retires its daemons at the reload
+	echo "qmgr_clog_warn_time = 301s" >> etc/main.cf
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	WAIT_MAX=100 wait_for pid_gone $p || atf_fail "qmgr not retired"
+	in_log "$id: to=<a@slow.example>.*status=sent" || atf_fail "reply not recorded"
+	in_log "$id: removed" || atf_fail "not removed by the old qmgr"
+	flush
+	WAIT_MAX=100 wait_for has_qmgr || atf_fail "no new qmgr"
+	sleep 1
+	test "$(count " a@slow.example " agent.log)" -eq 1 || atf_fail "delivered twice"
+	not_in_queue active $id || atf_fail "left in active"
+}
+reload_drain_cleanup() {
+	stop_instance
+}
+
+atf_test_case via_cleanup cleanup
+via_cleanup_head() {
+	atf_set descr "mail from cleanup is picked up at once (its trigger); discard, error and retry transports"
+	atf_set require.user unprivileged
+}
+via_cleanup_body() {
+	require_test_agent
+	[ -x $B/bin/cleanup ] || atf_skip "cleanup is not built"
+	[ -x $B/bin/discard ] && [ -x $B/bin/error ] || atf_skip "discard/error agents not built"
+	qmgr_instance
+	start_instance
+	printf 'Subject: via cleanup\n\nbody\n' > msg
+	atf_check -s exit:0 -o save:sub.out $B/tests/tools/cleanup-submit \
+	    -s $PWD/q/public/cleanup -f s@s.example msg ok@t.example \
+	    x@discard.example e@error.example r@retry.example
+	id=$(awk '{print $3}' sub.out)
+	test -n "$id" || atf_fail "no queue ID"
+	# no flush: cleanup's trigger is enough
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not processed"
+	in_log "$id: to=<ok@t.example>.*status=sent" || atf_fail "ok"
+	in_log "$id: to=<x@discard.example>.*dsn=2\.[0-9.]*, status=sent (" ||
+	    atf_fail "discard"
+	in_log "$id: to=<e@error.example>.*dsn=5\.1\.1, status=bounced (.*mailbox closed for the test" ||
+	    atf_fail "error"
+	in_log "$id: to=<r@retry.example>.*dsn=4\.2\.2, status=deferred (.*try again for the test" ||
+	    atf_fail "retry"
+	atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath deferred $id)
+	grep -q '^recipient: r@retry.example$' cat.out || atf_fail "retry recipient done"
+	test "$(grep -c '^done_recipient:' cat.out)" -eq 3 || atf_fail "done recipients"
+}
+via_cleanup_cleanup() {
+	stop_instance
+}
+
+atf_init_test_cases() {
+	atf_add_test_case via_cleanup
+	atf_add_test_case reload_drain
+	atf_add_test_case mixed
+	atf_add_test_case all_sent
+	atf_add_test_case done_skipped
+	atf_add_test_case expire
+	atf_add_test_case crash_restart
+	atf_add_test_case flush_deferred
+	atf_add_test_case alternate
+	atf_add_test_case recover_and_corrupt
+	atf_add_test_case congestion
+}
