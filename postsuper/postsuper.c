@@ -139,7 +139,7 @@ static int run_action(const queue_layout_t *ql, qc_action_t act,
 	return rc;
 }
 
-/* -x, -P, -U: requests to qmgr. */
+/* -x, -P, -U: requests to qmgr (which logs what it did). */
 static int run_dest(const queue_layout_t *ql, const char *request,
     const char *dest)
 {
@@ -157,10 +157,7 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 	} else if (strcmp(request, QC_REQ_DSC_CLEAR) == 0) {
 		fprintf(stderr, "postsuper: %ld dead destination%s forgotten\n",
 		    count, count == 1 ? "" : "s");
-		log_info("destination status cache: %s cleared (%ld entr%s)",
-		    all ? "ALL" : dest, count, count == 1 ? "y" : "ies");
 	} else if (strcmp(request, QC_REQ_SUSPEND) == 0) {
-		log_info("%s: delivery suspended", dest);
 		fprintf(stderr, "postsuper: delivery to %s suspended; its mail "
 		    "waits in the deferred queue (postsuper -U %s resumes)\n",
 		    dest, dest);
@@ -176,7 +173,6 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 			log_error("%s", str_cstr(&err));
 			rc = 1;
 		}
-		log_info("%s: delivery resumed", dest);
 		fprintf(stderr, "postsuper: delivery to %s resumed; %ld deferred "
 		    "message%s due now\n", dest, n < 0 ? 0 : n, n == 1 ? "" : "s");
 		str_reset(&err);
