@@ -54,7 +54,8 @@ static int walk_dir(walk_t *w, const char *dir, int depth)
 		names[n++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct stat st;
 		pq_dirent_t e;
@@ -155,7 +156,8 @@ int pq_collect(const queue_layout_t *ql, const char *queue, pq_files_t *out,
 	c.queue = queue_names[qi];
 	if (pq_walk(ql, queue, collect_one, &c, err) < 0)
 		return -1;
-	qsort(out->v + start, out->n - start, sizeof(*out->v), cmp_file);
+	if (out->n - start > 1)
+		qsort(out->v + start, out->n - start, sizeof(*out->v), cmp_file);
 	return 0;
 }
 
