@@ -53,6 +53,11 @@ struct cln_msg {
 	enum cstate cstate;
 	str_t hbuf;
 	size_t scan;		/* start of the next line to look at */
+	size_t probe;		/* no LF in hbuf[scan, probe) */
+	long known_nl;		/* the partial line at scan is a header
+				 * field with this name length (0: not
+				 * known yet); both spare rescans when a
+				 * long line comes in small pieces */
 	field_t *fields;
 	size_t nfields, cap;
 	bool first_line_seen;
@@ -807,7 +812,8 @@ static void header_scan(cln_msg_t *m, bool final)
 		const char *h = str_cstr(&m->hbuf);
 		size_t len = str_len(&m->hbuf), start = m->scan;
 		const char *p = h + start;
-		const char *lf = memchr(p, '\n', len - start);
+		size_t from = m->probe > start ? m->probe : start;
+		const char *lf = memchr(h + from, '\n', len - from);
 		size_t llen = lf != NULL ? (size_t)(lf - p) + 1 : len - start;
 		bool complete = lf != NULL || final;
 		long nl;
@@ -838,7 +844,10 @@ static void header_scan(cln_msg_t *m, bool final)
 				goto partial;
 			m->fields[m->nfields - 1].len += llen;
 		} else {
-			nl = cln_hdr_name_len(p, llen, complete);
+			nl = m->known_nl > 0 ? m->known_nl :
+			    cln_hdr_name_len(p, llen, complete);
+			if (nl > 0)
+				m->known_nl = nl;
 			if (nl == 0) {
 				end_header(m, start, true);
 				return;
@@ -848,12 +857,14 @@ static void header_scan(cln_msg_t *m, bool final)
 			add_field(m, start, llen, (size_t)nl);
 		}
 		m->scan = start + llen;
+		m->known_nl = 0;
 		if ((long)m->scan > m->cfg->header_size_limit) {
 			header_too_big(m);
 			return;
 		}
 		continue;
 partial:
+		m->probe = len;
 		if ((long)len > m->cfg->header_size_limit)
 			header_too_big(m);
 		return;

@@ -168,7 +168,12 @@ int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env)
 		fail(c, "cleanup client: envelope inside a transaction");
 		return -1;
 	}
-	/* Text with NUL cannot be sent as a string; the caller checks. */
+	for (size_t i = 0; i < env->nattrs; i++)
+		if (env->attrs[i].name == NULL || env->attrs[i].value == NULL) {
+			fail(c, "cleanup client: named attribute %zu without "
+			    "name or value", i);
+			return -1;
+		}
 	attr_put_str(&c->out, "op", "envelope");
 	attr_put_str(&c->out, "sender", env->sender != NULL ? env->sender : "");
 	if (env->flags != 0)
@@ -211,6 +216,10 @@ int cleanup_send_rcpt(cleanup_client_t *c, const char *address,
 		fail(c, "cleanup client: recipient %s",
 		    c->state == CS_IDLE ? "before the envelope" :
 		    "after the content");
+		return -1;
+	}
+	if (address == NULL) {
+		fail(c, "cleanup client: recipient without address");
 		return -1;
 	}
 	attr_put_str(&c->out, "op", "rcpt");

@@ -422,6 +422,8 @@ void dlv_rcpt_encode(str_t *out, const dlv_rcpt_t *r)
 
 int dlv_request_encode(const dlv_request_t *req, str_t *out, str_t *err)
 {
+	size_t start = out->len;
+
 	if (!request_ok(req, err))
 		return -1;
 	attr_put_str(out, "queue", req->queue);
@@ -444,6 +446,14 @@ int dlv_request_encode(const dlv_request_t *req, str_t *out, str_t *err)
 		attr_put_end(out);
 	}
 	attr_put_end(out);
+	/* Only absurdly long addresses in a big batch get here; the caller
+	 * sends fewer recipients at a time. */
+	if (out->len - start > dlv_limits.max_total) {
+		str_setf(err, "request of %zu bytes exceeds %zu: send fewer "
+		    "recipients", out->len - start, dlv_limits.max_total);
+		str_truncate(out, start);
+		return -1;
+	}
 	return 0;
 }
 
@@ -661,8 +671,13 @@ void dlv_reply_encode(const dlv_reply_t *rep, str_t *out)
 	size_t textmax = DLV_MAX_TEXT, budget = 12 * 1024 * 1024;
 	dlv_status_t unset;
 
-	if (rep->n && budget / rep->n / 2 < textmax)
-		textmax = budget / rep->n / 2 - DLV_MAX_SHORT * 3;
+	if (rep->n) {
+		/* Per recipient: two long texts, three short ones, names. */
+		size_t per = budget / rep->n, fixed = DLV_MAX_SHORT * 3 + 200;
+		size_t room = per > fixed ? (per - fixed) / 2 : 0;
+		if (room < textmax)
+			textmax = room < 64 ? 64 : room;
+	}
 	memset(&unset, 0, sizeof(unset));
 	unset.action = DLV_ACT_DELAYED;
 	bcopy_str(unset.status, sizeof(unset.status), "4.3.0");

@@ -175,6 +175,7 @@ void qmgr_conf_init(void)
 	list_init(&Q.messages);
 	list_init(&Q.finish);
 	list_init(&Q.dlvs);
+	list_init(&Q.bounce_sync);
 
 	sched_params_from_config(&Q.sp);
 	Q.s = sched_new(&Q.sp, &qmgr_driver);

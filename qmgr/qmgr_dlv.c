@@ -126,6 +126,7 @@ static void dlv_complete(qmgr_dlv_t *d)
 	qmgr_transport_success(d->tr);
 	detach(d);
 	sched_delivery_done(Q.s, d->e, res, flags, reason, now);
+	qmgr_msg_sync_bounces();
 	free(res);
 	dlv_free(d);
 	qmgr_kick();

@@ -55,6 +55,12 @@ typedef struct qmgr_rcpt {
 	size_t idx;			/* its index in that delivery */
 } qmgr_rcpt_t;
 
+/* Copies of status log records, appended in batches. */
+typedef struct rec_batch {
+	sl_rec_t v[QMGR_READ_BATCH];
+	size_t n;
+} rec_batch_t;
+
 /* The end of a message's pass, step by step (some steps wait for the
  * bounce daemon). */
 enum qmgr_fin_step {
@@ -85,11 +91,14 @@ typedef struct qmgr_msg {
 	unsigned long unlogged;		/* failed, but no bounce record */
 	unsigned long rcpt_in_core;	/* offered, no outcome yet */
 	sched_msg_result_t res;
+	double res_time;		/* when the core reported it */
 	enum qmgr_fin_step step;
 	bool notice_busy;		/* a bounce daemon request in flight */
 	const char *notice_kind;	/* for log lines */
 	bool notice_failed;		/* a bounce/success notice failed */
 	sl_reader_t *trace_rd;		/* FIN_SUCCESS: the trace log */
+	rec_batch_t *bpend;		/* bounce records not yet on disk */
+	list_node_t bsync_node;		/* on Q.bounce_sync while bpend has some */
 	list_node_t fin_node;		/* on Q.finish while finishing */
 	list_node_t node;		/* on Q.messages */
 } qmgr_msg_t;
@@ -139,6 +148,7 @@ typedef struct qmgr {
 	long active;			/* messages in active/ that we own */
 	list_t finish;			/* messages at the end of their pass */
 	list_t dlvs;			/* deliveries in flight */
+	list_t bounce_sync;		/* messages with bounce records pending */
 	qmgr_scan_t incoming, deferred;
 	bool take_deferred;		/* alternation: deferred next */
 	double last_clog_warn;
@@ -191,6 +201,9 @@ int qmgr_move(const char *from, const char *to, const char *id, bool sync);
 extern const sched_driver_t qmgr_driver;
 void qmgr_msg_load(const char *id);
 void qmgr_msg_finish_run(void);
+/* Appends pending bounce records (synced) and marks their recipients
+ * done; runs before control returns to the event loop. */
+void qmgr_msg_sync_bounces(void);
 void qmgr_rcpt_free(qmgr_rcpt_t *qr);
 
 /* qmgr_dlv.c */

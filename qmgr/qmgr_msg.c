@@ -48,6 +48,93 @@ static void mark_done(qmgr_msg_t *msg, int64_t offset)
 		    qfile_error(msg->qf)->reason);
 }
 
+/* Copies of status log records, for appending in batches. */
+
+static char *dup0(const char *s)
+{
+	return xstrdup(s ? s : "");
+}
+
+static void batch_add(rec_batch_t *b, const dlv_rcpt_t *r,
+    const dlv_status_t *st, int64_t when)
+{
+	sl_rec_t *x = &b->v[b->n++];
+
+	memset(x, 0, sizeof(*x));
+	x->rcpt.address = dup0(r->address);
+	x->rcpt.orig = dup0(r->orig);
+	x->rcpt.orcpt = dup0(r->orcpt);
+	x->rcpt.notify = r->notify;
+	x->rcpt.offset = r->offset;
+	bcopy_str(x->st.status, sizeof(x->st.status), st->status);
+	x->st.action = st->action;
+	x->st.reason = dup0(st->reason);
+	x->st.diag_type = dup0(st->diag_type);
+	x->st.diag_text = dup0(st->diag_text);
+	x->st.relay = dup0(st->relay);
+	x->st.remote_mta = dup0(st->remote_mta);
+	x->time = when;
+}
+
+/* Appends the batch to the bounce log (synced), then marks its
+ * recipients done. */
+static void batch_flush(qmgr_msg_t *msg, rec_batch_t *b)
+{
+	str_t err = STR_INIT;
+
+	if (b->n > 0 && statuslog_append(&Q.ql, SL_BOUNCE, msg->id, b->v, b->n,
+	    SL_SYNC, &err) < 0) {
+		log_warning("%s: bounce log: %s; %zu failed recipient%s "
+		    "stay%s queued", msg->id, str_cstr(&err), b->n,
+		    b->n == 1 ? "" : "s", b->n == 1 ? "s" : "");
+		msg->unlogged += b->n;
+	} else {
+		for (size_t i = 0; i < b->n; i++)
+			mark_done(msg, b->v[i].rcpt.offset);
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		sl_rec_t *x = &b->v[i];
+		free(x->rcpt.address);
+		free(x->rcpt.orig);
+		free(x->rcpt.orcpt);
+		free(x->st.reason);
+		free(x->st.diag_type);
+		free(x->st.diag_text);
+		free(x->st.relay);
+		free(x->st.remote_mta);
+	}
+	b->n = 0;
+	str_release(&err);
+}
+
+/* Bounced recipients wait in their message's batch until the end of the
+ * current event (qmgr_msg_sync_bounces), so that a delivery with many
+ * failed recipients costs one synced append, not one per recipient. */
+static void bounce_pending(qmgr_msg_t *msg, const dlv_rcpt_t *r,
+    const dlv_status_t *st)
+{
+	if (msg->bpend == NULL)
+		msg->bpend = xcalloc(1, sizeof(*msg->bpend));
+	if (msg->bpend->n == 0)
+		list_append(&Q.bounce_sync, &msg->bsync_node);
+	batch_add(msg->bpend, r, st, (int64_t)time(NULL));
+	if (msg->bpend->n == QMGR_READ_BATCH) {
+		batch_flush(msg, msg->bpend);
+		list_remove(&msg->bsync_node);
+	}
+}
+
+void qmgr_msg_sync_bounces(void)
+{
+	list_node_t *n;
+
+	while ((n = list_first(&Q.bounce_sync)) != NULL) {
+		qmgr_msg_t *msg = list_entry(n, qmgr_msg_t, bsync_node);
+		list_remove(n);
+		batch_flush(msg, msg->bpend);
+	}
+}
+
 /* One recipient's outcome: the queue file, the status logs, the log
  * line.  Used for the core's verdicts and for recipients that never
  * reach the core (address resolution failed). */
@@ -69,15 +156,9 @@ static void rcpt_outcome(qmgr_msg_t *msg, const dlv_rcpt_t *r,
 		mark_done(msg, r->offset);
 		break;
 	case SCHED_RCPT_BOUNCED:
-		/* Never marked done before its bounce record is on disk. */
-		if (statuslog_append1(&Q.ql, SL_BOUNCE, msg->id, r, st, 0,
-		    SL_SYNC, &err) < 0) {
-			log_warning("%s: bounce log: %s; recipient %s stays "
-			    "queued", msg->id, str_cstr(&err), r->address);
-			msg->unlogged++;
-		} else {
-			mark_done(msg, r->offset);
-		}
+		/* Never marked done before its bounce record is on disk:
+		 * both happen in qmgr_msg_sync_bounces. */
+		bounce_pending(msg, r, st);
 		msg->bounced++;
 		break;
 	case SCHED_RCPT_DEFERRED:
@@ -209,21 +290,7 @@ static void cb_msg_done(void *ctx, sched_msg_t *m, const sched_msg_result_t *res
 
 	msg->sm = NULL;
 	msg->res = *res;
-	/* Recipients the core never saw (deferred by the resolver, or left
-	 * unread after a read error, or bounced without a log record) keep
-	 * the message in the queue. */
-	if (msg->res.status == SCHED_MSG_DONE
-	    && (msg->deferred_here > 0 || msg->read_error || msg->unlogged > 0)) {
-		if (!msg->read_error && msg->unlogged == 0
-		    && backoff_expired(&Q.sp.backoff, msg->arrival, now,
-		    msg->null_sender)) {
-			msg->res.status = SCHED_MSG_EXPIRED;
-		} else {
-			msg->res.status = SCHED_MSG_DEFERRED;
-			msg->res.retry_time = backoff_next_retry(&Q.sp.backoff,
-			    msg->res.attempt, msg->arrival, now);
-		}
-	}
+	msg->res_time = now;
 	msg->step = FIN_EXPIRE;
 	list_append(&Q.finish, &msg->fin_node);
 	qmgr_kick();
@@ -317,67 +384,6 @@ void qmgr_msg_load(const char *id)
 
 /* ---- the end of a pass --------------------------------------------- */
 
-/* Copies of status log records, for appending in batches. */
-typedef struct rec_batch {
-	sl_rec_t v[QMGR_READ_BATCH];
-	size_t n;
-} rec_batch_t;
-
-static char *dup0(const char *s)
-{
-	return xstrdup(s ? s : "");
-}
-
-static void batch_add(rec_batch_t *b, const dlv_rcpt_t *r,
-    const dlv_status_t *st, int64_t when)
-{
-	sl_rec_t *x = &b->v[b->n++];
-
-	memset(x, 0, sizeof(*x));
-	x->rcpt.address = dup0(r->address);
-	x->rcpt.orig = dup0(r->orig);
-	x->rcpt.orcpt = dup0(r->orcpt);
-	x->rcpt.notify = r->notify;
-	x->rcpt.offset = r->offset;
-	bcopy_str(x->st.status, sizeof(x->st.status), st->status);
-	x->st.action = st->action;
-	x->st.reason = dup0(st->reason);
-	x->st.diag_type = dup0(st->diag_type);
-	x->st.diag_text = dup0(st->diag_text);
-	x->st.relay = dup0(st->relay);
-	x->st.remote_mta = dup0(st->remote_mta);
-	x->time = when;
-}
-
-/* Appends the batch to the bounce log (synced), then marks its
- * recipients done. */
-static void batch_flush(qmgr_msg_t *msg, rec_batch_t *b)
-{
-	str_t err = STR_INIT;
-
-	if (b->n > 0 && statuslog_append(&Q.ql, SL_BOUNCE, msg->id, b->v, b->n,
-	    SL_SYNC, &err) < 0) {
-		log_warning("%s: bounce log: %s", msg->id, str_cstr(&err));
-		msg->unlogged += b->n;
-	} else {
-		for (size_t i = 0; i < b->n; i++)
-			mark_done(msg, b->v[i].rcpt.offset);
-	}
-	for (size_t i = 0; i < b->n; i++) {
-		sl_rec_t *x = &b->v[i];
-		free(x->rcpt.address);
-		free(x->rcpt.orig);
-		free(x->rcpt.orcpt);
-		free(x->st.reason);
-		free(x->st.diag_type);
-		free(x->st.diag_text);
-		free(x->st.relay);
-		free(x->st.remote_mta);
-	}
-	b->n = 0;
-	str_release(&err);
-}
-
 /* The queue lifetime is over: every recipient still queued fails, with
  * the reason of its deferral in this pass (the defer log) or, for one
  * without a record, "delivery time expired". */
@@ -431,6 +437,28 @@ static void expire_recipients(qmgr_msg_t *msg, double now)
 	if (statuslog_remove(&Q.ql, SL_DEFER, msg->id, &err) < 0)
 		log_warning("%s: %s", msg->id, str_cstr(&err));
 	str_release(&err);
+}
+
+/* Recipients the core never saw (deferred by the resolver, left unread
+ * after a read error, or failed without a bounce record on disk) keep
+ * the message in the queue whatever the core's verdict.  Runs once the
+ * pending bounce records were written. */
+static void adjust_result(qmgr_msg_t *msg)
+{
+	double now = msg->res_time;
+
+	if (msg->res.status != SCHED_MSG_DONE || (msg->deferred_here == 0
+	    && !msg->read_error && msg->unlogged == 0))
+		return;
+	if (!msg->read_error && msg->unlogged == 0
+	    && backoff_expired(&Q.sp.backoff, msg->arrival, now,
+	    msg->null_sender)) {
+		msg->res.status = SCHED_MSG_EXPIRED;
+	} else {
+		msg->res.status = SCHED_MSG_DEFERRED;
+		msg->res.retry_time = backoff_next_retry(&Q.sp.backoff,
+		    msg->res.attempt, msg->arrival, now);
+	}
 }
 
 static void fin_advance(qmgr_msg_t *msg);
@@ -585,6 +613,7 @@ static void dispose(qmgr_msg_t *msg, double now)
 	list_remove(&msg->node);
 	Q.active--;
 	qf_rcpt_batch_free(&msg->batch);
+	free(msg->bpend);
 	free(msg);
 	str_release(&err);
 	str_release(&path);
@@ -604,6 +633,7 @@ static void fin_advance(qmgr_msg_t *msg)
 			return;
 		case FIN_EXPIRE:
 			msg->step = FIN_BOUNCE;
+			adjust_result(msg);
 			if (msg->res.status == SCHED_MSG_EXPIRED) {
 				expire_recipients(msg, now);
 				log_info("%s: from=<%s>, status=expired, returned "
@@ -652,6 +682,7 @@ void qmgr_msg_finish_run(void)
 {
 	list_node_t *n, *tmp;
 
+	qmgr_msg_sync_bounces();
 	list_foreach_safe(n, tmp, &Q.finish) {
 		qmgr_msg_t *msg = list_entry(n, qmgr_msg_t, fin_node);
 		if (!msg->notice_busy)

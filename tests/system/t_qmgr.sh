@@ -48,8 +48,11 @@ mixed_body() {
 	grep -aq 'defer@t.example' $d || atf_fail "defer log lacks the recipient"
 	grep -aq 'ok@t.example' $d && atf_fail "delivered recipient in the defer log"
 	# bounced: in the bounce log, or already handed to the bounce daemon
-	if [ -x $B/bin/bounce ]; then
-		WAIT_MAX=100 wait_for in_log "$id: removed" && atf_fail "removed with a deferred recipient"
+	if [ -x $B/bin/bounce ] && [ -x $B/bin/cleanup ]; then
+		# the notice was asked for before the file went to deferred
+		in_log "$id: sender non-delivery notification: " ||
+		    atf_fail "no non-delivery notice"
+		test -z "$(find q/bounce -type f -name $id)" || atf_fail "bounce log left"
 	else
 		b=$(find q/bounce -type f -name $id)
 		test -n "$b" || atf_fail "no bounce log"
@@ -129,6 +132,7 @@ done_skipped_body() {
 	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not removed"
 	test "$(grep -c "^$id " agent.log)" -eq 1 || atf_fail "done recipients delivered"
 	grep -q "^$id t.example b@t.example " agent.log || atf_fail "b not delivered"
+	assert_log_clean
 }
 done_skipped_cleanup() {
 	stop_instance
@@ -167,6 +171,7 @@ expire_body() {
 	test "$(count " defer@t.example " agent.log)" -eq 1 || atf_fail "tried again"
 	# the defer log is gone: nothing waits
 	test -z "$(find q/defer -type f -name $id)" || atf_fail "defer log left"
+	assert_log_clean
 }
 expire_cleanup() {
 	stop_instance
@@ -220,6 +225,7 @@ EOF
 	for qq in incoming active deferred; do
 		test -z "$(find q/$qq -type f)" || atf_fail "mail left in $qq"
 	done
+	assert_log_clean
 }
 crash_restart_cleanup() {
 	stop_instance
@@ -256,6 +262,7 @@ flush_deferred_body() {
 	WAIT_MAX=100 wait_for lines_ge 2 "$id: to=<defer@t.example>" maillog ||
 	    atf_fail "no second deferral"
 	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred again"
+	assert_log_clean
 }
 flush_deferred_cleanup() {
 	stop_instance
@@ -286,6 +293,7 @@ alternate_body() {
 		case " $inc " in *" $id "*) order="${order}I";; *) order="${order}D";; esac
 	done
 	test "$order" = IDIDID || atf_fail "order $order, want IDIDID"
+	assert_log_clean
 }
 alternate_cleanup() {
 	stop_instance
@@ -310,6 +318,7 @@ recover_and_corrupt_body() {
 	WAIT_MAX=100 wait_for in_queue corrupt $bad || atf_fail "not moved to corrupt"
 	in_log "$bad: damaged queue file" || atf_fail "no damage line"
 	has_qmgr || atf_fail "qmgr died"
+	assert_log_clean
 }
 recover_and_corrupt_cleanup() {
 	stop_instance
@@ -334,6 +343,7 @@ congestion_body() {
 	in_log "warning: active queue congested: 2 of 2 messages" ||
 	    atf_fail "no congestion warning"
 	in_log "mail for test:t.example holds" || atf_fail "destination not named"
+	assert_log_clean
 }
 congestion_cleanup() {
 	stop_instance
@@ -366,6 +376,7 @@ reload_drain_body() {
 	sleep 1
 	test "$(count " a@slow.example " agent.log)" -eq 1 || atf_fail "delivered twice"
 	not_in_queue active $id || atf_fail "left in active"
+	assert_log_clean
 }
 reload_drain_cleanup() {
 	stop_instance
@@ -384,7 +395,7 @@ via_cleanup_body() {
 	start_instance
 	printf 'Subject: via cleanup\n\nbody\n' > msg
 	atf_check -s exit:0 -o save:sub.out $B/tests/tools/cleanup-submit \
-	    -s $PWD/q/public/cleanup -f s@s.example msg ok@t.example \
+	    -s $PWD/q/private/cleanup -f s@s.example msg ok@t.example \
 	    x@discard.example e@error.example r@retry.example
 	id=$(awk '{print $3}' sub.out)
 	test -n "$id" || atf_fail "no queue ID"
@@ -400,12 +411,108 @@ via_cleanup_body() {
 	atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath deferred $id)
 	grep -q '^recipient: r@retry.example$' cat.out || atf_fail "retry recipient done"
 	test "$(grep -c '^done_recipient:' cat.out)" -eq 3 || atf_fail "done recipients"
+	assert_log_clean
 }
 via_cleanup_cleanup() {
 	stop_instance
 }
 
+atf_test_case retry_timer cleanup
+retry_timer_head() {
+	atf_set descr "deferred mail is retried on its own once its retry time has come (queue_run_delay scans)"
+	atf_set require.user unprivileged
+}
+retry_timer_body() {
+	require_test_agent
+	qmgr_instance "queue_run_delay = 1s" "minimal_backoff_time = 2s" \
+	    "maximal_backoff_time = 2s"
+	id=$(inject -r defer@t.example) || atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred"
+	# no trigger, no flush
+	WAIT_MAX=300 wait_for lines_ge 3 " defer@t.example " agent.log ||
+	    atf_fail "not retried"
+	# and not before its time: 2 s apart at least
+	grep "$id: from=" maillog | sed 's/^[A-Z][a-z]* *[0-9]* \([0-9:]*\) .*/\1/' > times
+	t1=$(sed -n 1p times | awk -F: '{print $1*3600+$2*60+$3}')
+	t3=$(sed -n 3p times | awk -F: '{print $1*3600+$2*60+$3}')
+	[ $((t3 - t1)) -ge 3 ] || atf_fail "retried too early: $(cat times)"
+	assert_log_clean
+}
+retry_timer_cleanup() {
+	stop_instance
+}
+
+atf_test_case many_bounces cleanup
+many_bounces_head() {
+	atf_set descr "120 failed recipients in three deliveries: all in the bounce log, all marked done"
+	atf_set require.user unprivileged
+}
+many_bounces_body() {
+	require_test_agent
+	qmgr_instance
+	args="-r defer@t.example"
+	i=1
+	while [ $i -le 120 ]; do
+		args="$args -r bounce+$i@t.example"
+		i=$((i + 1))
+	done
+	# mkqfile takes at most 64 recipients: the rest as extracted ones
+	args=$(echo $args | awk '{ for (i = 1; i <= NF; i += 2) printf "%s %s ", (i > 120 ? "-x" : $i), $(i+1) }')
+	id=$(inject $args) || atf_fail "mkqfile"
+	start_instance
+	WAIT_MAX=100 wait_for in_queue deferred $id || atf_fail "not deferred"
+	test "$(count "$id: to=<bounce+[0-9]*@t.example>.*status=bounced" maillog)" -eq 120 ||
+	    atf_fail "bounced lines"
+	atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath deferred $id)
+	test "$(grep -c '^done_recipient: bounce+' cat.out)" -eq 120 || atf_fail "done"
+	if [ ! -x $B/bin/bounce ]; then
+		b=$(find q/bounce -type f -name $id)
+		test "$(grep -ac 'bounce+[0-9]*@t.example' $b)" -eq 120 ||
+		    atf_fail "bounce log records"
+	fi
+	assert_log_clean
+}
+many_bounces_cleanup() {
+	stop_instance
+}
+
+atf_test_case big_message cleanup
+big_message_head() {
+	atf_set descr "a message with 3000 recipients and room for 100 in memory is read in batches; each recipient delivered once"
+	atf_set require.user unprivileged
+	atf_set timeout 300
+}
+big_message_body() {
+	require_test_agent
+	[ -x $B/bin/cleanup ] || atf_skip "cleanup is not built"
+	qmgr_instance "qmgr_message_recipient_limit = 100" \
+	    "default_recipient_limit = 100" "qmgr_message_recipient_minimum = 10" \
+	    "default_recipient_refill_limit = 20"
+	start_instance
+	printf 'Subject: big\n\nbody\n' > msg
+	rcpts=$(awk 'BEGIN { for (i = 1; i <= 3000; i++) printf "r%d@t.example ", i }')
+	atf_check -s exit:0 -o save:sub.out $B/tests/tools/cleanup-submit \
+	    -s $PWD/q/private/cleanup -f s@s.example msg $rcpts
+	id=$(awk '{print $3}' sub.out)
+	WAIT_MAX=1200 wait_for in_log "$id: removed" || atf_fail "not removed"
+	test "$(grep -c "^$id t.example r[0-9]*@t.example ok " agent.log)" -eq 3000 ||
+	    atf_fail "$(grep -c "^$id " agent.log) deliveries"
+	test "$(awk '{print $3}' agent.log | sort -u | wc -l)" -eq 3000 ||
+	    atf_fail "duplicates"
+	# 50 recipients a delivery (default_destination_recipient_limit)
+	test "$(count "$id: to=<r[0-9]*@t.example>.*status=sent" maillog)" -eq 3000 ||
+	    atf_fail "log lines"
+	assert_log_clean
+}
+big_message_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case big_message
+	atf_add_test_case many_bounces
+	atf_add_test_case retry_timer
 	atf_add_test_case via_cleanup
 	atf_add_test_case reload_drain
 	atf_add_test_case mixed

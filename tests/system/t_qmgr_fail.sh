@@ -80,6 +80,7 @@ no_agent_body() {
 	grep -q "$id: to=<x@gone.example>, relay=none, .*status=deferred (delivery agent" maillog ||
 	    atf_fail "reason"
 	has_qmgr || atf_fail "qmgr died"
+	assert_log_clean
 }
 no_agent_cleanup() {
 	stop_instance
@@ -127,6 +128,7 @@ dead_destination_body() {
 	in_log "$late: to=<ok@dead.example>, relay=none, .*dsn=4.4.1, status=deferred (delivery temporarily suspended" ||
 	    atf_fail "late reason"
 	test $(count ' ok@dead.example ' agent.log) -eq 0 || atf_fail "late was tried"
+	assert_log_clean
 }
 dead_destination_cleanup() {
 	stop_instance
@@ -154,6 +156,7 @@ site_fail_body() {
 		    atf_fail "$id reason"
 	done
 	test $(count ' dead.example ' agent.log) -eq 1 || atf_fail "site tried again"
+	assert_log_clean
 }
 site_fail_cleanup() {
 	stop_instance
@@ -181,6 +184,7 @@ unroutable_body() {
 	grep -q '^done_recipient: b@bad..example$' cat.out || atf_fail "bounced not done"
 	grep -q '^recipient: a@nowhere.example$' cat.out || atf_fail "deferred done"
 	has_qmgr || atf_fail "qmgr died"
+	assert_log_clean
 }
 unroutable_cleanup() {
 	stop_instance

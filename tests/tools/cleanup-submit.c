@@ -71,6 +71,8 @@ static int garbage(const char *sock, int timeout, const str_t *content)
 
 		if (poll(&p, 1, timeout) <= 0) {
 			printf("TIMEOUT\n");
+			str_release(&out);
+			close(fd);
 			return 4;
 		}
 		n = read(fd, buf, sizeof(buf));
@@ -79,6 +81,7 @@ static int garbage(const char *sock, int timeout, const str_t *content)
 		str_quote_printable(&out, buf, (size_t)n);
 	}
 	printf("%s\nCLOSED\n", str_cstr(&out));
+	str_release(&out);
 	close(fd);
 	return 0;
 }
@@ -139,14 +142,20 @@ int main(int argc, char **argv)
 	    file_read_all(argv[0], &content, 256 << 20) < 0) {
 		fprintf(stderr, "cleanup-submit: %s: %s\n", argv[0],
 		    strerror(errno));
+		str_release(&content);
 		return 2;
 	}
-	if (garbage_mode)
-		return garbage(sock ? sock : CLEANUP_SERVICE, timeout, &content);
+	if (garbage_mode) {
+		int rc = garbage(sock ? sock : CLEANUP_SERVICE, timeout, &content);
+		str_release(&content);
+		return rc;
+	}
 
 	c = cleanup_connect(sock, timeout, &err);
 	if (c == NULL) {
 		printf("4 4.3.0 - %s\n", str_cstr(&err));
+		str_release(&content);
+		str_release(&err);
 		return 4;
 	}
 	for (int k = 0; k < count; k++) {

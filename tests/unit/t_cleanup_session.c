@@ -367,6 +367,16 @@ ATF_TC_BODY(client_failures, tc)
 	ATF_CHECK_MSG(strstr(r.text, "recipient before the envelope") != NULL, "%s", r.text);
 	cleanup_close(c);
 	waitpid(pid, &st, 0);
+	/* NULL strings are refused, not sent */
+	pid = fake_server(&fd, "", 0);
+	c = cleanup_client_fd(fd, 1000);
+	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
+	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_send_rcpt(c, NULL, NULL, 0), -1);
+	ATF_CHECK_MSG(strstr(cleanup_client_error(c), "without address") != NULL,
+	    "%s", cleanup_client_error(c));
+	cleanup_close(c);
+	waitpid(pid, &st, 0);
 	str_release(&err);
 }
 

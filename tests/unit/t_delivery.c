@@ -151,6 +151,7 @@ ATF_TC_BODY(request_invalid, tc)
 		{ 13, "rcpt: 5001 recipients" },
 		{ 14, "rcpt[0].offset: negative" },
 		{ 15, "nexthop: 513 octets" },
+		{ 16, "exceeds 16777216: send fewer recipients" },
 	};
 	str_t buf = STR_INIT, err = STR_INIT;
 
@@ -193,6 +194,15 @@ ATF_TC_BODY(request_invalid, tc)
 				    1000 + j);
 			break;
 		case 14: req.rcpt[0].offset = -5; break;
+		case 16: {
+			char big[2049];
+			memset(big, 'a', 2048);
+			big[2048] = 0;
+			for (int j = 0; j < 4000; j++)
+				dlv_request_add_rcpt(&req, big, big, big, 0,
+				    1000 + j);
+			break;
+		}
 		case 15: {
 			char *big = malloc(514);
 			memset(big, 'h', 513);
@@ -641,6 +651,58 @@ ATF_TC_BODY(client_errors, tc)
 	str_release(&err);
 }
 
+/* The largest batch with the longest texts still makes a reply the
+ * reader accepts: the encoder shortens texts to fit. */
+ATF_TC_WITHOUT_HEAD(reply_size_bound);
+ATF_TC_BODY(reply_size_bound, tc)
+{
+	dlv_request_t req;
+	dlv_reply_t rep, got;
+	str_t buf = STR_INIT, err = STR_INIT, big = STR_INIT, shortbig = STR_INIT;
+
+	dlv_request_init(&req, "active", QID, "a@b", "x");
+	for (int i = 0; i < DLV_MAX_RCPT; i++)
+		dlv_request_add_rcpt(&req, "someone.with.a.long.name@example.net",
+		    NULL, NULL, 0, i);
+	for (int i = 0; i < DLV_MAX_TEXT; i++)
+		str_putc(&big, 'a' + i % 26);
+	for (int i = 0; i < DLV_MAX_SHORT; i++)
+		str_putc(&shortbig, 'h');
+	dlv_reply_init(&rep, &req);
+	for (size_t i = 0; i < rep.n; i++) {
+		dlv_status_set(&rep, i, DLV_ACT_FAILED, "5.1.1",
+		    str_cstr(&shortbig), "%s", str_cstr(&big));
+		dlv_status_diag(&rep, i, str_cstr(&shortbig), str_cstr(&big),
+		    str_cstr(&shortbig));
+	}
+	dlv_reply_encode(&rep, &buf);
+	ATF_CHECK_MSG(buf.len < 16 * 1024 * 1024, "%zu bytes", buf.len);
+	ATF_REQUIRE_MSG(decode_reply(&buf, &req, &got, &err) == 0, "%s",
+	    str_cstr(&err));
+	ATF_CHECK_EQ(got.n, (size_t)DLV_MAX_RCPT);
+	ATF_CHECK(strlen(got.st[0].reason) >= 64);
+	ATF_CHECK(strncmp(got.st[0].reason, "abcdefgh", 8) == 0);
+	dlv_reply_free(&got);
+	/* a small batch keeps the whole text */
+	dlv_reply_free(&rep);
+	dlv_request_free(&req);
+	sample_request(&req);
+	dlv_reply_init(&rep, &req);
+	dlv_status_set_all(&rep, true, DLV_ACT_FAILED, NULL, NULL, "%s",
+	    str_cstr(&big));
+	str_reset(&buf);
+	dlv_reply_encode(&rep, &buf);
+	ATF_REQUIRE(decode_reply(&buf, &req, &got, &err) == 0);
+	ATF_CHECK_EQ(strlen(got.st[2].reason), DLV_MAX_TEXT);
+	dlv_reply_free(&got);
+	dlv_reply_free(&rep);
+	dlv_request_free(&req);
+	str_release(&buf);
+	str_release(&err);
+	str_release(&big);
+	str_release(&shortbig);
+}
+
 ATF_TC_WITHOUT_HEAD(actions);
 ATF_TC_BODY(actions, tc)
 {
@@ -708,6 +770,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, agent_loop);
 	ATF_TP_ADD_TC(tp, agent_bad_request);
 	ATF_TP_ADD_TC(tp, client_errors);
+	ATF_TP_ADD_TC(tp, reply_size_bound);
 	ATF_TP_ADD_TC(tp, actions);
 	ATF_TP_ADD_TC(tp, log_line);
 	return atf_no_error();
