@@ -5,13 +5,16 @@
  * they report.  Everything runs in one event loop; nothing waits for an
  * agent.  doc/qmgr.md and qmgr(8) describe it. */
 #include "log.h"
+#include "qmgr_control.h"
 #include "qmgr_int.h"
 #include "server.h"
 
 static void post_jail(void *ctx)
 {
+	static const qmgr_control_ops_t ops = { qmgr_now, qmgr_trigger, qmgr_kick };
 	(void)ctx;
 	qmgr_init(server_loop());
+	(void)qmgr_control_start(server_loop(), Q.s, &Q.ql, &ops);
 }
 
 static void trigger(const char *buf, size_t len, void *ctx)

@@ -65,6 +65,7 @@ void sched_free(sched_t *s)
 		}
 		list_remove(&m->node);
 		free(m->id);
+		free(m->stop_reason);
 		free(m);
 	}
 	for (int i = 0; i < s->nt; i++) {
@@ -89,6 +90,7 @@ void sched_free(sched_t *s)
 	htable_free(s->tbyname, NULL);
 	free(s->heap);
 	dsc_free(s->dsc);
+	sched_admin_free(s);
 	str_release(&s->tmp);
 	free(s);
 }
@@ -377,12 +379,31 @@ bool sched_msg_offer(sched_msg_t *m, const char *transport,
 		addr = "";
 	if (nexthop == NULL)
 		nexthop = "";
+	/* Stopped by the administrator (sched_msg_stop): the rest goes back
+	 * at once. */
+	if (m->stop_reason != NULL) {
+		defer_now(m, addr, cookie, m->stop_reason, now);
+		m->offered_any = true;
+		return true;
+	}
 	if (transport == NULL || (t = htable_get(s->tbyname, transport)) == NULL) {
 		str_setf(&s->tmp, "mail transport unavailable: no transport \"%s\"",
 		    transport ? transport : "");
 		defer_now(m, addr, cookie, str_cstr(&s->tmp), now);
 		m->offered_any = true;
 		return true;
+	}
+
+	/* Mail for a destination the administrator suspended waits in the
+	 * deferred queue (sched_dest_suspend). */
+	if (s->held != NULL) {
+		const char *why = sched_held_text(s, nexthop);
+		if (why != NULL) {
+			s->suspended_rcpts++;
+			defer_now(m, addr, cookie, why, now);
+			m->offered_any = true;
+			return true;
+		}
 	}
 
 	/* Mail for a destination the DSC holds dead goes back at once. */
@@ -508,6 +529,7 @@ static void finish_message(sched_msg_t *m, double now)
 	list_remove(&m->node);
 	s->nmsgs--;
 	free(m->id);
+	free(m->stop_reason);
 	free(m);
 }
 

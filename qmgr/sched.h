@@ -273,6 +273,45 @@ const dsc_t *sched_dsc(const sched_t *s);
  * number of DSC entries removed. */
 size_t sched_dsc_clear(sched_t *s, const char *nexthop, double now);
 
+/* Administration (postsuper, through qmgr's control channel;
+ * sched_admin.c).
+ *
+ * sched_msg_stop: the message with this queue ID stops its pass through
+ * the active queue: every recipient not yet handed to an agent (pending
+ * entries, and those read later) is deferred at once with 'reason';
+ * deliveries in flight finish normally; msg_done follows when the last
+ * one reports (possibly before this returns).  False when no message
+ * with that ID is in the core. */
+bool sched_msg_stop(sched_t *s, const char *id, const char *reason,
+    double now);
+bool sched_msg_stopped(const sched_msg_t *m);
+/* Finds a message by queue ID (O(messages in the core)). */
+sched_msg_t *sched_msg_find(const sched_t *s, const char *id);
+
+/* Administrative suspension of a destination (nexthop, any transport,
+ * case-insensitive): until sched_dest_resume, its pending entries and
+ * every recipient for it offered later are deferred at once with
+ * "delivery suspended by administrator" (plus ": REASON" when reason is
+ * not empty); deliveries in flight finish.  The mail waits in the
+ * deferred queue, not in memory.  Suspending a suspended destination
+ * updates its reason.  Returns false for an empty nexthop. */
+bool sched_dest_suspend(sched_t *s, const char *nexthop, const char *reason,
+    double now);
+/* True if nexthop was suspended (the caller then makes its deferred mail
+ * eligible again: the core does not see the deferred queue). */
+bool sched_dest_resume(sched_t *s, const char *nexthop, double now);
+/* The deferral text of a suspended destination, or NULL. */
+const char *sched_dest_suspended(const sched_t *s, const char *nexthop);
+typedef struct sched_hold_info {
+	const char *nexthop;
+	const char *text;		/* the deferral text */
+	double since;			/* when it was suspended */
+} sched_hold_info_t;
+/* Suspended destinations, in no particular order. */
+void sched_walk_suspended(const sched_t *s,
+    void (*fn)(const sched_hold_info_t *, void *), void *ctx);
+size_t sched_suspended_count(const sched_t *s);
+
 /* Read-only inspection (postq -S, qmgr-sim, tests). */
 typedef struct sched_transport_info {
 	const char *name;

@@ -45,6 +45,8 @@ struct sched {
 	sched_queue_t **heap;
 	size_t nheap, capheap;
 	str_t tmp;			/* reason formatting */
+	htable_t *held;			/* nexthop -> sched_hold_t: suspended
+					 * by the administrator (sched_admin.c) */
 	unsigned long selected, preemptions, suspended_rcpts, reads;
 };
 
@@ -113,6 +115,7 @@ struct sched_msg {
 	sched_transport_t *wait_on;	/* for MW_TRANSPORT */
 	double refill_time;		/* last read */
 	list_node_t done_node;
+	char *stop_reason;		/* sched_msg_stop: defer the rest */
 	const sched_rcpt_spec_t *arr;	/* recipients given as an array */
 	size_t narr, arr_next;
 };
@@ -183,6 +186,7 @@ void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now);
 void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
     const char *reason, double now);
 void sched_queue_defer_todo(sched_queue_t *q, double now);
+void sched_entry_defer_todo(sched_entry_t *e, const char *text, double now);
 void sched_queue_kill(sched_queue_t *q, const char *reason, double now);
 void sched_queue_revive(sched_queue_t *q, double now);
 void sched_queue_gc_mark(sched_queue_t *q);
@@ -190,6 +194,15 @@ void sched_queue_check_unblock(sched_queue_t *q, double now);
 void sched_heap_remove(sched_t *s, sched_queue_t *q);
 void sched_heap_set(sched_t *s, sched_queue_t *q, double when);
 void sched_run_timers(sched_t *s, double now);
+
+/* sched_admin.c */
+typedef struct sched_hold {
+	char *nexthop;
+	char *reason;			/* the deferral text */
+	double since;
+} sched_hold_t;
+const char *sched_held_text(const sched_t *s, const char *nexthop);
+void sched_admin_free(sched_t *s);
 
 /* sched.c */
 void sched_entry_finish(sched_entry_t *e, const sched_rcpt_result_t *res,

@@ -174,6 +174,27 @@ void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now)
 		sched_heap_set(q->t->s, q, fb_next_start_time(&q->fb, set));
 }
 
+/* Take one pending (todo) entry off its lists and report its recipients
+ * deferred with text.  Counted as handled, so the job's estimates stay
+ * right. */
+void sched_entry_defer_todo(sched_entry_t *e, const char *text, double now)
+{
+	sched_peer_t *p = e->peer;
+	sched_queue_t *q = p->q;
+	sched_job_t *j = p->j;
+
+	list_remove(&e->pnode);
+	if (--p->ntodo == 0) {
+		list_remove(&p->rnode);
+		sched_peer_todo_gone(p);
+	}
+	list_remove(&e->qnode);
+	q->ntodo--;
+	j->ntodo--;
+	j->selected_entries++;
+	sched_entry_finish(e, NULL, SCHED_RCPT_DEFERRED, text, now);
+}
+
 /* Defer every pending entry of a suspended queue, at once. */
 void sched_queue_defer_todo(sched_queue_t *q, double now)
 {
@@ -184,22 +205,9 @@ void sched_queue_defer_todo(sched_queue_t *q, double now)
 	sched_defer_text(s, q->reason, &text);
 	while ((n = list_first(&q->todo)) != NULL) {
 		sched_entry_t *e = list_entry(n, sched_entry_t, qnode);
-		sched_peer_t *p = e->peer;
-		sched_job_t *j = p->j;
-
-		list_remove(&e->pnode);
-		if (--p->ntodo == 0) {
-			list_remove(&p->rnode);
-			sched_peer_todo_gone(p);
-		}
-		list_remove(&e->qnode);
-		q->ntodo--;
-		j->ntodo--;
-		/* Counted as handled, so the job's estimates stay right. */
-		j->selected_entries++;
 		q->suspended_rcpts += e->n;
 		s->suspended_rcpts += e->n;
-		sched_entry_finish(e, NULL, SCHED_RCPT_DEFERRED, str_cstr(&text), now);
+		sched_entry_defer_todo(e, str_cstr(&text), now);
 	}
 	str_release(&text);
 }
