@@ -97,6 +97,10 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 	if (lvl == LOG_LVL_DEBUG && log_verbose == 0)
 		return;
 	vsnprintf(text, sizeof(text), fmt, ap);
+	/* A trailing newline (error lists end with one) is not part of the
+	 * message. */
+	for (size_t n = strlen(text); n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'); n--)
+		text[n - 1] = 0;
 	/* Control characters from untrusted input must not forge log lines. */
 	for (char *p = text; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)

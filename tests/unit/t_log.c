@@ -57,10 +57,11 @@ ATF_TC_BODY(control_characters, tc)
 	str_t text = STR_INIT;
 	ATF_REQUIRE(log_to_file("maillog") == 0);
 	log_info("from=<%s>", "evil\nFeb  1 00:00:00 host postfix: fake\r\x7f");
+	log_info("ends with a newline\n");
 	log_to_stderr();
 	read_log(&text);
 	ATF_CHECK(strstr(str_cstr(&text), "from=<evil?Feb  1 00:00:00 host postfix: fake?" "?>\n") != NULL);
-	ATF_CHECK_EQ(strchr(str_cstr(&text), '\n') - str_cstr(&text) + 1, (long)str_len(&text));
+	ATF_CHECK(strstr(str_cstr(&text), "]: ends with a newline\n") != NULL);
 	str_release(&text);
 }
 
