@@ -15,6 +15,7 @@
 #include "pconfig.h"
 #include "qfile.h"
 #include "submit.h"
+#include "user_list.h"
 
 /* ---- The stream ------------------------------------------------------ */
 
@@ -166,85 +167,15 @@ bool submit_full_name_ok(const char *s, size_t len)
 	return true;
 }
 
-/* Splits a list at commas and white space outside braces ("inline:{ a,
- * b }" is one item). */
-static char *next_item(char **pp)
-{
-	char *p = *pp, *start;
-	int depth = 0;
-
-	while (*p == ',' || isspace((unsigned char)*p))
-		p++;
-	if (*p == 0) {
-		*pp = p;
-		return NULL;
-	}
-	start = p;
-	for (; *p; p++) {
-		if (*p == '{')
-			depth++;
-		else if (*p == '}' && depth > 0)
-			depth--;
-		else if (depth == 0 && (*p == ',' || isspace((unsigned char)*p)))
-			break;
-	}
-	if (*p)
-		*p++ = 0;
-	*pp = p;
-	return start;
-}
-
 int submit_user_allowed(uid_t uid, str_t *why)
 {
-	const char *list = config_get_str("authorized_submit_users");
 	struct passwd *pw = getpwuid(uid);
 	const char *user = pw ? pw->pw_name : "unknown";
-	char *copy = xstrdup(list), *p = copy, *item;
-	int result = 0;
+	int result = user_list_match("authorized_submit_users", user, why);
 
-	while ((item = next_item(&p)) != NULL) {
-		bool neg = false;
-		int match = 0;
-		while (*item == '!') {
-			neg = !neg;
-			item++;
-		}
-		if (strchr(item, ':') != NULL) {
-			str_t err = STR_INIT;
-			dict_t *d = dict_open(item, 0, &err);
-			if (d == NULL) {
-				str_setf(why, "authorized_submit_users: %s",
-				    str_cstr(&err));
-				str_release(&err);
-				result = -1;
-				break;
-			}
-			str_release(&err);
-			switch (dict_get(d, user, NULL)) {
-			case DICT_STAT_FOUND: match = 1; break;
-			case DICT_STAT_NOTFOUND: break;
-			default:
-				str_setf(why, "authorized_submit_users: %s: %s",
-				    item, dict_errmsg(d));
-				match = -1;
-			}
-			dict_close(d);
-			if (match < 0) {
-				result = -1;
-				break;
-			}
-		} else {
-			match = strcasecmp(item, user) == 0;
-		}
-		if (match) {
-			result = neg ? 0 : 1;
-			break;
-		}
-	}
 	if (result == 0)
 		str_setf(why, "user %s (uid %ld) is not allowed to submit mail "
 		    "(authorized_submit_users)", user, (long)uid);
-	free(copy);
 	return result;
 }
 

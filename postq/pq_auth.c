@@ -10,91 +10,23 @@
 #include "mem.h"
 #include "pconfig.h"
 #include "pq.h"
+#include "user_list.h"
 
-/* The next item of a list separated by commas or white space; a type:name
- * table spec may hold "{...}" with separators inside. */
-static char *next_item(char **pp)
-{
-	char *p = *pp, *start;
-	int depth = 0;
-
-	while (*p && (*p == ',' || isspace((unsigned char)*p)))
-		p++;
-	if (*p == 0)
-		return NULL;
-	start = p;
-	for (; *p; p++) {
-		if (*p == '{')
-			depth++;
-		else if (*p == '}' && depth > 0)
-			depth--;
-		else if (depth == 0 && (*p == ',' || isspace((unsigned char)*p)))
-			break;
-	}
-	if (*p)
-		*p++ = 0;
-	*pp = p;
-	return start;
-}
-
+/* Root may always look; everyone else as the list parameter says. */
 int pq_user_allowed(const char *param, uid_t uid, str_t *why)
 {
 	struct passwd *pw;
 	const char *user;
-	char *copy, *p, *item;
-	int result = 0;
+	int result;
 
 	if (uid == 0)
 		return 1;
 	pw = getpwuid(uid);
 	user = pw ? pw->pw_name : "";
-	copy = xstrdup(config_get_str(param));
-	p = copy;
-	while ((item = next_item(&p)) != NULL) {
-		bool neg = false;
-		int match = 0;
-		while (*item == '!') {
-			neg = !neg;
-			item++;
-		}
-		if (strchr(item, ':') != NULL) {
-			str_t err = STR_INIT;
-			dict_t *d = dict_open(item, 0, &err);
-			if (d == NULL) {
-				str_setf(why, "%s: %s", param, str_cstr(&err));
-				str_release(&err);
-				result = -1;
-				break;
-			}
-			str_release(&err);
-			switch (dict_get(d, user, NULL)) {
-			case DICT_STAT_FOUND:
-				match = 1;
-				break;
-			case DICT_STAT_NOTFOUND:
-				break;
-			default:
-				str_setf(why, "%s: %s: %s", param, item, dict_errmsg(d));
-				match = -1;
-				break;
-			}
-			dict_close(d);
-			if (match < 0) {
-				result = -1;
-				break;
-			}
-		} else {
-			match = *user && strcasecmp(item, user) == 0;
-		}
-		if (match) {
-			result = neg ? 0 : 1;
-			break;
-		}
-	}
+	result = user_list_match(param, user, why);
 	if (result == 0)
 		str_setf(why, "user %s (uid %ld) is not allowed by %s", *user ? user
 		    : "?", (long)uid, param);
-	free(copy);
 	return result;
 }
 

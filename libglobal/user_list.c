@@ -1,0 +1,93 @@
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "dict.h"
+#include "mem.h"
+#include "pconfig.h"
+#include "user_list.h"
+
+/* The next item; separators inside braces belong to the item. */
+static char *next_item(char **pp)
+{
+	char *p = *pp, *start;
+	int depth = 0;
+
+	while (*p == ',' || isspace((unsigned char)*p))
+		p++;
+	if (*p == 0) {
+		*pp = p;
+		return NULL;
+	}
+	start = p;
+	for (; *p; p++) {
+		if (*p == '{')
+			depth++;
+		else if (*p == '}' && depth > 0)
+			depth--;
+		else if (depth == 0 && (*p == ',' || isspace((unsigned char)*p)))
+			break;
+	}
+	if (*p)
+		*p++ = 0;
+	*pp = p;
+	return start;
+}
+
+/* Does one item name user?  1 yes, 0 no, -1 table error. */
+static int item_matches(const char *param, const char *item,
+    const char *user, str_t *why)
+{
+	if (strchr(item, ':') == NULL)
+		return *user && strcasecmp(item, user) == 0;
+
+	str_t err = STR_INIT;
+	dict_t *d = dict_open(item, 0, &err);
+	if (d == NULL) {
+		str_setf(why, "%s: %s", param, str_cstr(&err));
+		str_release(&err);
+		return -1;
+	}
+	str_release(&err);
+	int match;
+	switch (dict_get(d, user, NULL)) {
+	case DICT_STAT_FOUND:
+		match = 1;
+		break;
+	case DICT_STAT_NOTFOUND:
+		match = 0;
+		break;
+	default:
+		str_setf(why, "%s: %s: %s", param, item, dict_errmsg(d));
+		match = -1;
+		break;
+	}
+	dict_close(d);
+	return match;
+}
+
+int user_list_match(const char *param, const char *user, str_t *why)
+{
+	char *copy = xstrdup(config_get_str(param)), *p = copy, *item;
+	int result = 0;
+
+	while ((item = next_item(&p)) != NULL) {
+		bool neg = false;
+		while (*item == '!') {
+			neg = !neg;
+			item++;
+		}
+		int match = item_matches(param, item, user, why);
+		if (match < 0) {
+			result = -1;
+			break;
+		}
+		if (match) {
+			result = neg ? 0 : 1;
+			break;
+		}
+	}
+	free(copy);
+	return result;
+}

@@ -1,0 +1,14 @@
+/* Matching a user against a list parameter such as authorized_submit_users
+ * or authorized_mailq_users: items separated by commas or white space,
+ * each a user name (case-insensitive) or a type:name table (which may
+ * hold "{...}" with separators inside), optionally negated with '!';
+ * the first item that matches decides. */
+#ifndef PETREL_USER_LIST_H
+#define PETREL_USER_LIST_H
+#include "str.h"
+
+/* 1: an item allows user; 0: none matched or a negated item matched;
+ * -1: a table could not be read (why says which). */
+int user_list_match(const char *param, const char *user, str_t *why);
+
+#endif
