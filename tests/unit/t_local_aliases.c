@@ -56,7 +56,7 @@ ATF_TC_BODY(entries, tc)
 	entry_bad("\"a\" x: y", "missing \":\" after alias name \"a\"");
 	char longname[400];
 	memset(longname, 'a', 300);
-	strcpy(longname + 300, ": x");
+	bcopy_str(longname + 300, sizeof(longname) - 300, ": x");
 	entry_bad(longname, "longer than");
 }
 
