@@ -14,6 +14,7 @@
  * Invoked as "mailq" it lists the queue.  man/postq.1 and doc/postq.md
  * describe the options and every output format. */
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "pq.h"
 #include "qmgr_control.h"
 #include "server.h"
+#include "showq/showq.h"
 
 static const char *config_dir;
 
@@ -77,22 +79,58 @@ static int write_out(const str_t *s)
 	return 0;
 }
 
+/* Root and mail_owner read the queue themselves. */
+static bool privileged(void)
+{
+	struct passwd *pw;
+
+	return getuid() == 0 || ((pw = getpwuid(getuid())) != NULL
+	    && strcmp(pw->pw_name, config_get_str("mail_owner")) == 0);
+}
+
+static int list_direct(const queue_layout_t *ql, bool json, const char *no_showq)
+{
+	str_t err = STR_INIT;
+	int rc = 0;
+
+	/* root and mail_owner always; others as the list says. */
+	if (!privileged())
+		check_user("authorized_mailq_users");
+	if (pq_list(ql, stdout, json ? PQ_LIST_JSON : 0, &err) < 0) {
+		if (strstr(str_cstr(&err), "Permission denied") != NULL)
+			log_error("cannot read the mail queue: %s (only root and "
+			    "mail_owner can read %s directly); cannot connect to "
+			    "the showq service: %s", str_cstr(&err), ql->dir,
+			    no_showq ? no_showq : "not tried");
+		else
+			log_error("%s", str_cstr(&err));
+		rc = 1;
+	}
+	str_release(&err);
+	return rc;
+}
+
+/* Other users ask showq (which checks authorized_mailq_users itself).
+ * When it cannot be reached, a user who can read the queue anyway (a
+ * private instance) is served directly. */
 static int do_list(bool json)
 {
 	queue_layout_t ql;
 	str_t err = STR_INIT;
-	int rc = 0;
+	int rc;
 
-	check_user("authorized_mailq_users");
 	layout(&ql);
-	if (pq_list(&ql, stdout, json ? PQ_LIST_JSON : 0, &err) < 0) {
-		if (strstr(str_cstr(&err), "Permission denied") != NULL)
-			log_error("cannot read the mail queue: %s (only root and "
-			    "mail_owner can read %s; Petrel has no showq service "
-			    "for other users)", str_cstr(&err), ql.dir);
-		else
-			log_error("%s", str_cstr(&err));
-		rc = 1;
+	if (privileged()) {
+		rc = list_direct(&ql, json, NULL);
+	} else if ((rc = showq_client(ql.dir, json, stdout, stderr, &err)) < 0) {
+		if (errno == ENOENT || errno == ECONNREFUSED || errno == EACCES
+		    || errno == ENOTDIR)
+			rc = list_direct(&ql, json, str_cstr(&err));
+		else {
+			log_error("cannot connect to the showq service: %s",
+			    str_cstr(&err));
+			rc = 1;
+		}
 	}
 	queue_layout_free(&ql);
 	str_release(&err);
