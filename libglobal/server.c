@@ -1,4 +1,5 @@
 /* The daemon skeleton; see server.h and doc/master.md. */
+#include "fdutil.h"
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -361,23 +362,6 @@ static void usage(void)
 	    S.progname);
 }
 
-/* 0, 1 and 2 must be open: a descriptor opened later must never land
- * there and receive someone's error messages. */
-static void sane_stdio(void)
-{
-	for (int fd = 0; fd < 3; fd++) {
-		if (fcntl(fd, F_GETFD) >= 0)
-			continue;
-		int n = open("/dev/null", O_RDWR);
-		if (n < 0)
-			_exit(1);
-		if (n != fd) {
-			dup2(n, fd);
-			close(n);
-		}
-	}
-}
-
 /* Replaces $name / ${name} for our two run-time names, then lets the
  * configuration expand the rest. */
 static void run_debugger(void)
@@ -503,7 +487,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	bool unpriv = false, jail = false, debug = false;
 	int nfds = -1, c, verbose = 0;
 
-	sane_stdio();
+	fd_sane_stdio();
 	S.spec = spec;
 	slash = argv[0] ? strrchr(argv[0], '/') : NULL;
 	snprintf(S.progname, sizeof(S.progname), "%s",

@@ -14,6 +14,7 @@
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
+#include "fdutil.h"
 #include "command.h"
 #include "user.h"
 
@@ -28,24 +29,6 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void close_from(int first)
-{
-#if defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__) || \
-    defined(__DragonFly__)
-	closefrom(first);
-#else
-#ifdef SYS_close_range
-	if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
-		return;
-#endif
-	long max = sysconf(_SC_OPEN_MAX);
-	if (max < 0 || max > 65536)
-		max = 65536;
-	for (int fd = first; fd < max; fd++)
-		close(fd);
-#endif
-}
-
 /* The child: never returns. */
 __attribute__((noreturn))
 static void child(const command_opts_t *o, int in, int out)
@@ -55,7 +38,7 @@ static void child(const command_opts_t *o, int in, int out)
 	(void)setsid();
 	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
 		_exit(EX_OSERR);
-	close_from(3);
+	fd_close_from(3);
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int s = 1; s < 32; s++)

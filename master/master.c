@@ -3,6 +3,7 @@
  * restarts them, throttles services that fail at start-up, sends
  * wakeups, reloads on SIGHUP and stops everything on SIGTERM.
  * See doc/master.md and master(8). */
+#include "fdutil.h"
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -101,21 +102,6 @@ static void usage(void)
 	exit(64);
 }
 
-static void sane_stdio(void)
-{
-	for (int fd = 0; fd < 3; fd++) {
-		if (fcntl(fd, F_GETFD) >= 0)
-			continue;
-		int n = open("/dev/null", O_RDWR);
-		if (n < 0)
-			_exit(1);
-		if (n != fd) {
-			dup2(n, fd);
-			close(n);
-		}
-	}
-}
-
 static void setup_logging(void)
 {
 	const char *file = config_get_str("maillog_file");
@@ -196,7 +182,7 @@ int main(int argc, char **argv)
 	pid_t holder;
 	int c, ready_fd = -1, lock_fd;
 
-	sane_stdio();
+	fd_sane_stdio();
 	log_init("petrel/master");
 	while ((c = getopt(argc, argv, "c:dtv")) != -1) {
 		switch (c) {

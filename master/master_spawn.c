@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "fdutil.h"
 #include "log.h"
 #include "master.h"
 #include "mem.h"
@@ -59,24 +60,6 @@ char **master_child_env(const char *config_dir)
 
 /* ---- spawning ---- */
 
-static void close_from(int first)
-{
-#if defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__) || \
-    defined(__DragonFly__)
-	closefrom(first);
-#else
-#ifdef SYS_close_range
-	if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
-		return;
-#endif
-	long max = sysconf(_SC_OPEN_MAX);
-	if (max < 0 || max > 65536)
-		max = 65536;
-	for (int fd = first; fd < max; fd++)
-		close(fd);
-#endif
-}
-
 /* In the child: status pipe at 3, listeners from 4, nothing else but
  * 0-2; then exec.  Never returns. */
 __attribute__((noreturn))
@@ -112,7 +95,7 @@ static void child_exec(master_service_t *s)
 			_exit(126);
 		}
 	}
-	close_from(SERVER_LISTEN_FD + s->nfds);
+	fd_close_from(SERVER_LISTEN_FD + s->nfds);
 
 	snprintf(count, sizeof(count), "%d", s->nfds);
 	argv[a++] = s->command;
@@ -132,7 +115,7 @@ static void child_exec(master_service_t *s)
 		argv[a++] = e->argv[i];
 	argv[a] = NULL;
 	execve(s->command, argv, master.envp);
-	/* close_from() took our log descriptor: open it again to say why. */
+	/* fd_close_from() took our log descriptor: open it again to say why. */
 	const char *logfile = config_get_str("maillog_file");
 	if (*logfile == 0)
 		log_to_syslog();
