@@ -30,6 +30,7 @@ struct fdent {
 	uint32_t gen;
 	int events;		/* interest as the caller set it */
 	int kernel;		/* interest the backend currently has */
+	bool exclusive;		/* EVENT_EXCLUSIVE at event_add() */
 #ifdef HAVE_KQUEUE
 	/* kqueue reports each direction separately: where in this round's
 	 * ready list the descriptor already is, to merge the two. */
@@ -70,6 +71,7 @@ struct event_loop {
 
 struct backend {
 	const char *name;
+	bool exclusive;		/* honours EVENT_EXCLUSIVE */
 	int (*init)(event_loop_t *);
 	void (*fini)(event_loop_t *);
 	/* Makes the kernel interest of fd equal to want (0 = none). */
@@ -174,7 +176,7 @@ static int poll_wait(event_loop_t *loop, int timeout)
 }
 
 static const struct backend poll_backend = {
-	"poll", poll_init, poll_fini, poll_set, poll_wait
+	"poll", false, poll_init, poll_fini, poll_set, poll_wait
 };
 
 /* ---- epoll ---- */
@@ -215,6 +217,22 @@ static int epoll_set(event_loop_t *loop, int fd, struct fdent *e, int want)
 	    ((want & EVENT_WRITE) ? EPOLLOUT : 0);
 	ev.data.u64 = ((uint64_t)e->gen << 32) | (uint32_t)fd;
 	op = e->kernel ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (e->exclusive) {
+		/* EPOLLEXCLUSIVE is only allowed with EPOLL_CTL_ADD: a change
+		 * is a removal and a new registration. */
+		ev.events |= EPOLLEXCLUSIVE;
+		if (op == EPOLL_CTL_MOD &&
+		    epoll_ctl(loop->kfd, EPOLL_CTL_DEL, fd, NULL) < 0)
+			return -1;
+		op = EPOLL_CTL_ADD;
+		if (epoll_ctl(loop->kfd, op, fd, &ev) == 0)
+			return 0;
+		if (errno != EINVAL)
+			return -1;
+		/* A kernel before 4.5: every waiter wakes, as elsewhere. */
+		e->exclusive = false;
+		ev.events &= ~(uint32_t)EPOLLEXCLUSIVE;
+	}
 	return epoll_ctl(loop->kfd, op, fd, &ev);
 }
 
@@ -241,7 +259,7 @@ static int epoll_wait_fn(event_loop_t *loop, int timeout)
 }
 
 static const struct backend epoll_backend = {
-	"epoll", epoll_init, epoll_fini, epoll_set, epoll_wait_fn
+	"epoll", true, epoll_init, epoll_fini, epoll_set, epoll_wait_fn
 };
 #endif
 
@@ -353,7 +371,7 @@ static int kqueue_wait(event_loop_t *loop, int timeout)
 }
 
 static const struct backend kqueue_backend = {
-	"kqueue", kqueue_init, kqueue_fini, kqueue_set, kqueue_wait
+	"kqueue", false, kqueue_init, kqueue_fini, kqueue_set, kqueue_wait
 };
 #endif
 
@@ -482,6 +500,11 @@ const char *event_loop_backend(const event_loop_t *loop)
 	return loop->be->name;
 }
 
+bool event_loop_exclusive(const event_loop_t *loop)
+{
+	return loop->be->exclusive;
+}
+
 static struct fdent *lookup(const event_loop_t *loop, int fd)
 {
 	if (fd < 0 || fd >= loop->nfds || loop->fds[fd].fn == NULL)
@@ -504,7 +527,8 @@ int event_add(event_loop_t *loop, int fd, int events, event_fd_fn fn, void *ctx)
 		errno = EBADF;
 		return -1;
 	}
-	if ((events & ~(EVENT_READ | EVENT_WRITE)) || fn == NULL) {
+	if ((events & ~(EVENT_READ | EVENT_WRITE | EVENT_EXCLUSIVE)) ||
+	    fn == NULL) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -526,6 +550,8 @@ int event_add(event_loop_t *loop, int fd, int events, event_fd_fn fn, void *ctx)
 	if (loop->next_gen == 0)	/* 0 never names a registration */
 		loop->next_gen = 1;
 	e->kernel = 0;
+	e->exclusive = (events & EVENT_EXCLUSIVE) && loop->be->exclusive;
+	events &= ~EVENT_EXCLUSIVE;
 	if (loop->be->set(loop, fd, e, events) < 0) {
 		int saved = errno;
 		memset(e, 0, sizeof(*e));

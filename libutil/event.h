@@ -38,6 +38,11 @@
 #define EVENT_READ	0x01
 #define EVENT_WRITE	0x02
 #define EVENT_ERROR	0x04	/* reported only */
+/* At event_add() only: of the processes waiting on this descriptor (a
+ * listening socket shared by a pool of daemons), wake one, not all
+ * (epoll: EPOLLEXCLUSIVE).  Backends that cannot do it ignore the flag;
+ * event_loop_exclusive() tells which. */
+#define EVENT_EXCLUSIVE	0x08
 
 enum event_backend {
 	EVENT_BACKEND_DEFAULT,
@@ -70,6 +75,8 @@ event_loop_t *event_loop_new(enum event_backend backend);
 void event_loop_free(event_loop_t *loop);
 /* "epoll", "kqueue" or "poll". */
 const char *event_loop_backend(const event_loop_t *loop);
+/* Does the backend honour EVENT_EXCLUSIVE? */
+bool event_loop_exclusive(const event_loop_t *loop);
 
 /* 0, or -1 with errno: EBADF (fd < 0), EINVAL (bad events or fn NULL),
  * EEXIST (already registered), ENOENT (not registered), or the kernel's
