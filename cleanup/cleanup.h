@@ -46,7 +46,6 @@ typedef struct cln_cfg {
 	queue_layout_t ql;
 	const char *queue;		/* where messages go: incoming */
 	int ipc_timeout_ms;
-	int trigger_timeout_ms;
 } cln_cfg_t;
 
 /* From the loaded configuration (config_get_*): opens the tables.  -1
@@ -203,6 +202,6 @@ const char *cln_msg_queue_id(const cln_msg_t *m);	/* "" if none */
  * protocol. */
 void cln_session(cln_cfg_t *cfg, int fd);
 /* Tells qmgr there is new mail (nothing if qmgr does not listen). */
-void cln_trigger_qmgr(const cln_cfg_t *cfg);
+void cln_trigger_qmgr(void);
 
 #endif

@@ -94,7 +94,6 @@ int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 	cfg->enable_original_recipient =
 	    config_get_bool("enable_original_recipient");
 	cfg->ipc_timeout_ms = ms(config_get_time("ipc_timeout"));
-	cfg->trigger_timeout_ms = ms(config_get_time("trigger_timeout"));
 	cfg->queue = QUEUE_INCOMING;
 	if (cfg->header_size_limit <= 0)
 		cfg->header_size_limit = LONG_MAX;

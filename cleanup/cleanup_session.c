@@ -56,13 +56,14 @@ static const attr_limits_t req_limits = {
 	.max_depth = 1,
 };
 
-void cln_trigger_qmgr(const cln_cfg_t *cfg)
+void cln_trigger_qmgr(void)
 {
 	static const char *const paths[] = { "public/qmgr", "private/qmgr" };
-	char t = TRIGGER_SCAN_INCOMING;
+	/* Where the last wake-up went: found once, then one call each. */
+	static size_t which;
 
-	for (size_t i = 0; i < 2; i++) {
-		if (trigger_send(paths[i], &t, 1, cfg->trigger_timeout_ms) == 0)
+	for (size_t n = 0; n < 2; n++, which = (which + 1) % 2) {
+		if (trigger_wakeup(paths[which], TRIGGER_SCAN_INCOMING) == 0)
 			return;
 		if (errno != ENOENT)
 			break;
@@ -239,7 +240,7 @@ void cln_session(cln_cfg_t *cfg, int fd)
 				st = S_IDLE;
 				int wrc = send_reply(fd, &reply, cfg->ipc_timeout_ms);
 				if (queued)
-					cln_trigger_qmgr(cfg);
+					cln_trigger_qmgr();
 				if (wrc < 0) {
 					attr_msg_free(msg);
 					goto done;

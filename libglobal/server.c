@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -47,7 +48,8 @@ static struct {
 	long max_use;		/* 0 = no limit */
 	long max_idle;		/* seconds; 0 = no limit */
 	long daemon_timeout;	/* seconds */
-	int clients;		/* MULTI: open clients */
+	int clients;		/* MULTI: open clients; TRIGGER: stream
+				 * trigger connections being read */
 	bool retiring;		/* no new work; exit when idle */
 	int sig_pipe[2];
 	int last_status;
@@ -136,6 +138,114 @@ static bool used_up(void)
 	    S.use_count >= (unsigned long)S.max_use;
 }
 
+static void trigger_event(int lfd, int events, void *ctx);
+static void single_event(int lfd, int events, void *ctx);
+static void multi_event(int lfd, int events, void *ctx);
+
+/* ---- the accept lock ----
+ * A pool of SINGLE processes waits on the same listening descriptors.
+ * Where the event loop can wake just one of them (EPOLLEXCLUSIVE) that is
+ * all it takes; elsewhere (or with accept_lock = yes) only the holder of
+ * a lock on pid/TYPE.SERVICE watches them, and hands the lock on as soon
+ * as it has accepted a client.  The others wait for the lock, not for
+ * connections, so one client wakes one process. */
+static int accept_lock_fd = -1;
+static bool accept_lock_held;
+
+/* Before the chroot: the lock file.  Whether it is used is decided once
+ * the event loop exists (accept_lock_decide). */
+static void accept_lock_open(void)
+{
+	str_t path = STR_INIT;
+
+	if (S.spec->model != SERVER_SINGLE || S.nlisten == 0 ||
+	    strcmp(config_get_str("accept_lock"), "no") == 0)
+		return;
+	str_setf(&path, "%s/%s.", config_get_str("process_id_directory"),
+	    S.type_name);
+	for (const char *p = S.service; *p; p++)
+		str_putc(&path, *p == '/' ? '_' : *p);
+	accept_lock_fd = open(str_cstr(&path), O_RDONLY | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW, 0600);
+	if (accept_lock_fd < 0)
+		log_warning("accept lock %s: %s (idle processes of this service "
+		    "may all wake for one client)", str_cstr(&path), strerror(errno));
+	str_release(&path);
+}
+
+static void accept_lock_decide(void)
+{
+	if (accept_lock_fd >= 0 &&
+	    strcmp(config_get_str("accept_lock"), "auto") == 0 &&
+	    event_loop_exclusive(S.loop)) {
+		close(accept_lock_fd);
+		accept_lock_fd = -1;
+	}
+	if (accept_lock_fd >= 0)
+		log_debug("accept lock in use");
+}
+
+static void listen_on(void);
+
+/* An idle process without the lock waits for it.  Nothing else is
+ * waiting for this process meanwhile: the watchdog is off, and SIGHUP
+ * interrupts the wait (the handler's wake-up byte then retires us). */
+static void accept_lock_wait(void)
+{
+	struct sigaction sa, old;
+	int r;
+
+	alarm(0);
+	sigaction(SIGHUP, NULL, &old);
+	sa = old;
+	sa.sa_flags &= ~SA_RESTART;
+	sigaction(SIGHUP, &sa, NULL);
+	r = got_hup ? -1 : flock(accept_lock_fd, LOCK_EX);
+	sigaction(SIGHUP, &old, NULL);
+	if (r == 0) {
+		accept_lock_held = true;
+		listen_on();
+	} else if (errno != EINTR && !got_hup) {
+		log_fatal("accept lock: %s", strerror(errno));
+	}
+}
+
+static void listen_off(bool close_them);
+
+static void accept_lock_release(void)
+{
+	if (!accept_lock_held)
+		return;
+	listen_off(false);
+	accept_lock_held = false;
+	if (flock(accept_lock_fd, LOCK_UN) < 0)
+		log_fatal("accept lock: %s", strerror(errno));
+}
+
+/* Watches the listening descriptors.  A pool of SINGLE processes shares
+ * them: one connection wakes one idle process, not the whole pool. */
+static void listen_on(void)
+{
+	enum server_model m = S.spec->model;
+	event_fd_fn fn = m == SERVER_SINGLE ? single_event :
+	    m == SERVER_MULTI ? multi_event : trigger_event;
+	int flags = m == SERVER_TRIGGER ? 0 : EVENT_EXCLUSIVE;
+
+	if (S.listening || S.retiring)
+		return;
+	if (accept_lock_fd >= 0 && !accept_lock_held)
+		return;
+	for (int i = 0; i < S.nlisten; i++) {
+		if (S.listen_fd[i] < 0)
+			continue;
+		if (event_add(S.loop, S.listen_fd[i], EVENT_READ | flags, fn,
+		    NULL) < 0)
+			log_fatal("listening descriptor %d: %s", S.listen_fd[i],
+			    strerror(errno));
+	}
+	S.listening = true;
+}
+
 static void listen_off(bool close_them)
 {
 	for (int i = 0; i < S.nlisten; i++) {
@@ -160,6 +270,7 @@ static void retire(const char *why)
 		log_debug("retiring: %s", why);
 	S.retiring = true;
 	report(SERVER_STAT_BUSY);
+	accept_lock_release();
 	listen_off(true);
 }
 
@@ -171,9 +282,13 @@ static void check_exit(void)
 		got_hup = 0;
 		retire("SIGHUP from master");
 	}
-	if (S.spec->model == SERVER_MULTI) {
-		if (S.clients > 0)
+	if (S.spec->model != SERVER_SINGLE) {
+		if (S.clients > 0) {
+			/* Finish them first; take no new ones if leaving. */
+			if (S.spec->model == SERVER_TRIGGER && used_up())
+				retire("max_use reached");
 			return;
+		}
 		if (S.retiring)
 			server_exit("retired");
 		if (used_up())
@@ -261,6 +376,8 @@ static void single_event(int lfd, int events, void *ctx)
 
 	if (S.retiring || (fd = accept_client(lfd)) < 0)
 		return;
+	/* Let the next idle process watch while we serve. */
+	accept_lock_release();
 	event_timer_cancel(&S.idle_timer);
 	report(SERVER_STAT_BUSY);
 	S.use_count++;
@@ -300,57 +417,143 @@ static void multi_event(int lfd, int events, void *ctx)
 	S.spec->connect(fd, S.spec->ctx);
 }
 
+/* The trigger model.  Wake-ups are idempotent: everything that is
+ * waiting is read in one go and each distinct request byte is passed on
+ * once, in the order first seen, so a burst of wake-ups costs the daemon
+ * one call.  Stream clients are read without blocking, each within
+ * trigger_timeout; at most TRIGGER_CONN_MAX at a time. */
+#define TRIGGER_CONN_MAX 64
+
+typedef struct trigger_conn {
+	int fd;
+	size_t len;
+	event_timer_t timer;
+	char buf[TRIGGER_BUF];
+} trigger_conn_t;
+
+/* Keeps the first occurrence of each byte; returns the new length. */
+static size_t trigger_coalesce(char *buf, size_t len)
+{
+	bool seen[256] = { false };
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (!seen[c]) {
+			seen[c] = true;
+			buf[n++] = (char)c;
+		}
+	}
+	return n;
+}
+
+static void trigger_deliver(char *buf, size_t len)
+{
+	len = trigger_coalesce(buf, len);
+	event_timer_cancel(&S.idle_timer);
+	report(SERVER_STAT_BUSY);
+	S.use_count++;
+	server_watchdog_pet();
+	S.spec->trigger(buf, len, S.spec->ctx);
+	check_exit();
+	report(SERVER_STAT_AVAIL);
+	idle_start();
+}
+
+static void trigger_conn_done(trigger_conn_t *c)
+{
+	event_remove(S.loop, c->fd);
+	close(c->fd);
+	event_timer_cancel(&c->timer);
+	S.clients--;
+	if (S.clients < TRIGGER_CONN_MAX)
+		listen_on();
+	trigger_deliver(c->buf, c->len);
+	free(c);
+}
+
+static void trigger_conn_read(int fd, int events, void *ctx)
+{
+	trigger_conn_t *c = ctx;
+	ssize_t n = read(fd, c->buf + c->len, sizeof(c->buf) - c->len);
+	(void)events;
+
+	if (n > 0) {
+		c->len += (size_t)n;
+		if (c->len < sizeof(c->buf))
+			return;
+	} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR)) {
+		return;
+	}
+	/* End of file, a full buffer, or an error: the request is what
+	 * came. */
+	trigger_conn_done(c);
+}
+
+static void trigger_conn_timeout(void *ctx)
+{
+	trigger_conn_t *c = ctx;
+
+	log_debug("trigger client sent %zu byte%s and no end within "
+	    "trigger_timeout", c->len, c->len == 1 ? "" : "s");
+	trigger_conn_done(c);
+}
+
+static void trigger_accept(int lfd)
+{
+	long t = config_get_time("trigger_timeout");
+
+	while (S.clients < TRIGGER_CONN_MAX) {
+		int fd = accept_client(lfd);
+		trigger_conn_t *c;
+		if (fd < 0)
+			break;
+		c = xcalloc(1, sizeof(*c));
+		c->fd = fd;
+		event_timer_init(&c->timer, trigger_conn_timeout, c);
+		if (event_add(S.loop, fd, EVENT_READ, trigger_conn_read, c) < 0) {
+			log_warning("trigger client: %s", strerror(errno));
+			close(fd);
+			free(c);
+			break;
+		}
+		event_timer_start(S.loop, &c->timer,
+		    (t > 60 ? 60 : t < 1 ? 1 : t) * 1000);
+		S.clients++;
+	}
+	if (S.clients >= TRIGGER_CONN_MAX)
+		listen_off(false);
+}
+
 static void trigger_event(int lfd, int events, void *ctx)
 {
 	char buf[TRIGGER_BUF];
-	ssize_t n = 0;
+	size_t got = 0;
 	(void)events;
 	(void)ctx;
 
 	if (S.retiring)
 		return;
-	switch (S.type) {
-	case MCF_FIFO:
-		n = read(lfd, buf, sizeof(buf));
+	if (S.type != MCF_FIFO && S.type != MCF_UNIX_DGRAM) {
+		trigger_accept(lfd);
+		return;
+	}
+	/* Everything pending, up to the buffer (the rest comes next
+	 * round).  The descriptor is non-blocking. */
+	while (got < sizeof(buf)) {
+		ssize_t n = S.type == MCF_FIFO ?
+		    read(lfd, buf + got, sizeof(buf) - got) :
+		    recv(lfd, buf + got, sizeof(buf) - got, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
-			return;		/* another process took it */
-		break;
-	case MCF_UNIX_DGRAM:
-		n = recv(lfd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n < 0)
-			return;
-		break;
-	default: {
-		/* A short connection: the request is what arrives before the
-		 * client closes (or the buffer fills, or the time runs out). */
-		int fd = accept_client(lfd);
-		stream_t *st;
-		size_t got = 0;
-		long t;
-		if (fd < 0)
-			return;
-		st = stream_open(fd);
-		t = config_get_time("trigger_timeout");
-		stream_set_timeouts(st, (int)(t > 60 ? 60000 : t * 1000), 1000);
-		while (got < sizeof(buf)) {
-			ssize_t r = stream_read_some(st, buf + got, sizeof(buf) - got);
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
-		stream_close(st);
-		n = (ssize_t)got;
-		break;
+			break;
+		got += (size_t)n;
 	}
-	}
-	event_timer_cancel(&S.idle_timer);
-	report(SERVER_STAT_BUSY);
-	S.use_count++;
-	server_watchdog_pet();
-	S.spec->trigger(buf, (size_t)n, S.spec->ctx);
-	check_exit();
-	report(SERVER_STAT_AVAIL);
-	idle_start();
+	if (got == 0)
+		return;		/* another process took it, or nothing came */
+	trigger_deliver(buf, got);
 }
 
 /* ---- start-up ---- */
@@ -583,6 +786,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	qdir = config_get_str("queue_directory");
 	if (chdir(qdir) < 0)
 		log_fatal("queue_directory %s: %s", qdir, strerror(errno));
+	accept_lock_open();
 	if (spec->pre_jail)
 		spec->pre_jail(spec->ctx);
 	if (jail) {
@@ -622,25 +826,18 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	if (spec->post_jail)
 		spec->post_jail(spec->ctx);
 
-	{
-		event_fd_fn fn = spec->model == SERVER_SINGLE ? single_event :
-		    spec->model == SERVER_MULTI ? multi_event : trigger_event;
-		if ((spec->model == SERVER_SINGLE && !spec->serve) ||
-		    (spec->model == SERVER_MULTI && !spec->connect) ||
-		    (spec->model == SERVER_TRIGGER && !spec->trigger))
-			log_panic("server_main: no callback for the model");
-		if (spec->model != SERVER_TRIGGER &&
-		    (S.type == MCF_FIFO || S.type == MCF_UNIX_DGRAM))
-			log_fatal("service type %s works only with a trigger daemon",
-			    S.type_name);
-		for (int i = 0; i < S.nlisten; i++) {
-			sock_set_nonblock(S.listen_fd[i], true);
-			if (event_add(S.loop, S.listen_fd[i], EVENT_READ, fn, NULL) < 0)
-				log_fatal("listening descriptor %d: %s", S.listen_fd[i],
-				    strerror(errno));
-		}
-		S.listening = true;
-	}
+	if ((spec->model == SERVER_SINGLE && !spec->serve) ||
+	    (spec->model == SERVER_MULTI && !spec->connect) ||
+	    (spec->model == SERVER_TRIGGER && !spec->trigger))
+		log_panic("server_main: no callback for the model");
+	if (spec->model != SERVER_TRIGGER &&
+	    (S.type == MCF_FIFO || S.type == MCF_UNIX_DGRAM))
+		log_fatal("service type %s works only with a trigger daemon",
+		    S.type_name);
+	for (int i = 0; i < S.nlisten; i++)
+		sock_set_nonblock(S.listen_fd[i], true);
+	accept_lock_decide();
+	listen_on();
 	event_add(S.loop, SERVER_STATUS_FD, EVENT_READ, status_event, NULL);
 	if (S.daemon_timeout > 0)
 		keepalive(NULL);
@@ -650,6 +847,8 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	idle_start();
 
 	for (;;) {
+		if (accept_lock_fd >= 0 && !accept_lock_held && !S.retiring)
+			accept_lock_wait();
 		server_watchdog_pet();
 		if (event_run_once(S.loop, -1) < 0 && errno != EINTR)
 			log_fatal("event loop: %s", strerror(errno));

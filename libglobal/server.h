@@ -113,11 +113,21 @@ void server_watchdog_pet(void);
 /* Logs each line of text as its own message (error lists). */
 void log_lines(enum log_level lvl, const char *text);
 
-/* Sends trigger bytes to a local service endpoint: a fifo, a UNIX stream
- * socket (connect, write, close) or a UNIX datagram socket, path
- * relative to the current directory or absolute.  Waits at most
- * timeout_ms.  Returns 0, or -1 with errno (ENOENT: no endpoint;
- * ECONNREFUSED or ENXIO: nobody listening; ETIMEDOUT). */
+/* Wakes a trigger service (qmgr, pickup) without ever waiting for it:
+ * one byte to the endpoint at path (relative to the current directory
+ * or absolute), a UNIX datagram socket (one sendto(); the shipped
+ * master.cf), a UNIX stream socket (a non-blocking connect) or a fifo.
+ * A wake-up that finds the service's queue full is dropped: wake-ups
+ * are pending there, and the service scans its queue when it reads
+ * them.  Returns 0 (delivered or pending), or -1 with errno: ENOENT (no
+ * endpoint), ECONNREFUSED or ENXIO (nobody there). */
+int trigger_wakeup(const char *path, char req);
+
+/* Sends trigger bytes that must arrive (a flush request) to a local
+ * service endpoint: a fifo, a UNIX stream socket (connect, write,
+ * close) or a UNIX datagram socket, waiting at most timeout_ms for room.
+ * Returns 0, or -1 with errno (ENOENT: no endpoint; ECONNREFUSED or
+ * ENXIO: nobody listening; ETIMEDOUT). */
 int trigger_send(const char *path, const char *buf, size_t len, int timeout_ms);
 
 #endif

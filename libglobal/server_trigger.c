@@ -1,6 +1,13 @@
 /* Sending a trigger to a local trigger service (fifo, UNIX stream or
- * datagram socket).  Used by master's wakeups, "petrel flush", and the
- * daemons that poke qmgr or pickup. */
+ * datagram socket).
+ *
+ * Two kinds of sender:
+ * - trigger_wakeup(): "there is new work", from cleanup, pickup's
+ *   clients, master's periodic wakeups.  It never waits: a wake-up that
+ *   finds the service's queue full is dropped, because the service has
+ *   wake-ups pending and scans its queue anyway when it reads them.
+ * - trigger_send(): a request that must arrive (petrel flush, postq -f),
+ *   waiting at most a time limit for room. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,6 +28,29 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int close_keep(int fd)
+{
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+/* Waits until fd is writable or the deadline passes. */
+static int wait_writable(int fd, int64_t deadline)
+{
+	int64_t left = deadline - now_ms();
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	if (left <= 0) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	if (poll(&p, 1, (int)(left > 60000 ? 60000 : left)) < 0 && errno != EINTR)
+		return -1;
+	return 0;
+}
+
 /* Writes all of buf to a non-blocking fd before the deadline. */
 static int write_until(int fd, const char *buf, size_t len, int64_t deadline)
 {
@@ -35,39 +65,113 @@ static int write_until(int fd, const char *buf, size_t len, int64_t deadline)
 			continue;
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			return -1;
-		int64_t left = deadline - now_ms();
-		if (left <= 0) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		if (poll(&p, 1, (int)(left > 60000 ? 60000 : left)) < 0 && errno != EINTR)
+		if (wait_writable(fd, deadline) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-static int send_dgram(const char *path, const char *buf, size_t len)
+/* ---- wake-ups that never wait ---- */
+
+/* One unbound datagram socket serves every wake-up of the process: one
+ * sendto() each. */
+static int wake_fd = -1;
+
+static int wake_stream(const char *path, char req)
 {
-	struct sockaddr_un sun;
 	int fd, r;
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
+	/* A non-blocking connect to a UNIX socket completes at once or
+	 * fails with EAGAIN when the listen queue is full: then wake-ups
+	 * are pending already. */
+	r = sock_unix_connect(path, -1, &fd);
+	if (r == EAGAIN)
+		return 0;
+	if (r != 0) {
+		errno = r;
 		return -1;
 	}
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, strlen(path) + 1);
+	/* A new connection's buffer has room for one byte. */
+	if (write(fd, &req, 1) != 1 && errno != EAGAIN)
+		return close_keep(fd);
+	close(fd);
+	return 0;
+}
+
+static int wake_fifo(const char *path, char req)
+{
+	/* ENXIO when nobody has it open for reading. */
+	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	/* A full fifo holds wake-ups already. */
+	if (write(fd, &req, 1) != 1 && errno != EAGAIN)
+		return close_keep(fd);
+	close(fd);
+	return 0;
+}
+
+int trigger_wakeup(const char *path, char req)
+{
+	struct sockaddr_un sun;
+	socklen_t slen;
+	struct stat st;
+
+	if (sock_unix_addr(path, &sun, &slen) < 0)
+		return -1;
+	if (wake_fd < 0) {
+		wake_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (wake_fd < 0)
+			return -1;
+	}
+	if (sendto(wake_fd, &req, 1, MSG_DONTWAIT, (struct sockaddr *)&sun,
+	    slen) == 1)
+		return 0;
+	switch (errno) {
+	case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+	case EWOULDBLOCK:
+#endif
+	case ENOBUFS:
+		return 0;		/* the service's queue is full */
+	case EPROTOTYPE:
+		return wake_stream(path, req);
+	case ECONNREFUSED:
+		/* A fifo, or a socket nobody has bound any more. */
+		if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode))
+			return wake_fifo(path, req);
+		errno = ECONNREFUSED;
+		return -1;
+	default:
+		return -1;
+	}
+}
+
+/* ---- requests that must arrive ---- */
+
+static int send_dgram(const char *path, const char *buf, size_t len,
+    int64_t deadline)
+{
+	struct sockaddr_un sun;
+	socklen_t slen;
+	int fd;
+
+	if (sock_unix_addr(path, &sun, &slen) < 0)
+		return -1;
 	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
 		return -1;
-	r = (int)sendto(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&sun,
-	    sizeof(sun));
-	if (r < 0) {
-		int saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
+	/* Connected, a datagram socket polls writable only when the
+	 * receiver's queue has room. */
+	if (connect(fd, (struct sockaddr *)&sun, slen) < 0)
+		return close_keep(fd);
+	for (;;) {
+		if (send(fd, buf, len, MSG_DONTWAIT) >= 0)
+			break;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return close_keep(fd);
+		if (wait_writable(fd, deadline) < 0)
+			return close_keep(fd);
 	}
 	close(fd);
 	return 0;
@@ -86,14 +190,11 @@ int trigger_send(const char *path, const char *buf, size_t len, int timeout_ms)
 		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			return -1;
-		/* A full fifo means triggers are pending anyway. */
 		r = write_until(fd, buf, len, deadline);
-		if (r < 0 && errno == ETIMEDOUT)
-			r = 0;
 	} else if (S_ISSOCK(st.st_mode)) {
 		r = sock_unix_connect(path, timeout_ms, &fd);
 		if (r == EPROTOTYPE)
-			return send_dgram(path, buf, len);
+			return send_dgram(path, buf, len, deadline);
 		if (r != 0) {
 			errno = r;
 			return -1;
@@ -103,11 +204,7 @@ int trigger_send(const char *path, const char *buf, size_t len, int timeout_ms)
 		errno = ENOTSOCK;
 		return -1;
 	}
-	if (r < 0) {
-		int saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
+	if (r < 0)
+		return close_keep(fd);
 	return close(fd);
 }

@@ -119,7 +119,7 @@ static int finish_connect(int fd, int64_t deadline)
 
 /* ---- UNIX domain ---- */
 
-static int unix_addr(const char *path, struct sockaddr_un *sun, socklen_t *len)
+int sock_unix_addr(const char *path, struct sockaddr_un *sun, socklen_t *len)
 {
 	size_t n = strlen(path);
 
@@ -145,7 +145,7 @@ int sock_unix_connect(const char *path, int timeout_ms, int *fdp)
 	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
 	int fd, err;
 
-	if (unix_addr(path, &sun, &len) < 0)
+	if (sock_unix_addr(path, &sun, &len) < 0)
 		return errno;
 	if ((fd = mksock(AF_UNIX, SOCK_STREAM, true)) < 0)
 		return errno;
@@ -161,7 +161,7 @@ int sock_unix_connect(const char *path, int timeout_ms, int *fdp)
 		}
 		/* Linux says EAGAIN, without a way to wait for it, when the
 		 * listener's queue is full: retry for as long as we may. */
-		if (err != EAGAIN)
+		if (err != EAGAIN || timeout_ms < 0)
 			break;
 		if (deadline && left_ms(deadline) == 0) {
 			err = ETIMEDOUT;
@@ -207,7 +207,7 @@ int sock_unix_listen(const char *path, int backlog, mode_t mode)
 	mode_t old;
 	int fd, r;
 
-	if (unix_addr(path, &sun, &len) < 0)
+	if (sock_unix_addr(path, &sun, &len) < 0)
 		return -1;
 	mode &= 07777;
 	if (lstat(path, &st) == 0) {

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 /* Room for any text sock_addr_str()/sock_addr_port_str() produce for IP
  * addresses, "[" addr "%" scope "]:" port and the NUL. */
@@ -33,9 +34,13 @@
  * removed first; a live socket gives EADDRINUSE and a file that is not a
  * socket EEXIST (it is left alone).  ENAMETOOLONG if path does not fit. */
 int sock_unix_listen(const char *path, int backlog, mode_t mode);
-/* Connect, waiting up to timeout_ms (0 = no limit) if the listener's queue
- * is full.  Returns 0 with *fdp set, or an errno value: ENOENT (no such
- * socket), ECONNREFUSED (nobody listening), ETIMEDOUT, ... */
+/* The address of the socket at path (relative or absolute): 0, or -1
+ * with errno EINVAL (empty) or ENAMETOOLONG. */
+int sock_unix_addr(const char *path, struct sockaddr_un *sun, socklen_t *len);
+/* Connect, waiting up to timeout_ms (0 = no limit; negative: not at all,
+ * EAGAIN at once) if the listener's queue is full.  Returns 0 with *fdp
+ * set, or an errno value: ENOENT (no such socket), ECONNREFUSED (nobody
+ * listening), ETIMEDOUT, EAGAIN, ... */
 int sock_unix_connect(const char *path, int timeout_ms, int *fdp);
 
 /* TCP listen on a spec; fills fds and returns how many sockets were opened

@@ -466,7 +466,7 @@ void master_wakeup_event(void *ctx)
 		/* Our own read-write descriptor: never blocks, never ENXIO. */
 		if (write(s->fds[0], &req, 1) < 0 && errno != EAGAIN)
 			log_warning("service %s: wakeup: %s", s->label, strerror(errno));
-	} else if (trigger_send(s->path, &req, 1, 1000) < 0) {
+	} else if (trigger_wakeup(s->path, req) < 0) {
 		log_warning("service %s: wakeup: %s", s->label, strerror(errno));
 	}
 }

@@ -115,7 +115,6 @@ static void check_config_dir(const char *dir)
 static void trigger_pickup(const char *config_dir)
 {
 	str_t rel = STR_INIT, path = STR_INIT;
-	long timeout;
 
 	if (!submit_service_path(config_dir, "pickup", &rel)) {
 		log_debug("master.cf has no pickup service to tell");
@@ -125,12 +124,8 @@ static void trigger_pickup(const char *config_dir)
 	str_setf(&path, "%s/%s", config_get_str("queue_directory"),
 	    str_cstr(&rel));
 	/* Not running: the mail waits in maildrop for the next start.  A
-	 * trigger only waits when pickup's listen queue is full, that is
-	 * when plenty of triggers are pending anyway: wait at most 1 s. */
-	timeout = config_get_time("trigger_timeout") * 1000;
-	if (timeout > 1000)
-		timeout = 1000;
-	if (trigger_send(str_cstr(&path), "W", 1, (int)timeout) < 0)
+	 * full queue at pickup means wake-ups are pending: nothing waits. */
+	if (trigger_wakeup(str_cstr(&path), TRIGGER_WAKEUP) < 0)
 		log_debug("cannot tell pickup (%s): %s", str_cstr(&path),
 		    strerror(errno));
 	str_release(&rel);

@@ -30,8 +30,8 @@ e2e_instance() {
 	    "queue_run_delay = 3600s" "minimal_backoff_time = 3600s" \
 	    "maximal_backoff_time = 3600s" "$@"
 	mkdir -p mail/alice mail/bob mail/carol spool
-	mcf "pickup unix n - n 60 1 pickup" "cleanup unix n - n - 0 cleanup" \
-	    "qmgr unix n - n 300 1 qmgr" "local unix - n n - - local" \
+	mcf "pickup unix-dgram n - n 60 1 pickup" "cleanup unix n - n - 0 cleanup" \
+	    "qmgr unix-dgram n - n 300 1 qmgr" "local unix - n n - - local" \
 	    "bounce unix - - n - 0 bounce"
 	{
 		echo "postmaster: alice"

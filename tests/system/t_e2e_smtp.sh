@@ -26,7 +26,7 @@ relay_instance() {
 	    "inet_protocols = ipv4" "$@"
 	mcf "$port inet n - n - - smtpd" \
 	    "cleanup unix n - n - 0 cleanup" \
-	    "qmgr unix n - n 3600 1 qmgr" \
+	    "qmgr unix-dgram n - n 3600 1 qmgr" \
 	    "smtp unix - - n - - smtp" \
 	    "bounce unix - - n - 0 bounce"
 	start_instance

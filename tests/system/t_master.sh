@@ -190,6 +190,52 @@ recycle_cleanup() {
 	stop_instance
 }
 
+atf_test_case accept_lock cleanup
+accept_lock_head() {
+	atf_set descr "accept_lock = yes: a pool of single-client processes hands one lock around; every client is served, idle holders of nothing retire on reload and die on stop"
+	atf_set require.user unprivileged
+}
+accept_lock_body() {
+	mk_instance
+	mcf "pool unix - n n - 3 TS -o accept_lock=yes"
+	start_instance
+	# Three clients at once: three processes.
+	for i in 1 2 3; do
+		$ASK q/private/pool pid wait:go "echo c$i" > c$i &
+	done
+	wait_for procs_ge 4 || atf_fail "no pool of three"
+	wait_for test -s c1 -a -s c2 -a -s c3 || atf_fail "a held client got nothing"
+	touch go
+	wait || true
+	for i in 1 2 3; do
+		test "$(sed -n 2p c$i)" = c$i || atf_fail "client $i: $(cat c$i)"
+	done
+	test "$(cat c1 c2 c3 | grep -v '^c' | sort -u | wc -l)" -eq 3 ||
+	    atf_fail "three clients at once were not served by three processes"
+	test -f q/pid/unix.pool || atf_fail "no lock file"
+	in_log "accept lock in use" || true
+	# Now idle: one holds the lock, two wait for it.  Sequential clients
+	# are all served.
+	i=0
+	while [ $i -lt 20 ]; do
+		atf_check -s exit:0 -o save:p $ASK q/private/pool pid
+		i=$((i + 1))
+	done
+	old=$(pgrep -f -- "-c $PWD/etc -n pool")
+	# A reload with a changed main.cf retires them all, the ones waiting
+	# for the lock included.
+	echo "# changed" >> etc/main.cf
+	atf_check -s exit:0 -e ignore $PETREL -c $PWD/etc reload
+	for p in $old; do
+		wait_for pid_gone $p || atf_fail "pool process $p did not retire"
+	done
+	atf_check -s exit:0 -o not-inline:"\n" $ASK q/private/pool pid
+	assert_log_clean
+}
+accept_lock_cleanup() {
+	stop_instance
+}
+
 atf_test_case multi_clients cleanup
 multi_clients_head() {
 	atf_set descr "an event-driven daemon serves several clients at once in one process"
@@ -267,6 +313,45 @@ wakeup_body() {
 	assert_log_clean
 }
 wakeup_cleanup() {
+	stop_instance
+}
+
+atf_test_case wakeup_never_waits cleanup
+wakeup_never_waits_head() {
+	atf_set descr "wake-ups to a stopped trigger service never wait; what is pending reaches it in one call, each request byte once"
+	atf_set require.user unprivileged
+}
+wakeup_never_waits_body() {
+	mk_instance
+	mcf "dg unix-dgram - n n - 1 TS trigger $PWD/dg.out" \
+	    "st unix - n n - 1 TS trigger $PWD/st.out"
+	start_instance
+	atf_check -s exit:0 $TS trigger-wakeup q/private/dg W
+	wait_for grep -q ' W$' dg.out || atf_fail "first wake-up lost"
+	pid=$(cut -d' ' -f1 dg.out | head -n 1)
+	kill -STOP "$pid"
+	# Room for a few datagrams: these are queued ...
+	atf_check -s exit:0 $TS trigger-wakeup q/private/dg IIIF
+	# ... and these find the queue full: dropped, and nobody waits.
+	atf_check -s exit:0 $TS trigger-wakeup q/private/dg I 2000
+	kill -CONT "$pid"
+	wait_for grep -q ' IF$' dg.out || atf_fail "no coalesced IF in $(cat dg.out)"
+	sleep 0.5
+	test "$(wc -l < dg.out)" -eq 2 ||
+	    atf_fail "pending wake-ups took several calls: $(cat dg.out)"
+
+	# A stream trigger service, stopped: connections fill its listen
+	# queue, then wake-ups are dropped; the sender never waits.
+	atf_check -s exit:0 $TS trigger-wakeup q/private/st W
+	wait_for grep -q ' W$' st.out || atf_fail "first stream wake-up lost"
+	pid=$(cut -d' ' -f1 st.out | head -n 1)
+	kill -STOP "$pid"
+	atf_check -s exit:0 $TS trigger-wakeup q/private/st I 500
+	kill -CONT "$pid"
+	wait_for grep -q ' I$' st.out || atf_fail "stream wake-ups lost"
+	assert_log_clean
+}
+wakeup_never_waits_cleanup() {
 	stop_instance
 }
 
@@ -435,8 +520,10 @@ atf_init_test_cases() {
 	atf_add_test_case throttle_expires
 	atf_add_test_case recycle
 	atf_add_test_case multi_clients
+	atf_add_test_case accept_lock
 	atf_add_test_case watchdog
 	atf_add_test_case wakeup
+	atf_add_test_case wakeup_never_waits
 	atf_add_test_case environment
 	atf_add_test_case debugger
 	atf_add_test_case stop_busy

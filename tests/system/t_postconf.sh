@@ -283,17 +283,21 @@ shipped_files_head() {
 shipped_files_body() {
 	atf_check -s exit:0 -e empty -o empty $POSTCONF -c $SRCDIR/conf -n
 	atf_check -s exit:0 -e empty -o save:m.out $POSTCONF -c $SRCDIR/conf -M
-	for s in smtp/inet pickup/unix cleanup/unix qmgr/unix smtp/unix relay/unix \
-	    local/unix bounce/unix defer/unix discard/unix error/unix retry/unix \
-	    showq/unix; do
+	for s in smtp/inet pickup/unix-dgram cleanup/unix qmgr/unix-dgram \
+	    smtp/unix relay/unix local/unix bounce/unix defer/unix \
+	    discard/unix error/unix retry/unix showq/unix; do
 		atf_check -s exit:0 -o not-empty -e empty $POSTCONF -c $SRCDIR/conf -M $s
 	done
-	atf_check -s exit:0 -o match:'^qmgr +unix +n +- +n +300 +1 +qmgr$' \
-	    $POSTCONF -c $SRCDIR/conf -M qmgr/unix
+	atf_check -s exit:0 -o match:'^qmgr +unix-dgram +n +- +n +300 +1 +qmgr$' \
+	    $POSTCONF -c $SRCDIR/conf -M qmgr/unix-dgram
 	atf_check -s exit:0 -o match:'^local +unix +- +n +n ' \
 	    $POSTCONF -c $SRCDIR/conf -M local/unix
-	atf_check -s exit:0 -o match:'^pickup +unix +n +- +n +60 +1 +pickup$' \
+	atf_check -s exit:0 -o match:'^pickup +unix-dgram +n +- +n +60 +1 +pickup$' \
 	    $POSTCONF -c $SRCDIR/conf -M pickup
+	# Every pool is bounded (maxproc 0 would be "no limit").
+	if awk '$6 == "0"' m.out | grep .; then
+		atf_fail "a shipped service has no process limit"
+	fi
 }
 
 atf_test_case man_page_matches

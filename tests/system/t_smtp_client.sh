@@ -32,7 +32,7 @@ smtp_instance() {
 	    "$@"
 	touch etc/transport
 	{
-		echo "qmgr unix n - n 3600 1 $B/bin/qmgr"
+		echo "qmgr unix-dgram n - n 3600 1 $B/bin/qmgr"
 		echo "smtp unix - n n - - $B/bin/smtp"
 		echo "relay unix - n n - - $B/bin/smtp"
 	} > etc/master.cf

@@ -29,6 +29,9 @@
  *       Exit 0; 1 connect failed; 2 connection closed or timed out.
  *   test-service freeport        prints a free TCP port on 127.0.0.1
  *   test-service trigger-send PATH BYTES
+ *   test-service trigger-wakeup PATH BYTES [COUNT]
+ *       trigger_wakeup() with each byte of BYTES, COUNT (default 1)
+ *       times over; exit 0 if every call returned 0.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -326,6 +329,23 @@ int main(int argc, char **argv)
 		if (trigger_send(argv[2], argv[3], strlen(argv[3]), 5000) < 0) {
 			fprintf(stderr, "trigger %s: %s\n", argv[2], strerror(errno));
 			return 1;
+		}
+		return 0;
+	}
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "trigger-wakeup") == 0) {
+		long count = 1;
+		if (argc == 5 && (!str_to_long(argv[4], &count) || count < 0)) {
+			fprintf(stderr, "test-service: bad count %s\n", argv[4]);
+			return 64;
+		}
+		for (long i = 0; i < count; i++) {
+			for (const char *b = argv[3]; *b; b++) {
+				if (trigger_wakeup(argv[2], *b) < 0) {
+					fprintf(stderr, "wakeup %s: %s\n", argv[2],
+					    strerror(errno));
+					return 1;
+				}
+			}
 		}
 		return 0;
 	}

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 #include "master/pidfile.h"
 #include "queue_dirs.h"
@@ -94,6 +96,126 @@ ATF_TC_BODY(trigger_dgram, tc)
 	ATF_REQUIRE(trigger_send("dgram", "ID", 2, 1000) == 0);
 	ATF_REQUIRE_EQ(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 2);
 	ATF_CHECK(memcmp(buf, "ID", 2) == 0);
+	close(fd);
+}
+
+/* Wake-ups never wait.  The datagram endpoint (the shipped master.cf's
+ * qmgr and pickup) takes one sendto(); when its queue is full the wake-up
+ * is dropped and reported as delivered, because wake-ups are pending. */
+static int64_t ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int bind_dgram(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+
+	ATF_REQUIRE(fd >= 0);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	ATF_REQUIRE(bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0);
+	return fd;
+}
+
+ATF_TC_WITHOUT_HEAD(wakeup_dgram);
+ATF_TC_BODY(wakeup_dgram, tc)
+{
+	char buf[16];
+	int fd = bind_dgram("dgram"), sent = 0;
+	int64_t t0;
+
+	ATF_REQUIRE(trigger_wakeup("dgram", 'I') == 0);
+	ATF_REQUIRE_EQ(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 1);
+	ATF_CHECK_EQ(buf[0], 'I');
+	/* Nobody reads: the queue fills, and still nothing waits. */
+	t0 = ms_now();
+	for (int i = 0; i < 5000; i++)
+		sent += trigger_wakeup("dgram", 'I') == 0;
+	ATF_CHECK_EQ(sent, 5000);
+	ATF_CHECK_MSG(ms_now() - t0 < 3000, "5000 wake-ups took %lld ms",
+	    (long long)(ms_now() - t0));
+	/* Some are queued, far fewer than were sent. */
+	int queued = 0;
+	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 1)
+		queued++;
+	ATF_CHECK(queued >= 1 && queued < 5000);
+	close(fd);
+	/* Bound by nobody any more. */
+	errno = 0;
+	ATF_CHECK(trigger_wakeup("dgram", 'I') < 0 && errno == ECONNREFUSED);
+	errno = 0;
+	ATF_CHECK(trigger_wakeup("nothing-here", 'I') < 0 && errno == ENOENT);
+}
+
+ATF_TC_WITHOUT_HEAD(wakeup_stream);
+ATF_TC_BODY(wakeup_stream, tc)
+{
+	char buf[16];
+	int lfd = sock_unix_listen("sock", 1, 0600), cfd, sent = 0;
+	int64_t t0;
+
+	ATF_REQUIRE(lfd >= 0);
+	ATF_REQUIRE(trigger_wakeup("sock", 'W') == 0);
+	cfd = accept(lfd, NULL, NULL);
+	ATF_REQUIRE(cfd >= 0);
+	ATF_CHECK_EQ(read(cfd, buf, sizeof(buf)), 1);
+	ATF_CHECK_EQ(buf[0], 'W');
+	close(cfd);
+	/* Nobody accepts: the backlog fills and the sender never waits. */
+	t0 = ms_now();
+	for (int i = 0; i < 200; i++)
+		sent += trigger_wakeup("sock", 'W') == 0;
+	ATF_CHECK_EQ(sent, 200);
+	ATF_CHECK_MSG(ms_now() - t0 < 3000, "200 wake-ups took %lld ms",
+	    (long long)(ms_now() - t0));
+	close(lfd);
+}
+
+ATF_TC_WITHOUT_HEAD(wakeup_fifo);
+ATF_TC_BODY(wakeup_fifo, tc)
+{
+	char buf[16];
+	int fd;
+
+	ATF_REQUIRE(mkfifo("fifo", 0600) == 0);
+	errno = 0;
+	ATF_CHECK(trigger_wakeup("fifo", 'W') < 0 && errno == ENXIO);
+	fd = open("fifo", O_RDWR | O_NONBLOCK);
+	ATF_REQUIRE(fd >= 0);
+	ATF_REQUIRE(trigger_wakeup("fifo", 'W') == 0);
+	ATF_REQUIRE_EQ(read(fd, buf, sizeof(buf)), 1);
+	ATF_CHECK_EQ(buf[0], 'W');
+	/* A full fifo holds wake-ups already. */
+	for (int i = 0; i < 100000; i++)
+		if (write(fd, "W", 1) != 1)
+			break;
+	ATF_CHECK(trigger_wakeup("fifo", 'W') == 0);
+	close(fd);
+}
+
+/* A request that must arrive waits for room at a datagram endpoint (up
+ * to its time limit), where a wake-up would be dropped. */
+ATF_TC_WITHOUT_HEAD(trigger_dgram_full);
+ATF_TC_BODY(trigger_dgram_full, tc)
+{
+	char buf[16];
+	int fd = bind_dgram("dgram");
+	int64_t t0;
+
+	while (trigger_send("dgram", "I", 1, 10) == 0)
+		;
+	t0 = ms_now();
+	errno = 0;
+	ATF_CHECK(trigger_send("dgram", "FA", 2, 300) < 0 && errno == ETIMEDOUT);
+	ATF_CHECK(ms_now() - t0 >= 250);
+	/* Room again: it arrives. */
+	ATF_REQUIRE(recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 1);
+	ATF_CHECK(trigger_send("dgram", "FA", 2, 1000) == 0);
 	close(fd);
 }
 
@@ -200,6 +322,10 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, trigger_fifo);
 	ATF_TP_ADD_TC(tp, trigger_stream);
 	ATF_TP_ADD_TC(tp, trigger_dgram);
+	ATF_TP_ADD_TC(tp, trigger_dgram_full);
+	ATF_TP_ADD_TC(tp, wakeup_dgram);
+	ATF_TP_ADD_TC(tp, wakeup_stream);
+	ATF_TP_ADD_TC(tp, wakeup_fifo);
 	ATF_TP_ADD_TC(tp, queue_tree);
 	ATF_TP_ADD_TC(tp, pidfile_lock);
 	return atf_no_error();
