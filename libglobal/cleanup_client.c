@@ -86,17 +86,23 @@ cleanup_client_t *cleanup_connect(const char *service, int timeout_ms,
 		rc = sock_unix_connect(path, timeout_ms, &fd);
 	} else {
 		/* master.cf decides private or public; a stale socket left
-		 * by an older configuration refuses, so try the other. */
-		bfmt(path, sizeof(path), "private/%s", service);
+		 * by an older configuration refuses, so try the other.  The
+		 * one that answered is tried first next time. */
+		static int first;	/* 0: private first, 1: public */
+		static const char *const where[2] = { "private", "public" };
+
+		bfmt(path, sizeof(path), "%s/%s", where[first], service);
 		rc = sock_unix_connect(path, timeout_ms, &fd);
 		if (rc == ENOENT || rc == ECONNREFUSED) {
-			char pub[4096];
+			char other[4096];
 
-			bfmt(pub, sizeof(pub), "public/%s", service);
-			int rc2 = sock_unix_connect(pub, timeout_ms, &fd);
+			bfmt(other, sizeof(other), "%s/%s", where[!first], service);
+			int rc2 = sock_unix_connect(other, timeout_ms, &fd);
 			if (rc2 == 0 || rc == ENOENT) {
 				rc = rc2;
-				bcopy_str(path, sizeof(path), pub);
+				bcopy_str(path, sizeof(path), other);
+				if (rc2 == 0)
+					first = !first;
 			}
 		}
 	}
@@ -106,7 +112,7 @@ cleanup_client_t *cleanup_connect(const char *service, int timeout_ms,
 			    path, strerror(rc));
 		return NULL;
 	}
-	sock_set_cloexec(fd, true);
+	/* sock_unix_connect gives a close-on-exec descriptor. */
 	return client_new(fd, timeout_ms);
 }
 

@@ -82,7 +82,7 @@ void qfile_close(qfile_t *qf)
 static int open_file(const char *path, bool rdwr)
 {
 	struct stat st;
-	int fd, fl;
+	int fd;
 
 	if (!rdwr)
 		return file_open_read(path, FILE_ANY_OWNER);
@@ -95,8 +95,8 @@ static int open_file(const char *path, bool rdwr)
 		errno = e;
 		return -1;
 	}
-	if ((fl = fcntl(fd, F_GETFL)) >= 0)
-		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	/* O_NONBLOCK (against a fifo planted here) stays: it means nothing
+	 * for a regular file. */
 	return fd;
 }
 
@@ -204,17 +204,26 @@ qfile_t *qfile_open_path(const char *path, int flags, qf_err_t *err)
 qfile_t *qfile_open(const queue_layout_t *ql, const char *queue,
     const char *id, int flags, qf_err_t *err)
 {
-	str_t path = STR_INIT;
+	str_t path = STR_INIT, found = STR_INIT;
 	qfile_t *qf;
 
-	if (queue_find(ql, queue, id, &path) < 0) {
+	if (!queue_name_valid(queue) || !queue_id_valid(id)) {
 		memset(err, 0, sizeof(*err));
-		qf_err_sys(err, errno, "%s/%s", queue, id);
-		str_release(&path);
+		qf_err_sys(err, EINVAL, "%s/%s", queue, id);
 		return NULL;
 	}
+	/* Where the layout puts it; elsewhere only if it is not there (a
+	 * file from before a change of hash_queue_depth). */
+	queue_path(ql, queue, id, &path);
 	qf = qfile_open_path(str_cstr(&path), flags, err);
+	if (qf == NULL && !err->damaged && (err->errnum == ENOENT ||
+	    err->errnum == ENOTDIR)) {
+		if (queue_find(ql, queue, id, &found) == 0 &&
+		    strcmp(str_cstr(&found), str_cstr(&path)) != 0)
+			qf = qfile_open_path(str_cstr(&found), flags, err);
+	}
 	str_release(&path);
+	str_release(&found);
 	return qf;
 }
 

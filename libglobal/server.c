@@ -53,6 +53,9 @@ static struct {
 	bool retiring;		/* no new work; exit when idle */
 	int sig_pipe[2];
 	int last_status;
+	int32_t pid;		/* for status reports */
+	bool watchdog_armed;	/* alarm() set since the last alarm(0) */
+	time_t watchdog_sec;	/* when (coarse monotonic seconds) */
 } S = { .sig_pipe = { -1, -1 } };
 
 static volatile sig_atomic_t got_hup;
@@ -69,7 +72,7 @@ unsigned long server_use_count(void) { return S.use_count; }
 
 static void report(int status)
 {
-	struct server_status m = { .pid = (int32_t)getpid(), .status = status };
+	struct server_status m = { .pid = S.pid, .status = status };
 
 	if (!S.under_master || S.last_status == status)
 		return;
@@ -94,10 +97,21 @@ static void watchdog_fire(int sig)
 	_exit(1);
 }
 
+/* Re-arms the alarm, at most once a second: a request that pets the
+ * watchdog for every record it reads costs no system call per record
+ * (the coarse monotonic clock is read without one). */
 void server_watchdog_pet(void)
 {
-	if (S.daemon_timeout > 0)
-		alarm((unsigned)(S.daemon_timeout > INT_MAX ? INT_MAX : S.daemon_timeout));
+	struct timespec ts;
+
+	if (S.daemon_timeout <= 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	if (S.watchdog_armed && ts.tv_sec == S.watchdog_sec)
+		return;
+	S.watchdog_sec = ts.tv_sec;
+	S.watchdog_armed = true;
+	alarm((unsigned)(S.daemon_timeout > INT_MAX ? INT_MAX : S.daemon_timeout));
 }
 
 /* The loop never waits longer than a quarter of daemon_timeout, so the
@@ -196,6 +210,7 @@ static void accept_lock_wait(void)
 	int r;
 
 	alarm(0);
+	S.watchdog_armed = false;
 	sigaction(SIGHUP, NULL, &old);
 	sa = old;
 	sa.sa_flags &= ~SA_RESTART;
@@ -342,7 +357,7 @@ static void status_event(int fd, int events, void *ctx)
 
 static int accept_client(int lfd)
 {
-	int fd = sock_accept(lfd, NULL, NULL);
+	int fd = sock_accept_nonblock(lfd);
 
 	if (fd < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -362,8 +377,8 @@ static int accept_client(int lfd)
 		fd = cfd;
 		if (fd < 0)
 			return -1;
+		sock_set_nonblock(fd, true);
 	}
-	sock_set_nonblock(fd, true);
 	return fd;
 }
 
@@ -692,6 +707,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 
 	fd_sane_stdio();
 	S.spec = spec;
+	S.pid = (int32_t)getpid();
 	slash = argv[0] ? strrchr(argv[0], '/') : NULL;
 	snprintf(S.progname, sizeof(S.progname), "%s",
 	    slash ? slash + 1 : argv[0] ? argv[0] : "daemon");

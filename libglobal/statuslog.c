@@ -527,8 +527,8 @@ void sl_list_free(sl_list_t *list)
 	memset(list, 0, sizeof(*list));
 }
 
-int statuslog_remove(const queue_layout_t *ql, const char *log,
-    const char *id, str_t *err)
+static int remove_log(const queue_layout_t *ql, const char *log,
+    const char *id, bool anywhere, str_t *err)
 {
 	str_t path = STR_INIT;
 	int rc = 0;
@@ -538,6 +538,21 @@ int statuslog_remove(const queue_layout_t *ql, const char *log,
 	if (!id || !queue_id_valid(id)) {
 		str_setf(err, "invalid queue ID");
 		return -1;
+	}
+	/* Where it normally is: one system call, hit or miss. */
+	queue_path(ql, log, id, &path);
+	if (unlink(str_cstr(&path)) == 0) {
+		str_release(&path);
+		return 0;
+	}
+	if (errno != ENOENT && errno != ENOTDIR) {
+		str_setf(err, "remove %s: %s", str_cstr(&path), strerror(errno));
+		str_release(&path);
+		return -1;
+	}
+	if (!anywhere) {
+		str_release(&path);
+		return 0;
 	}
 	if (queue_find(ql, log, id, &path) < 0) {
 		if (errno != ENOENT) {
@@ -550,6 +565,18 @@ int statuslog_remove(const queue_layout_t *ql, const char *log,
 	}
 	str_release(&path);
 	return rc;
+}
+
+int statuslog_remove(const queue_layout_t *ql, const char *log,
+    const char *id, str_t *err)
+{
+	return remove_log(ql, log, id, true, err);
+}
+
+int statuslog_discard(const queue_layout_t *ql, const char *log,
+    const char *id, str_t *err)
+{
+	return remove_log(ql, log, id, false, err);
 }
 
 int statuslog_exists(const queue_layout_t *ql, const char *log,

@@ -87,8 +87,14 @@ void sl_list_free(sl_list_t *list);
  * statuslog_next). */
 void sl_rec_free(sl_rec_t *rec);
 
-/* Removes log/id.  0 (also when there was none), -1 with err. */
+/* Removes log/id, wherever the hash levels put it (the configured place
+ * first, then the others: a log written under an earlier
+ * hash_queue_depth).  0 (also when there was none), -1 with err. */
 int statuslog_remove(const queue_layout_t *ql, const char *log,
+    const char *id, str_t *err);
+/* The same, at the configured place only: one unlink(), for a log that
+ * can only have been written under the current layout. */
+int statuslog_discard(const queue_layout_t *ql, const char *log,
     const char *id, str_t *err);
 /* 1 when log/id exists, 0 when not, -1 on error. */
 int statuslog_exists(const queue_layout_t *ql, const char *log,

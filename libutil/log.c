@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,38 @@ static int log_fd = -1;
 static int also_stderr;
 static void (*fatal_hook)(void);
 static int in_fatal;
+/* Looked up once, not for every line: the process id (again in a child
+ * after fork) and the host name. */
+static long my_pid;
+static char my_host[64];
+
+static void forget_pid(void)
+{
+	my_pid = 0;
+}
+
+static long log_pid(void)
+{
+	static bool hooked;
+
+	if (!hooked) {
+		pthread_atfork(NULL, NULL, forget_pid);
+		hooked = true;
+	}
+	if (my_pid == 0)
+		my_pid = (long)getpid();
+	return my_pid;
+}
+
+static const char *log_host(void)
+{
+	if (my_host[0] == 0) {
+		if (gethostname(my_host, sizeof(my_host) - 1) < 0 || my_host[0] == 0)
+			snprintf(my_host, sizeof(my_host), "localhost");
+		my_host[sizeof(my_host) - 1] = 0;
+	}
+	return my_host;
+}
 
 void log_init(const char *name)
 {
@@ -110,19 +144,16 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 		syslog(lvl_syslog[lvl], "%s%s", lvl_prefix[lvl], text);
 	} else {
 		char stamp[32] = "";
-		char host[64] = "localhost";
 		if (target == TO_FILE) {
 			time_t now = time(NULL);
 			struct tm tm;
 			localtime_r(&now, &tm);
 			strftime(stamp, sizeof(stamp), "%b %e %H:%M:%S ", &tm);
-			gethostname(host, sizeof(host) - 1);
-			host[sizeof(host) - 1] = 0;
 			snprintf(line, sizeof(line), "%s%s %s[%ld]: %s%s\n", stamp,
-			    host, progname, (long)getpid(), lvl_prefix[lvl], text);
+			    log_host(), progname, log_pid(), lvl_prefix[lvl], text);
 		} else {
 			snprintf(line, sizeof(line), "%s[%ld]: %s%s\n", progname,
-			    (long)getpid(), lvl_prefix[lvl], text);
+			    log_pid(), lvl_prefix[lvl], text);
 		}
 		len = strlen(line);
 		write_all(target == TO_FILE ? log_fd : 2, line, len);

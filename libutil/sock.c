@@ -65,7 +65,7 @@ int sock_set_cloexec(int fd, bool on)
 }
 
 /* A close-on-exec socket, non-blocking if asked. */
-static int mksock(int domain, int type, bool nonblock)
+int sock_new(int domain, int type, bool nonblock)
 {
 	int fd;
 
@@ -147,7 +147,7 @@ int sock_unix_connect(const char *path, int timeout_ms, int *fdp)
 
 	if (sock_unix_addr(path, &sun, &len) < 0)
 		return errno;
-	if ((fd = mksock(AF_UNIX, SOCK_STREAM, true)) < 0)
+	if ((fd = sock_new(AF_UNIX, SOCK_STREAM, true)) < 0)
 		return errno;
 	for (;;) {
 		if (connect(fd, (struct sockaddr *)&sun, len) == 0) {
@@ -182,7 +182,7 @@ int sock_unix_connect(const char *path, int timeout_ms, int *fdp)
  * or gone), -1 with errno if that cannot be told. */
 static int unix_alive(const struct sockaddr_un *sun, socklen_t len)
 {
-	int fd = mksock(AF_UNIX, SOCK_STREAM, true);
+	int fd = sock_new(AF_UNIX, SOCK_STREAM, true);
 	int r;
 
 	if (fd < 0)
@@ -225,7 +225,7 @@ int sock_unix_listen(const char *path, int backlog, mode_t mode)
 		if (unlink(path) < 0 && errno != ENOENT)
 			return -1;
 	}
-	if ((fd = mksock(AF_UNIX, SOCK_STREAM, false)) < 0)
+	if ((fd = sock_new(AF_UNIX, SOCK_STREAM, false)) < 0)
 		return -1;
 	/* bind() creates the file subject to the umask; narrow it so the
 	 * socket is never more open than asked, then set mode exactly.  The
@@ -572,7 +572,7 @@ static int listen_one(const struct sockaddr_storage *ss, int backlog)
 		errno = EAFNOSUPPORT;
 		return -1;
 	}
-	if ((fd = mksock(ss->ss_family, SOCK_STREAM, false)) < 0)
+	if ((fd = sock_new(ss->ss_family, SOCK_STREAM, false)) < 0)
 		return -1;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0)
 		goto fail;
@@ -692,6 +692,27 @@ int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len)
 	}
 }
 
+int sock_accept_nonblock(int lfd)
+{
+	int fd;
+
+	for (;;) {
+#if defined(SOCK_CLOEXEC) && defined(SOCK_NONBLOCK)
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+#else
+		fd = sock_accept(lfd, NULL, NULL);
+		if (fd >= 0 && sock_set_nonblock(fd, true) < 0) {
+			close_keep_errno(fd);
+			return -1;
+		}
+#endif
+		if (fd >= 0)
+			return fd;
+		if (errno != EINTR && errno != ECONNABORTED)
+			return -1;
+	}
+}
+
 int sock_tcp_connect(const struct sockaddr *sa, socklen_t len, int timeout_ms,
     int *fdp)
 {
@@ -700,7 +721,7 @@ int sock_tcp_connect(const struct sockaddr *sa, socklen_t len, int timeout_ms,
 
 	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
 		return EINVAL;
-	if ((fd = mksock(sa->sa_family, SOCK_STREAM, true)) < 0)
+	if ((fd = sock_new(sa->sa_family, SOCK_STREAM, true)) < 0)
 		return errno;
 	if (connect(fd, sa, len) == 0) {
 		*fdp = fd;

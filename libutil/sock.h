@@ -34,6 +34,9 @@
  * removed first; a live socket gives EADDRINUSE and a file that is not a
  * socket EEXIST (it is left alone).  ENAMETOOLONG if path does not fit. */
 int sock_unix_listen(const char *path, int backlog, mode_t mode);
+/* A close-on-exec socket, non-blocking if asked, in one system call
+ * where the system allows (SOCK_CLOEXEC, SOCK_NONBLOCK). */
+int sock_new(int domain, int type, bool nonblock);
 /* The address of the socket at path (relative or absolute): 0, or -1
  * with errno EINVAL (empty) or ENAMETOOLONG. */
 int sock_unix_addr(const char *path, struct sockaddr_un *sun, socklen_t *len);
@@ -58,6 +61,9 @@ int sock_local_port(int fd);
 /* accept() giving a close-on-exec descriptor; peer and len may be NULL.
  * Retries on EINTR and on a connection aborted before it was accepted. */
 int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len);
+/* sock_accept() of a non-blocking connection, in one system call where
+ * accept4() exists (a daemon's accept path: no fcntl() per client). */
+int sock_accept_nonblock(int lfd);
 
 /* Non-blocking TCP connect with a timeout (0 = no limit).  Returns 0 with
  * *fdp set, or an errno value: ECONNREFUSED, ETIMEDOUT, ENETUNREACH, ...

@@ -127,7 +127,6 @@ void stream_set_timeouts(stream_t *s, int read_ms, int write_ms)
 {
 	s->rtimeout = read_ms > 0 ? read_ms : 0;
 	s->wtimeout = write_ms > 0 ? write_ms : 0;
-	check_nonblock(s);
 }
 
 int stream_set_io(stream_t *s, const stream_io_t *io, void *ctx)

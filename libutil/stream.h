@@ -77,9 +77,11 @@ int stream_close(stream_t *s);
 int stream_detach(stream_t *s);
 int stream_fd(const stream_t *s);
 
-/* Milliseconds, 0 = no timeout (negative values count as 0).  Also
- * re-reads whether the descriptor is non-blocking: call it again after
- * changing O_NONBLOCK on a stream's descriptor. */
+/* Milliseconds, 0 = no timeout (negative values count as 0).  Whether
+ * the descriptor is non-blocking is read once, by stream_open (a
+ * blocking descriptor is polled before each read or write so that the
+ * timeouts hold; a non-blocking one is tried first): change O_NONBLOCK
+ * before opening the stream, or layer it (stream_set_io). */
 void stream_set_timeouts(stream_t *s, int read_ms, int write_ms);
 /* Flushes pending output through the old layer, then installs io (NULL for
  * plain read/write).  Returns -1 if the flush failed (io not installed).

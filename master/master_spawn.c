@@ -247,6 +247,10 @@ void master_status_event(int fd, int events, void *ctx)
 				status_message(s, &s->sbuf);
 			}
 		}
+		/* A pipe gives what it holds: less than asked means empty
+		 * (no read just to see EAGAIN); a later write wakes us. */
+		if ((size_t)n < sizeof(buf))
+			break;
 	}
 }
 

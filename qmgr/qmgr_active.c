@@ -18,9 +18,11 @@ int qmgr_move(const char *from, const char *to, const char *id, bool sync)
 	if (sync)
 		goto slow;
 	/* Moves between incoming and active need no directory fsync: after
-	 * a crash the file is in one or the other, and both are recovered. */
-	if (queue_find(&Q.ql, from, id, &src) < 0)
-		goto out;
+	 * a crash the file is in one or the other, and both are recovered.
+	 * One rename() from where the layout puts it; a miss (a file from
+	 * before a change of hash_queue_depth, or a missing hashed
+	 * subdirectory) takes the slow way. */
+	queue_path(&Q.ql, from, id, &src);
 	queue_path(&Q.ql, to, id, &dst);
 	if (rename(str_cstr(&src), str_cstr(&dst)) == 0) {
 		rc = 0;

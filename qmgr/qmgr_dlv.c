@@ -167,15 +167,13 @@ static void connect_try(qmgr_dlv_t *d)
 		    "socket path %s too long)", d->tr->name, d->tr->endpoint);
 		return;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	fd = sock_new(AF_UNIX, SOCK_STREAM, true);
 	if (fd < 0) {
 		/* Out of descriptors is our problem, not the agent's. */
 		dlv_fail(d, false, "cannot reach delivery agent (transport %s: "
 		    "socket: %s)", d->tr->name, strerror(errno));
 		return;
 	}
-	sock_set_cloexec(fd, true);
-	sock_set_nonblock(fd, true);
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
 		d->fd = fd;
 		d->state = DLV_WRITE;

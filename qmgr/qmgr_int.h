@@ -89,6 +89,11 @@ typedef struct qmgr_msg {
 	unsigned long deferred_here;	/* deferred without the core
 					 * (address resolution) */
 	unsigned long unlogged;		/* failed, but no bounce record */
+	/* Status logs.  A message on its first pass has none but the ones
+	 * this pass writes, at the configured hash level: no need to look
+	 * for them elsewhere, or at all when this pass wrote none. */
+	bool old_logs;			/* attempts > 0: earlier passes' logs */
+	bool wrote_defer, wrote_bounce, wrote_trace;
 	unsigned long rcpt_in_core;	/* offered, no outcome yet */
 	sched_msg_result_t res;
 	double res_time;		/* when the core reported it */

@@ -82,6 +82,8 @@ static void batch_flush(qmgr_msg_t *msg, rec_batch_t *b)
 {
 	str_t err = STR_INIT;
 
+	if (b->n > 0)
+		msg->wrote_bounce = true;
 	if (b->n > 0 && statuslog_append(&Q.ql, SL_BOUNCE, msg->id, b->v, b->n,
 	    SL_SYNC, &err) < 0) {
 		log_warning("%s: bounce log: %s; %zu failed recipient%s "
@@ -149,10 +151,13 @@ static void rcpt_outcome(qmgr_msg_t *msg, const dlv_rcpt_t *r,
 		msg->sent++;
 		/* A success notice was asked for: remember it in the trace
 		 * log first, so that a crash cannot lose it silently. */
-		if ((r->notify & QF_NOTIFY_SUCCESS)
-		    && statuslog_append1(&Q.ql, SL_TRACE, msg->id, r, st, 0, 0,
-		    &err) < 0)
-			log_warning("%s: trace log: %s", msg->id, str_cstr(&err));
+		if ((r->notify & QF_NOTIFY_SUCCESS)) {
+			msg->wrote_trace = true;
+			if (statuslog_append1(&Q.ql, SL_TRACE, msg->id, r, st, 0,
+			    0, &err) < 0)
+				log_warning("%s: trace log: %s", msg->id,
+				    str_cstr(&err));
+		}
 		mark_done(msg, r->offset);
 		break;
 	case SCHED_RCPT_BOUNCED:
@@ -163,6 +168,7 @@ static void rcpt_outcome(qmgr_msg_t *msg, const dlv_rcpt_t *r,
 		break;
 	case SCHED_RCPT_DEFERRED:
 		msg->deferred++;
+		msg->wrote_defer = true;
 		if (statuslog_append1(&Q.ql, SL_DEFER, msg->id, r, st, 0, 0,
 		    &err) < 0)
 			log_warning("%s: defer log: %s", msg->id, str_cstr(&err));
@@ -359,8 +365,11 @@ void qmgr_msg_load(const char *id)
 	    qfile_rcpt_count(qf));
 
 	/* The defer log tells why mail is waiting now: it starts afresh
-	 * with each pass. */
-	if (statuslog_remove(&Q.ql, SL_DEFER, id, &e) < 0)
+	 * with each pass.  On the first pass it can only be a partial one
+	 * of a qmgr that crashed, at the configured place. */
+	msg->old_logs = qfile_attempts(qf) > 0;
+	if ((msg->old_logs ? statuslog_remove : statuslog_discard)(&Q.ql,
+	    SL_DEFER, id, &e) < 0)
 		log_warning("%s: %s", id, str_cstr(&e));
 	/* The first pass sets the time of the delay warning. */
 	if (Q.delay_warning_time > 0 && qfile_attempts(qf) == 0
@@ -526,6 +535,8 @@ static bool success_next(qmgr_msg_t *msg)
 	int rc = 0;
 
 	if (msg->trace_rd == NULL) {
+		if (!msg->wrote_trace && !msg->old_logs)
+			return false;
 		msg->trace_rd = statuslog_open(&Q.ql, SL_TRACE, msg->id, &err);
 		if (msg->trace_rd == NULL) {
 			if (errno != ENOENT) {
@@ -598,7 +609,11 @@ static void dispose(qmgr_msg_t *msg, double now)
 		Q.deferred_msgs++;
 	} else {
 		str_set(&path, qfile_path(msg->qf));
-		if (statuslog_remove(&Q.ql, SL_DEFER, msg->id, &err) < 0)
+		/* On a first pass only this pass's defer log can exist, at
+		 * the configured place. */
+		if ((msg->old_logs || msg->wrote_defer)
+		    && (msg->old_logs ? statuslog_remove : statuslog_discard)(
+		    &Q.ql, SL_DEFER, msg->id, &err) < 0)
 			log_warning("%s: %s", msg->id, str_cstr(&err));
 		qfile_close(msg->qf);
 		msg->qf = NULL;
@@ -643,7 +658,8 @@ static void fin_advance(qmgr_msg_t *msg)
 			break;
 		case FIN_BOUNCE:
 			msg->step = FIN_SUCCESS;
-			if (statuslog_exists(&Q.ql, SL_BOUNCE, msg->id) != 0) {
+			if ((msg->wrote_bounce || msg->old_logs) &&
+			    statuslog_exists(&Q.ql, SL_BOUNCE, msg->id) != 0) {
 				dsn_notice_init(&req, DSN_NOTICE_BOUNCE,
 				    QUEUE_ACTIVE, msg->id, 0);
 				if (send_notice(msg, &req, "non-delivery",

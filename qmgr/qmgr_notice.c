@@ -82,12 +82,10 @@ static void notice_connect(notice_t *n)
 		    Q.bounce_endpoint);
 		return;
 	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0) {
+	if ((fd = sock_new(AF_UNIX, SOCK_STREAM, true)) < 0) {
 		notice_failf(n, "socket: %s", strerror(errno));
 		return;
 	}
-	sock_set_cloexec(fd, true);
-	sock_set_nonblock(fd, true);
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0
 	    || errno == EINPROGRESS || errno == EINTR) {
 		n->fd = fd;

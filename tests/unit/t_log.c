@@ -111,11 +111,42 @@ ATF_TC_BODY(bad_log_file, tc)
 	ATF_CHECK(log_to_file("no/such/dir/maillog") == -1);
 }
 
+/* The process id is looked up once per process, not per line: a child
+ * made by fork() after the parent logged must still log its own. */
+ATF_TC_WITHOUT_HEAD(pid_after_fork);
+ATF_TC_BODY(pid_after_fork, tc)
+{
+	str_t text = STR_INIT;
+	char want[64];
+	int status;
+	pid_t pid;
+
+	log_init("petrel/test");
+	ATF_REQUIRE(log_to_file("maillog") == 0);
+	log_info("parent line");
+	pid = fork();
+	ATF_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		log_info("child line");
+		_exit(0);
+	}
+	ATF_REQUIRE(waitpid(pid, &status, 0) == pid);
+	log_to_stderr();
+	read_log(&text);
+	snprintf(want, sizeof(want), "[%ld]: child line\n", (long)pid);
+	ATF_CHECK_MSG(strstr(str_cstr(&text), want) != NULL, "no '%s' in:\n%s",
+	    want, str_cstr(&text));
+	snprintf(want, sizeof(want), "[%ld]: parent line\n", (long)getpid());
+	ATF_CHECK(strstr(str_cstr(&text), want) != NULL);
+	str_release(&text);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, file_format_and_levels);
 	ATF_TP_ADD_TC(tp, control_characters);
 	ATF_TP_ADD_TC(tp, fatal_and_panic);
 	ATF_TP_ADD_TC(tp, bad_log_file);
+	ATF_TP_ADD_TC(tp, pid_after_fork);
 	return atf_no_error();
 }

@@ -631,6 +631,31 @@ ATF_TC_BODY(hashed_incoming, tc)
 	queue_layout_free(&ql);
 }
 
+/* qfile_open looks where the layout puts a file first, then at the other
+ * hash levels (a file queued before hash_queue_depth changed). */
+ATF_TC_WITHOUT_HEAD(open_after_layout_change);
+ATF_TC_BODY(open_after_layout_change, tc)
+{
+	char id[QUEUE_ID_SIZE];
+	str_t err = STR_INIT;
+	queue_layout_t flat;
+	qf_err_t qerr;
+	qfile_t *qf;
+
+	ATF_REQUIRE(queue_layout_init(&ql, "q", "incoming", 2, &err) == 0);
+	ATF_REQUIRE(queue_create_dirs(&ql, &err) == 0);
+	write_msg(id, "x\n", 2, 1);
+	ATF_REQUIRE(queue_layout_init(&flat, "q", "deferred", 1, &err) == 0);
+	qf = qfile_open(&flat, QUEUE_INCOMING, id, 0, &qerr);
+	ATF_CHECK_MSG(qf != NULL, "%s", qf ? "" : qerr.reason);
+	if (qf)
+		qfile_close(qf);
+	ATF_CHECK(qfile_open(&flat, QUEUE_INCOMING, "no such id", 0, &qerr) == NULL);
+	queue_layout_free(&flat);
+	queue_layout_free(&ql);
+	str_release(&err);
+}
+
 ATF_TC_WITHOUT_HEAD(tmp_stale);
 ATF_TC_BODY(tmp_stale, tc)
 {
@@ -778,6 +803,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, slots_update);
 	ATF_TP_ADD_TC(tp, many_recipients_batches);
 	ATF_TP_ADD_TC(tp, hashed_incoming);
+	ATF_TP_ADD_TC(tp, open_after_layout_change);
 	ATF_TP_ADD_TC(tp, tmp_stale);
 	ATF_TP_ADD_TC(tp, killed_writer);
 	return atf_no_error();

@@ -392,9 +392,44 @@ ATF_TC_BODY(reader_iteration, tc)
 	str_release(&err);
 }
 
+/* A log written under an earlier hash_queue_depth: statuslog_remove
+ * finds it wherever it is; statuslog_discard (the first-pass fast path)
+ * looks only at the configured place. */
+ATF_TC_WITHOUT_HEAD(remove_and_discard);
+ATF_TC_BODY(remove_and_discard, tc)
+{
+	queue_layout_t ql, flat;
+	str_t err = STR_INIT, path = STR_INIT;
+	sl_rec_t r = mkrec("a@example.com", 100, DLV_ACT_DELAYED, "4.0.0", "later");
+
+	layout(&ql);		/* defer hashed two levels deep */
+	ATF_REQUIRE(queue_layout_init(&flat, "q", "deferred", 1, &err) == 0);
+	/* Written flat, as before a change of layout. */
+	ATF_REQUIRE(statuslog_append(&flat, QUEUE_DEFER, QID, &r, 1, 0, &err) == 0);
+	queue_path(&flat, QUEUE_DEFER, QID, &path);
+	ATF_REQUIRE(access(str_cstr(&path), F_OK) == 0);
+	ATF_CHECK_EQ(statuslog_discard(&ql, QUEUE_DEFER, QID, &err), 0);
+	ATF_CHECK_MSG(access(str_cstr(&path), F_OK) == 0,
+	    "discard looked beyond the configured place");
+	ATF_CHECK_EQ(statuslog_remove(&ql, QUEUE_DEFER, QID, &err), 0);
+	ATF_CHECK(access(str_cstr(&path), F_OK) < 0 && errno == ENOENT);
+	/* At the configured place both remove it; none there is no error. */
+	ATF_REQUIRE(statuslog_append(&ql, QUEUE_DEFER, QID, &r, 1, 0, &err) == 0);
+	ATF_CHECK_EQ(statuslog_exists(&ql, QUEUE_DEFER, QID), 1);
+	ATF_CHECK_EQ(statuslog_discard(&ql, QUEUE_DEFER, QID, &err), 0);
+	ATF_CHECK_EQ(statuslog_exists(&ql, QUEUE_DEFER, QID), 0);
+	ATF_CHECK_EQ(statuslog_discard(&ql, QUEUE_DEFER, QID, &err), 0);
+	ATF_CHECK_EQ(statuslog_discard(&ql, QUEUE_DEFER, "bad id", &err), -1);
+	queue_layout_free(&flat);
+	queue_layout_free(&ql);
+	str_release(&err);
+	str_release(&path);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, append_read);
+	ATF_TP_ADD_TC(tp, remove_and_discard);
 	ATF_TP_ADD_TC(tp, dedup);
 	ATF_TP_ADD_TC(tp, invalid_records);
 	ATF_TP_ADD_TC(tp, truncated_and_damaged);
