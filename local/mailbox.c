@@ -15,6 +15,20 @@
 /* A dot-lock older than this is left over by a crashed writer. */
 #define DOTLOCK_STALE	300
 
+unsigned long mailbox_fsync_count;
+static dirsync_t *maildir_dirsync;
+
+void maildir_set_dirsync(dirsync_t *ds)
+{
+	maildir_dirsync = ds;
+}
+
+static int counted_fsync(int fd)
+{
+	mailbox_fsync_count++;
+	return file_fsync(fd);
+}
+
 void mailbox_error_status(lstatus_t *st, int err, const char *what,
     const char *path)
 {
@@ -78,7 +92,7 @@ static int write_message(int fd, long limit, lmsg_t *m,
 		mailbox_error_status(st, errno, what, path);
 		return -1;
 	}
-	if (file_fsync(fd) < 0) {
+	if (counted_fsync(fd) < 0) {
 		mailbox_error_status(st, errno, what, path);
 		return -1;
 	}
@@ -234,7 +248,7 @@ int mbox_deliver(const char *path, const mbox_opts_t *o, lmsg_t *m,
 	if (write_message(fd, room, m, copy, "append to", path, st) < 0) {
 		/* Take back what was written: an mbox must never hold part
 		 * of a message (the next one would be glued to it). */
-		if (ftruncate(fd, orig) < 0 || file_fsync(fd) < 0)
+		if (ftruncate(fd, orig) < 0 || counted_fsync(fd) < 0)
 			str_catf(&st->text, "; cannot truncate %s back to %lld "
 			    "bytes: %s", path, (long long)orig, strerror(errno));
 		goto out;
@@ -328,9 +342,15 @@ int maildir_deliver(const char *dir, long size_limit, lmsg_t *m,
 		mailbox_error_status(st, errno, "create", str_cstr(&final));
 		goto fail;
 	}
+	/* The new name is durable once new/ has been fsynced after the
+	 * link: by us, or by another delivery into this Maildir whose fsync
+	 * began after it (the group commit, doc/queue-file.md §4). */
 	str_setf(&sub, "%s/new", str_cstr(&base));
-	if (file_fsync_dir(str_cstr(&sub)) < 0) {
-		mailbox_error_status(st, errno, "sync", str_cstr(&sub));
+	unsigned long before = dirsync_fsync_count;
+	int r = dirsync_commit(maildir_dirsync, str_cstr(&sub)), e = errno;
+	mailbox_fsync_count += dirsync_fsync_count - before;
+	if (r < 0) {
+		mailbox_error_status(st, e, "sync", str_cstr(&sub));
 		(void)unlink(str_cstr(&final));
 		goto out;
 	}
