@@ -515,6 +515,7 @@ static int commit_dir_counted(qfw_t *w, const char *dir)
 int qfw_commit(qfw_t *w)
 {
 	char head[QF_HEAD_SIZE], ebuf[QF_END_LEN + 1];
+	dirsync_t *ds = NULL;
 
 	if (w->state == W_DONE)
 		return werr(w, "second commit");
@@ -529,7 +530,11 @@ int qfw_commit(qfw_t *w)
 		goto fail;
 	}
 	/* 1. the data, 2. the name, 3. the name made durable (by our own
-	 * directory fsync or another writer's that began after the rename). */
+	 * directory fsync or another writer's that began after the rename).
+	 * While we fsync and rename, a writer about to fsync the directory
+	 * may wait for our rename and fsync for both. */
+	ds = dirsync_handle(str_cstr(&w->state_path));
+	dirsync_begin(ds, str_cstr(&w->final_dir));
 	if (counted_fsync(w->fd) < 0) {
 		werr(w, "fsync %s: %s", str_cstr(&w->tmp_path), strerror(errno));
 		goto fail;
@@ -581,6 +586,7 @@ int qfw_commit(qfw_t *w)
 fail_named:
 	/* Named but not known to be durable: left in place (complete, so
 	 * valid); the caller reports failure and the client retries. */
+	dirsync_cancel(ds);
 	w->committed = true;
 	w->state = W_DONE;
 	close(w->fd);
@@ -588,6 +594,7 @@ fail_named:
 	return -1;
 
 fail:
+	dirsync_cancel(ds);
 	if (w->fd >= 0) {
 		unlink(str_cstr(&w->tmp_path));
 		close(w->fd);

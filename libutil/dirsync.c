@@ -48,6 +48,7 @@ struct dirsync {
 	int dfd;
 	dev_t ddev;
 	ino_t dino;
+	off_t mark;		/* the byte of our in-flight mark, or -1 */
 };
 
 static int hook(enum dirsync_event ev, uint64_t value)
@@ -214,6 +215,15 @@ static void unlock_both(dirsync_t *ds, unsigned k)
 	(void)lock_range(ds->sfd, F_UNLCK, 2 * (off_t)k, 2, false);
 }
 
+/* In-flight marks: slot k has MARKS bytes from mark_base(k); a writer
+ * about to rename into the directory holds a write lock on one of them. */
+#define MARKS	64
+
+static off_t mark_base(unsigned k)
+{
+	return 2 * (off_t)DIRSYNC_SLOTS + (off_t)k * MARKS;
+}
+
 /* ---- The handle ---- */
 
 dirsync_t *dirsync_new(const char *path)
@@ -223,6 +233,7 @@ dirsync_t *dirsync_new(const char *path)
 	ds->path = xstrdup(path);
 	ds->sfd = -1;
 	ds->dfd = -1;
+	ds->mark = -1;
 	return ds;
 }
 
@@ -230,6 +241,7 @@ void dirsync_free(dirsync_t *ds)
 {
 	if (ds == NULL)
 		return;
+	dirsync_cancel(ds);
 	if (ds->sfd >= 0)
 		close(ds->sfd);
 	if (ds->dfd >= 0)
@@ -244,6 +256,7 @@ static void give_up(dirsync_t *ds, const char *why, int err)
 	if (ds->sfd >= 0)
 		close(ds->sfd);
 	ds->sfd = -1;
+	ds->mark = -1;		/* (closing dropped our locks) */
 	ds->unusable = true;
 	log_warning("dirsync state %s: %s%s%s; every commit fsyncs its own "
 	    "directory", ds->path, why, err ? ": " : "", err ? strerror(err) : "");
@@ -315,6 +328,7 @@ static bool state_ready(dirsync_t *ds)
 			return true;
 		close(ds->sfd);
 		ds->sfd = -1;
+		ds->mark = -1;
 	}
 	return state_open(ds) == 0;
 }
@@ -381,6 +395,58 @@ static void slot_init(dirsync_t *ds, slot_t *s)
 	s->renamed = s->synced = s->failed = 0;
 }
 
+void dirsync_begin(dirsync_t *ds, const char *dir)
+{
+	off_t base;
+
+	dirsync_cancel(ds);
+	if (ds == NULL || dir_open(ds, dir) < 0 || !state_ready(ds))
+		return;
+	base = mark_base(dirsync_slot_index(ds->ddev, ds->dino));
+	/* Our own byte; another process that happens to use it makes us
+	 * try the next ones (no mark at all is fine too). */
+	for (unsigned i = 0; i < MARKS; i++) {
+		off_t b = base + (off_t)(((unsigned)getpid() + i) % MARKS);
+		if (lock_range(ds->sfd, F_WRLCK, b, 1, false) == 0) {
+			ds->mark = b;
+			return;
+		}
+	}
+}
+
+void dirsync_cancel(dirsync_t *ds)
+{
+	if (ds == NULL || ds->mark < 0)
+		return;
+	if (ds->sfd >= 0)
+		(void)lock_range(ds->sfd, F_UNLCK, ds->mark, 1, false);
+	ds->mark = -1;
+}
+
+/* Another process's in-flight mark on slot k: its byte, or -1. */
+static off_t other_in_flight(dirsync_t *ds, unsigned k)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = mark_base(k);
+	fl.l_len = MARKS;
+	if (fcntl(ds->sfd, F_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+		return -1;
+	return fl.l_start;
+}
+
+/* Waits until the holder of mark byte b lets go of it (it has renamed
+ * and taken its ticket, given up, or died). */
+static void wait_mark(dirsync_t *ds, off_t b)
+{
+	(void)hook(DIRSYNC_EV_PAIR_WAIT, (uint64_t)b);
+	if (lock_range(ds->sfd, F_RDLCK, b, 1, true) == 0)
+		(void)lock_range(ds->sfd, F_UNLCK, b, 1, false);
+}
+
 /* The protocol of doc/queue-file.md §4, steps 1 to 4. */
 static int group_commit(dirsync_t *ds)
 {
@@ -408,12 +474,30 @@ static int group_commit(dirsync_t *ds)
 		t = s.renamed;
 		unlock_record(ds, k);
 		(void)hook(DIRSYNC_EV_TICKET, t);
-		/* 2. Wait while another writer fsyncs. */
-		if (lock_both(ds, k) < 0) {
+		/* Our rename is in R: whoever waits for it may go on. */
+		dirsync_cancel(ds);
+		/* 2. Wait while another writer fsyncs.  When nobody does and
+		 * we would fsync at once, first let one writer that is about
+		 * to rename (in its file fsync) do so, and share with it. */
+		off_t other;
+		if (lock_range(ds->sfd, F_WRLCK, 2 * (off_t)k, 2, false) == 0) {
+			st = slot_read(ds, k, &s, &why);
+			if (st == SLOT_MINE && s.synced < t && s.failed < t
+			    && (other = other_in_flight(ds, k)) >= 0) {
+				unlock_both(ds, k);
+				wait_mark(ds, other);
+				if (lock_both(ds, k) < 0) {
+					io_warning(ds, "lock");
+					goto plain;
+				}
+				st = slot_read(ds, k, &s, &why);
+			}
+		} else if (lock_both(ds, k) < 0) {
 			io_warning(ds, "lock");
 			goto plain;
+		} else {
+			st = slot_read(ds, k, &s, &why);
 		}
-		st = slot_read(ds, k, &s, &why);
 	} else if (try_lock_sync(ds, k) < 0) {
 		/* The slot must be (re)initialised, which needs the sync lock
 		 * too, and someone is fsyncing: do not wait for it. */
@@ -422,6 +506,7 @@ static int group_commit(dirsync_t *ds)
 	}
 
 	/* 3. Both locks held. */
+	dirsync_cancel(ds);
 	if (st == SLOT_ERROR) {
 		io_warning(ds, "read");
 		goto plain_locked;
@@ -483,6 +568,7 @@ static int group_commit(dirsync_t *ds)
 plain_locked:
 	unlock_both(ds, k);
 plain:
+	dirsync_cancel(ds);
 	return dir_fsync(ds->dfd, 0);
 }
 
@@ -498,10 +584,16 @@ int dirsync_commit(dirsync_t *ds, const char *dir)
 		errno = e;
 		return rc;
 	}
-	if (dir_open(ds, dir) < 0)
+	if (dir_open(ds, dir) < 0) {
+		int e = errno;
+		dirsync_cancel(ds);
+		errno = e;
 		return -1;
-	if (!state_ready(ds))
+	}
+	if (!state_ready(ds)) {
+		dirsync_cancel(ds);
 		return dir_fsync(ds->dfd, 0);
+	}
 	return group_commit(ds);
 }
 

@@ -14,7 +14,9 @@
  * The state file must belong to the effective user, be writable by
  * nobody else and have one link; when it cannot be used every commit
  * fsyncs the directory itself (one warning per handle).  Processes are
- * assumed single-threaded: fcntl locks do not exclude threads. */
+ * assumed single-threaded, with one handle per state file: fcntl locks
+ * do not exclude threads, and closing any descriptor of the file drops
+ * all of the process's locks on it. */
 #ifndef PETREL_DIRSYNC_H
 #define PETREL_DIRSYNC_H
 #include <stdint.h>
@@ -32,6 +34,14 @@ typedef struct dirsync dirsync_t;
 dirsync_t *dirsync_new(const char *path);
 /* Opens the state file now: 0, or -1 when it cannot be used (logged). */
 int dirsync_prepare(dirsync_t *ds);
+/* Optional, just before fsyncing a file that will then be renamed into
+ * dir: marks this process as about to rename into dir, so that a writer
+ * that would fsync dir now may first wait for that rename and make one
+ * fsync for both (without it, two writers settle into taking turns and
+ * never share).  The mark is dropped by dirsync_commit or dirsync_cancel:
+ * hold it only across that fsync and the rename. */
+void dirsync_begin(dirsync_t *ds, const char *dir);
+void dirsync_cancel(dirsync_t *ds);
 /* To be called after a rename (or link) into dir has completed: returns
  * 0 once it is durable, or -1 with errno (the directory cannot be
  * opened, or an fsync that had to cover the rename failed).  With ds
@@ -54,6 +64,7 @@ enum dirsync_event {
 					 * covers (R), 0 outside the protocol */
 	DIRSYNC_EV_FSYNC_DONE,		/* value: 0 or the errno */
 	DIRSYNC_EV_COVERED,		/* durable by another's fsync; value: S */
+	DIRSYNC_EV_PAIR_WAIT,		/* waiting for a writer about to rename */
 };
 extern int (*dirsync_hook)(enum dirsync_event ev, uint64_t value);
 

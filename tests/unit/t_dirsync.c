@@ -30,7 +30,13 @@ enum {
 	H_HANG_FSYNC = 8,	/* tell the parent 'F', never return */
 	H_HANG_LOCKED = 16,	/* holding the record lock: 'L', never return */
 	H_LOG = 32,		/* append every event to the event log */
+	H_BEGIN_WAIT = 64,	/* dirsync_begin, tell 'B', wait for go, then
+				 * rename and commit */
+	H_BEGIN_HANG = 128,	/* dirsync_begin, tell 'B', never go on */
+	H_NOTE_PAIR = 256,	/* tell the parent 'W' when waiting for one */
 };
+
+static int pair_waits;
 
 static int hook_mode;
 static int to_parent[2], go[2], results[2];
@@ -39,6 +45,7 @@ static int evlog = -1;
 typedef struct res {
 	int who, rc, err;
 	unsigned long fsyncs;
+	int pair_waits;
 } res_t;
 
 static void note(char c)
@@ -62,7 +69,7 @@ static int test_hook(enum dirsync_event ev, uint64_t v)
 	char b;
 
 	if (hook_mode & H_LOG) {
-		static const char *names[] = { "L", "T", "F", "E", "C" };
+		static const char *names[] = { "L", "T", "F", "E", "C", "W" };
 		log_event(names[ev], v);
 	}
 	switch (ev) {
@@ -92,6 +99,11 @@ static int test_hook(enum dirsync_event ev, uint64_t v)
 			errno = EIO;
 			return -1;
 		}
+		break;
+	case DIRSYNC_EV_PAIR_WAIT:
+		pair_waits++;
+		if (hook_mode & H_NOTE_PAIR)
+			note('W');
 		break;
 	default:
 		break;
@@ -132,13 +144,25 @@ static pid_t writer(int who, int mode)
 	ATF_REQUIRE(pid >= 0);
 	if (pid == 0) {
 		dirsync_t *ds = dirsync_new(STATE);
-		res_t r = { who, 0, 0, 0 };
+		res_t r = { who, 0, 0, 0, 0 };
+		unsigned long before = dirsync_fsync_count;
+		char b;
 
 		hook_mode = mode;
+		if (mode & (H_BEGIN_WAIT | H_BEGIN_HANG)) {
+			dirsync_begin(ds, DIR);
+			note('B');
+			if (mode & H_BEGIN_HANG)
+				for (;;)
+					pause();
+			if (read(go[0], &b, 1) != 1)
+				_exit(95);
+		}
 		rename_into(DIR);
 		r.rc = dirsync_commit(ds, DIR);
 		r.err = r.rc < 0 ? errno : 0;
-		r.fsyncs = dirsync_fsync_count;
+		r.fsyncs = dirsync_fsync_count - before;
+		r.pair_waits = pair_waits;
 		if (write(results[1], &r, sizeof(r)) != (ssize_t)sizeof(r))
 			_exit(94);
 		dirsync_free(ds);
@@ -391,6 +415,100 @@ ATF_TC_BODY(killed_holding_record, tc)
 	reap(b);
 }
 
+
+/* ---- Writers about to rename (dirsync_begin) ---- */
+
+ATF_TC(waits_for_writer_in_flight);
+ATF_TC_HEAD(waits_for_writer_in_flight, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "A writer that would fsync waits for "
+	    "one that is about to rename, and one fsync serves both");
+	atf_tc_set_md_var(tc, "timeout", "30");
+}
+ATF_TC_BODY(waits_for_writer_in_flight, tc)
+{
+	unsigned long n;
+
+	/* B is in its file fsync (marked) when A would fsync the directory:
+	 * A waits for B's rename, and one fsync serves both.  (The slot is
+	 * in use already: the first writer into a free slot does not wait.) */
+	pipes();
+	ATF_REQUIRE_EQ(commit_here(STATE, DIR, &n), 0);
+	pid_t b = writer(1, H_BEGIN_WAIT);
+	ATF_REQUIRE_EQ(wait_note(), 'B');
+	pid_t a = writer(0, H_NOTE_PAIR);
+	ATF_REQUIRE_EQ(wait_note(), 'W');
+	release();
+	unsigned long total = 0;
+	for (int i = 0; i < 2; i++) {
+		res_t r = get_result();
+		ATF_CHECK_EQ_MSG(r.rc, 0, "writer %d: %s", r.who, strerror(r.err));
+		total += r.fsyncs;
+		if (r.who == 0)
+			ATF_CHECK_EQ(r.pair_waits, 1);
+	}
+	ATF_CHECK_EQ_MSG(total, 1, "two writers made %lu fsyncs", total);
+	reap(a);
+	reap(b);
+	dirsync_counters_t c = counters(DIR);
+	ATF_CHECK_EQ(c.renamed, 3);
+	ATF_CHECK_EQ(c.synced, 3);
+}
+
+ATF_TC(in_flight_writer_killed);
+ATF_TC_HEAD(in_flight_writer_killed, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "A writer killed while others wait "
+	    "for its rename does not hold them up");
+	atf_tc_set_md_var(tc, "timeout", "30");
+}
+ATF_TC_BODY(in_flight_writer_killed, tc)
+{
+	unsigned long n;
+	int status;
+
+	pipes();
+	ATF_REQUIRE_EQ(commit_here(STATE, DIR, &n), 0);
+	pid_t b = writer(1, H_BEGIN_HANG);
+	ATF_REQUIRE_EQ(wait_note(), 'B');
+	pid_t a = writer(0, H_NOTE_PAIR);
+	ATF_REQUIRE_EQ(wait_note(), 'W');
+	ATF_REQUIRE(kill(b, SIGKILL) == 0);
+	ATF_REQUIRE(waitpid(b, &status, 0) == b);
+	res_t r = get_result();
+	ATF_CHECK_EQ(r.who, 0);
+	ATF_CHECK_EQ(r.rc, 0);
+	ATF_CHECK_EQ(r.fsyncs, 1);
+	reap(a);
+}
+
+ATF_TC_WITHOUT_HEAD(cancelled_mark);
+ATF_TC_BODY(cancelled_mark, tc)
+{
+	unsigned long n;
+
+	/* A writer that gave up (dirsync_cancel), and one whose process
+	 * is gone, are waited for by nobody. */
+	pipes();
+	pid_t b = fork();
+	ATF_REQUIRE(b >= 0);
+	if (b == 0) {
+		dirsync_t *ds = dirsync_new(STATE);
+		dirsync_begin(ds, DIR);
+		dirsync_cancel(ds);
+		note('B');
+		pause();
+		_exit(0);
+	}
+	ATF_REQUIRE_EQ(wait_note(), 'B');
+	pair_waits = 0;
+	ATF_REQUIRE_EQ(commit_here(STATE, DIR, &n), 0);
+	ATF_CHECK_EQ(n, 1);
+	ATF_CHECK_EQ(pair_waits, 0);
+	ATF_REQUIRE(kill(b, SIGKILL) == 0);
+	reap(b);
+}
+
 /* ---- Many writers at once, checked against the event log ---- */
 
 typedef struct ev {
@@ -481,6 +599,9 @@ ATF_TC_BODY(many_writers, tc)
 		if (pid[i] == 0) {
 			dirsync_t *ds = dirsync_new(STATE);
 			for (int m = 0; m < M; m++) {
+				/* Half of them say they are about to rename. */
+				if (i % 2)
+					dirsync_begin(ds, DIR);
 				rename_into(DIR);
 				log_event("R", 0);
 				if (dirsync_commit(ds, DIR) < 0)
@@ -780,6 +901,9 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, failed_fsync);
 	ATF_TP_ADD_TC(tp, killed_in_fsync);
 	ATF_TP_ADD_TC(tp, killed_holding_record);
+	ATF_TP_ADD_TC(tp, waits_for_writer_in_flight);
+	ATF_TP_ADD_TC(tp, in_flight_writer_killed);
+	ATF_TP_ADD_TC(tp, cancelled_mark);
 	ATF_TP_ADD_TC(tp, many_writers);
 	ATF_TP_ADD_TC(tp, damaged_slot);
 	ATF_TP_ADD_TC(tp, synced_ahead);
