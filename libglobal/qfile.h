@@ -149,12 +149,17 @@ int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r);
 /* Message content, in pieces of any size (lines found by the writer). */
 int qfw_content(qfw_t *w, const void *data, size_t len);
 /* Ends the content, writes the end record, fsyncs, renames to the ID,
- * fsyncs the directory.  0 on success; -1 removes the temporary file. */
+ * and returns once the rename is durable: after a directory fsync that
+ * began after the rename, this writer's or one made by another process
+ * committing into the same directory (saved/dirsync.queue, queue-file.md
+ * §4).  0 on success; -1 removes the temporary file (or, when only the
+ * directory fsync failed, leaves the complete named file). */
 int qfw_commit(qfw_t *w);
 /* Frees the writer; an uncommitted file is removed. */
 void qfw_free(qfw_t *w);
 const char *qfw_error(const qfw_t *w);
-/* Testing hook: fsync(2) calls made by commits of this process. */
+/* Testing hook: fsync(2) calls made by commits of this process (the
+ * file's, and the directory's when this process made it). */
 extern unsigned long qfw_fsync_count;
 
 /* A stale temporary file (tmp.*): not locked by a live writer and last

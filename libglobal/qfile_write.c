@@ -1,5 +1,6 @@
 /* The queue-file writer: temporary file, records through a buffer, one
- * file fsync, rename to the queue ID, one directory fsync.
+ * file fsync, rename to the queue ID, the rename made durable by a
+ * directory fsync that may be shared with other writers (dirsync).
  * doc/queue-file.md §4. */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "dirsync.h"
 #include "file.h"
 #include "mem.h"
 #include "qfile_int.h"
@@ -23,6 +25,7 @@ enum wstate { W_ENVELOPE, W_CONTENT, W_EXTRACTED, W_DONE };
 struct qfw {
 	char queue[16];
 	char id[QUEUE_ID_SIZE];
+	str_t state_path;	/* the group commit's state file */
 	str_t top_dir;		/* queue_directory/QUEUE */
 	str_t tmp_path;
 	str_t final_dir;
@@ -169,6 +172,7 @@ qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
 	w->fd = -1;
 	bcopy_str(w->queue, sizeof(w->queue), queue);
 	w->hashed = queue_is_hashed(ql, queue);
+	str_setf(&w->state_path, "%s/%s", ql->dir, QUEUE_DIRSYNC_STATE);
 	/* A name that can never be a queue ID (it has dots), unique by pid,
 	 * counter and clock; O_EXCL catches the rest. */
 	for (int tries = 0; w->fd < 0; tries++) {
@@ -185,6 +189,7 @@ qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
 				    strerror(errno));
 			str_release(&w->tmp_path);
 			str_release(&w->top_dir);
+			str_release(&w->state_path);
 			free(w);
 			return NULL;
 		}
@@ -477,15 +482,40 @@ static int counted_fsync(int fd)
 	return file_fsync(fd);
 }
 
-static int fsync_dir_counted(const char *dir)
+/* One handle on the state file per process (a daemon writes into one
+ * queue directory tree), kept open between commits. */
+static dirsync_t *dirsync_handle(const char *path)
 {
-	qfw_fsync_count++;
-	return file_fsync_dir(dir);
+	static dirsync_t *ds;
+	static char *ds_path;
+
+	if (ds == NULL || strcmp(ds_path, path) != 0) {
+		dirsync_free(ds);
+		free(ds_path);
+		ds = dirsync_new(path);
+		ds_path = xstrdup(path);
+	}
+	return ds;
+}
+
+/* Returns once the rename into dir is durable; counts the directory
+ * fsyncs this process made for it (none when another writer's fsync
+ * covered it). */
+static int commit_dir_counted(qfw_t *w, const char *dir)
+{
+	unsigned long before = dirsync_fsync_count;
+	int r = dirsync_commit(dirsync_handle(str_cstr(&w->state_path)), dir);
+	int e = errno;
+
+	qfw_fsync_count += dirsync_fsync_count - before;
+	errno = e;
+	return r;
 }
 
 int qfw_commit(qfw_t *w)
 {
 	char head[QF_HEAD_SIZE], ebuf[QF_END_LEN + 1];
+	dirsync_t *ds = NULL;
 
 	if (w->state == W_DONE)
 		return werr(w, "second commit");
@@ -499,7 +529,12 @@ int qfw_commit(qfw_t *w)
 		werr(w, "write %s: %s", str_cstr(&w->tmp_path), strerror(errno));
 		goto fail;
 	}
-	/* 1. the data, 2. the name, 3. the name made durable. */
+	/* 1. the data, 2. the name, 3. the name made durable (by our own
+	 * directory fsync or another writer's that began after the rename).
+	 * While we fsync and rename, a writer about to fsync the directory
+	 * may wait for our rename and fsync for both. */
+	ds = dirsync_handle(str_cstr(&w->state_path));
+	dirsync_begin(ds, str_cstr(&w->final_dir));
 	if (counted_fsync(w->fd) < 0) {
 		werr(w, "fsync %s: %s", str_cstr(&w->tmp_path), strerror(errno));
 		goto fail;
@@ -535,7 +570,7 @@ int qfw_commit(qfw_t *w)
 	}
 	w->committed = true;
 	w->state = W_DONE;
-	if (fsync_dir_counted(str_cstr(&w->final_dir)) < 0) {
+	if (commit_dir_counted(w, str_cstr(&w->final_dir)) < 0) {
 		/* The file is complete and named; only its durability is in
 		 * doubt.  Report failure so the client retries: at worst the
 		 * message is queued twice, never lost. */
@@ -551,6 +586,7 @@ int qfw_commit(qfw_t *w)
 fail_named:
 	/* Named but not known to be durable: left in place (complete, so
 	 * valid); the caller reports failure and the client retries. */
+	dirsync_cancel(ds);
 	w->committed = true;
 	w->state = W_DONE;
 	close(w->fd);
@@ -558,6 +594,7 @@ fail_named:
 	return -1;
 
 fail:
+	dirsync_cancel(ds);
 	if (w->fd >= 0) {
 		unlink(str_cstr(&w->tmp_path));
 		close(w->fd);
@@ -577,6 +614,7 @@ void qfw_free(qfw_t *w)
 		close(w->fd);
 	}
 	str_release(&w->top_dir);
+	str_release(&w->state_path);
 	str_release(&w->tmp_path);
 	str_release(&w->final_dir);
 	str_release(&w->final_path);

@@ -19,6 +19,11 @@
 
 #define QUEUE_HASH_MAX_DEPTH 4
 
+/* Not a queue: state the daemons keep, under queue_directory. */
+#define QUEUE_SAVED_DIR "saved"
+/* The queue-file writer's directory-fsync group commit (queue-file.md §4). */
+#define QUEUE_DIRSYNC_STATE QUEUE_SAVED_DIR "/dirsync.queue"
+
 typedef struct queue_layout {
 	char *dir;		/* queue_directory */
 	unsigned hashed;	/* bit i: queue_names[i] is hashed */
@@ -73,7 +78,9 @@ int queue_move(const queue_layout_t *ql, const char *from, const char *to,
     const char *id, str_t *err);
 
 /* Creates queue_directory and every queue directory that is missing
- * (mode 0700).  Returns 0 or -1 with a message in err. */
+ * (mode 0700), and saved/ (state kept by the daemons, such as the
+ * queue-file writer's group commit: queue-file.md §4).  Returns 0 or -1
+ * with a message in err. */
 int queue_create_dirs(const queue_layout_t *ql, str_t *err);
 
 #endif

@@ -400,6 +400,71 @@ kill_cleanup() {
 	stop_instance
 }
 
+atf_test_case kill_parallel cleanup
+kill_parallel_head() {
+	atf_set descr "four clients submit at once, so several cleanup processes commit into incoming/ together and share directory fsyncs, while cleanup is killed with SIGKILL at random: every accepted message is a complete queue file, nothing stays locked"
+	atf_set require.user unprivileged
+	atf_set timeout 300
+}
+kill_parallel_body() {
+	cl_instance "service_throttle_time = 1s"
+	{ printf 'Subject: k\n\n'; head -c 20000 /dev/urandom | od -An -tx1; } > msg
+	killer &
+	kpid=$!
+	pids=
+	for w in 1 2 3 4; do
+		(
+			i=0
+			while [ $i -lt 60 ]; do
+				$SUBMIT -s $CL -t 5000 -f a@example.org msg \
+				    b@example.net >> results.$w 2>/dev/null
+				i=$((i + 1))
+			done
+		) &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait $p; done
+	touch stop
+	wait $kpid
+	cat results.1 results.2 results.3 results.4 > results
+	ok=$(grep -c '^0 2\.0\.0 ' results)
+	lost=$(grep -c '^4 4\.3\.0 ' results)
+	echo "accepted $ok, failed $lost of 240" >&2
+	test $((ok + lost)) -eq 240 || { cat results >&2; atf_fail "odd replies"; }
+	test "$ok" -gt 0 || atf_fail "nothing accepted"
+	for id in $(awk '$1 == 0 { print $3 }' results); do
+		$POSTCAT -e q/incoming/$id > /dev/null 2>&1 ||
+		    atf_fail "accepted message $id missing or damaged"
+	done
+	n=0
+	for f in q/incoming/*; do
+		case ${f##*/} in tmp.*) continue ;; esac
+		$POSTCAT -e $f > /dev/null 2>&1 || atf_fail "damaged visible file $f"
+		n=$((n + 1))
+	done
+	test $n -ge "$ok" || atf_fail "$n files for $ok accepted messages"
+	# The commits went through the shared state, which stayed usable.
+	test -s q/saved/dirsync.queue || atf_fail "no group commit state"
+	if grep 'dirsync state' maillog >&2; then
+		atf_fail "the group commit state was not usable"
+	fi
+	# Nothing is left locked: four more at once go through.
+	rm -f results
+	for w in 1 2 3 4; do
+		$SUBMIT -s $CL -t 5000 -f a@example.org msg b@example.net \
+		    > results.$w &
+	done
+	wait
+	cat results.1 results.2 results.3 results.4 > results
+	test "$(grep -c '^0 2\.0\.0 ' results)" = 4 ||
+	    { cat results >&2; atf_fail "no recovery"; }
+	assert_log_clean
+}
+kill_parallel_cleanup() {
+	touch stop
+	stop_instance
+}
+
 atf_init_test_cases() {
 	atf_add_test_case local_mail
 	atf_add_test_case smtp_mail
@@ -410,4 +475,5 @@ atf_init_test_cases() {
 	atf_add_test_case garbage
 	atf_add_test_case transactions
 	atf_add_test_case kill
+	atf_add_test_case kill_parallel
 }

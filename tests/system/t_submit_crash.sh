@@ -109,6 +109,13 @@ kill_cleanup_body() {
 	got=$(markers incoming)
 	[ "$got" = $N ] || atf_fail "only $got of $N messages reached incoming/"
 	qcount_is corrupt 0 || atf_fail "files in corrupt/: $(qfiles corrupt)"
+	# The commits (postdrop's into maildrop/, cleanup's into incoming/)
+	# went through the directory-fsync group commit, whose state stayed
+	# usable although cleanup was killed in the middle of it.
+	test -s q/saved/dirsync.queue || atf_fail "no group commit state"
+	if grep 'dirsync state' maillog >&2; then
+		atf_fail "the group commit state was not usable"
+	fi
 	echo "$(qcount incoming) queue files for $N messages" \
 	    "($(( $(qcount incoming) - N )) duplicates); total $(( $(date +%s) - start )) s"
 	assert_log_clean

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "dirsync.h"
 #include "file.h"
 #include "qfile.h"
 #include "str.h"
@@ -166,7 +167,8 @@ ATF_TC_BODY(write_read_back, tc)
 	}
 	unsigned long before = qfw_fsync_count;
 	commit(w);
-	/* One file fsync and one directory fsync per message. */
+	/* One file fsync and, with nobody else committing, the writer's own
+	 * directory fsync. */
 	ATF_CHECK_EQ(qfw_fsync_count - before, 2);
 	ATF_CHECK(strstr(qfw_path(w), id) != NULL);
 	qfw_free(w);
@@ -792,6 +794,238 @@ ATF_TC_BODY(killed_writer, tc)
 	queue_layout_free(&ql);
 }
 
+
+/* ---- Several writers at once (the group commit, §4) ---- */
+
+static int hk_note = -1, hk_go = -1, hk_mode;
+
+enum { HK_BLOCK_FSYNC = 1, HK_NOTE_TICKET = 2 };
+
+static int qhook(enum dirsync_event ev, uint64_t v)
+{
+	char b = ev == DIRSYNC_EV_FSYNC ? 'F' : 'T';
+
+	(void)v;
+	if ((ev == DIRSYNC_EV_FSYNC && (hk_mode & HK_BLOCK_FSYNC))
+	    || (ev == DIRSYNC_EV_TICKET && (hk_mode & HK_NOTE_TICKET))) {
+		if (write(hk_note, &b, 1) != 1)
+			_exit(90);
+		if (ev == DIRSYNC_EV_FSYNC && read(hk_go, &b, 1) != 1)
+			_exit(91);
+	}
+	return 0;
+}
+
+/* A child that commits one message and reports qfw_fsync_count. */
+static pid_t commit_child(int mode, int res)
+{
+	pid_t pid = fork();
+
+	ATF_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		char id[QUEUE_ID_SIZE];
+		unsigned long n;
+
+		hk_mode = mode;
+		dirsync_hook = qhook;
+		write_msg(id, "x\n", 2, 1);
+		n = qfw_fsync_count;
+		if (write(res, &n, sizeof(n)) != (ssize_t)sizeof(n))
+			_exit(92);
+		_exit(0);
+	}
+	return pid;
+}
+
+ATF_TC_WITHOUT_HEAD(shared_directory_fsync);
+ATF_TC_BODY(shared_directory_fsync, tc)
+{
+	int note[2], go[2], res[2];
+	pid_t pid[3];
+	char c;
+	unsigned long n, total = 0;
+	struct stat st;
+
+	/* While A fsyncs incoming/, B and C commit: their renames then
+	 * share one directory fsync (three messages, five fsyncs). */
+	setup("");
+	ATF_REQUIRE(pipe(note) == 0 && pipe(go) == 0 && pipe(res) == 0);
+	hk_note = note[1];
+	hk_go = go[0];
+	pid[0] = commit_child(HK_BLOCK_FSYNC, res[1]);
+	ATF_REQUIRE(read(note[0], &c, 1) == 1 && c == 'F');
+	pid[1] = commit_child(HK_NOTE_TICKET, res[1]);
+	pid[2] = commit_child(HK_NOTE_TICKET, res[1]);
+	for (int i = 0; i < 2; i++)
+		ATF_REQUIRE(read(note[0], &c, 1) == 1 && c == 'T');
+	ATF_REQUIRE(write(go[1], "g", 1) == 1);
+	for (int i = 0; i < 3; i++) {
+		ATF_REQUIRE(read(res[0], &n, sizeof(n)) == (ssize_t)sizeof(n));
+		total += n;
+	}
+	for (int i = 0; i < 3; i++)
+		ATF_REQUIRE(waitpid(pid[i], NULL, 0) == pid[i]);
+	ATF_CHECK_EQ_MSG(total, 5, "3 commits made %lu fsyncs", total);
+	ATF_CHECK(stat("q/" QUEUE_DIRSYNC_STATE, &st) == 0);
+	queue_layout_free(&ql);
+}
+
+/* Every file under dir with a queue-ID name (in hashed subdirectories
+ * too) is a complete queue file; returns how many. */
+static int check_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[600];
+	int n = 0;
+
+	ATF_REQUIRE(d != NULL);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || qfile_tmp_name(de->d_name))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (!queue_id_valid(de->d_name)) {
+			n += check_tree(p);
+			continue;
+		}
+		qf_err_t err;
+		qfile_t *qf = qfile_open(&ql, QUEUE_INCOMING, de->d_name, 0, &err);
+		ATF_REQUIRE_MSG(qf != NULL, "visible but bad: %s: %s", p,
+		    err.reason);
+		qfile_close(qf);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* K writers commit messages as fast as they can and say which were
+ * accepted (commit returned 0); one of them, at random, is killed with
+ * SIGKILL every few ms and replaced. */
+static void concurrent_kill(const char *hashed)
+{
+	enum { K = 4, ROUNDS = 40 };
+	pid_t pid[K];
+	int acc[2], accepted = 0, kills = 0, fd, status;
+	str_t ids = STR_INIT;
+	struct flock fl;
+	char buf[4096];
+	ssize_t r;
+
+	setup(hashed);
+	ATF_REQUIRE(pipe(acc) == 0);
+	ATF_REQUIRE(fcntl(acc[0], F_SETFL, O_NONBLOCK) == 0);
+	srandom(4242);
+	for (int round = 0; round <= ROUNDS; round++) {
+		for (int i = 0; i < K; i++) {
+			if (round > 0 && pid[i] > 0)
+				continue;
+			pid[i] = fork();
+			ATF_REQUIRE(pid[i] >= 0);
+			if (pid[i] == 0) {
+				char id[QUEUE_ID_SIZE + 1], body[8192];
+				memset(body, 'b', sizeof(body));
+				for (size_t j = 79; j < sizeof(body); j += 80)
+					body[j] = '\n';
+				for (;;) {
+					write_msg(id, body, sizeof(body), 2);
+					id[strlen(id) + 1] = 0;
+					id[strlen(id)] = '\n';
+					/* One write below PIPE_BUF: whole or not. */
+					if (write(acc[1], id, strlen(id)) < 0)
+						_exit(1);
+				}
+			}
+		}
+		if (round == ROUNDS)
+			break;
+		usleep((useconds_t)(random() % 15000));
+		int v = (int)(random() % K);
+		ATF_REQUIRE(kill(pid[v], SIGKILL) == 0);
+		ATF_REQUIRE(waitpid(pid[v], &status, 0) == pid[v]);
+		ATF_CHECK_MSG(WIFSIGNALED(status), "writer exited %d",
+		    WEXITSTATUS(status));
+		pid[v] = 0;
+		kills++;
+		while ((r = read(acc[0], buf, sizeof(buf))) > 0)
+			str_append(&ids, buf, (size_t)r);
+	}
+	for (int i = 0; i < K; i++) {
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+	}
+	close(acc[1]);
+	while ((r = read(acc[0], buf, sizeof(buf))) > 0)
+		str_append(&ids, buf, (size_t)r);
+	/* Nothing accepted is lost: each one is there, complete. */
+	for (char *p = ids.buf; p && *p;) {
+		char *nl = strchr(p, '\n');
+		ATF_REQUIRE(nl != NULL);
+		*nl = 0;
+		qf_err_t err;
+		qfile_t *qf = qfile_open(&ql, QUEUE_INCOMING, p, 0, &err);
+		ATF_CHECK_MSG(qf != NULL, "accepted %s: %s", p, err.reason);
+		if (qf)
+			qfile_close(qf);
+		accepted++;
+		p = nl + 1;
+	}
+	int visible = check_tree("q/incoming");
+	ATF_CHECK(visible >= accepted);
+	/* Nothing is left locked: no lock on the state file, and a commit
+	 * by a lone writer makes its own directory fsync and brings S up
+	 * to R. */
+	fd = open("q/" QUEUE_DIRSYNC_STATE, O_RDWR);
+	ATF_REQUIRE(fd >= 0);
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	ATF_REQUIRE(fcntl(fd, F_GETLK, &fl) == 0);
+	ATF_CHECK_EQ(fl.l_type, F_UNLCK);
+	close(fd);
+	char id[QUEUE_ID_SIZE];
+	unsigned long before = qfw_fsync_count;
+	write_msg(id, "x\n", 2, 1);
+	ATF_CHECK_EQ(qfw_fsync_count - before, 2);
+	str_t dir = STR_INIT;
+	queue_dir_path(&ql, QUEUE_INCOMING, id, &dir);
+	dirsync_t *ds = dirsync_new("q/" QUEUE_DIRSYNC_STATE);
+	dirsync_counters_t cs;
+	ATF_REQUIRE_EQ(dirsync_counters_get(ds, str_cstr(&dir), &cs), 1);
+	ATF_CHECK_EQ(cs.synced, cs.renamed);
+	dirsync_free(ds);
+	printf("%d writers killed, %d messages accepted, %d visible\n", kills,
+	    accepted, visible);
+	str_release(&dir);
+	str_release(&ids);
+	queue_layout_free(&ql);
+}
+
+ATF_TC(concurrent_kill);
+ATF_TC_HEAD(concurrent_kill, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "4 writers commit at once and are "
+	    "killed at random: every accepted message is there and complete, "
+	    "and nothing is left locked");
+	atf_tc_set_md_var(tc, "timeout", "120");
+}
+ATF_TC_BODY(concurrent_kill, tc)
+{
+	concurrent_kill("");
+}
+
+ATF_TC(concurrent_kill_hashed);
+ATF_TC_HEAD(concurrent_kill_hashed, tc)
+{
+	atf_tc_set_md_var(tc, "descr", "The same with incoming/ hashed "
+	    "(32 directories, one state file)");
+	atf_tc_set_md_var(tc, "timeout", "120");
+}
+ATF_TC_BODY(concurrent_kill_hashed, tc)
+{
+	concurrent_kill("incoming");
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, write_read_back);
@@ -806,5 +1040,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, open_after_layout_change);
 	ATF_TP_ADD_TC(tp, tmp_stale);
 	ATF_TP_ADD_TC(tp, killed_writer);
+	ATF_TP_ADD_TC(tp, shared_directory_fsync);
+	ATF_TP_ADD_TC(tp, concurrent_kill);
+	ATF_TP_ADD_TC(tp, concurrent_kill_hashed);
 	return atf_no_error();
 }

@@ -1,0 +1,645 @@
+/* Group commit of directory fsyncs (see dirsync.h; the design and the
+ * crash argument are in doc/queue-file.md §4). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "dirsync.h"
+#include "file.h"
+#include "log.h"
+#include "mem.h"
+
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+#ifndef O_DIRECTORY
+#define O_DIRECTORY 0
+#endif
+
+unsigned long dirsync_fsync_count;
+int (*dirsync_hook)(enum dirsync_event ev, uint64_t value);
+
+/* Counters stay below this; a slot that would reach it starts over. */
+#define COUNTER_LIMIT	((uint64_t)1 << 63)
+
+static const char magic[8] = "PDIRSYN1";
+
+/* A slot, as stored: eight little-endian 64-bit words. */
+enum { W_MAGIC, W_DEV, W_INO, W_RENAMED, W_SYNCED, W_FAILED, W_SPARE, W_CHECK,
+	W_COUNT };
+
+typedef struct slot {
+	uint64_t dev, ino, renamed, synced, failed;
+} slot_t;
+
+enum slot_state { SLOT_MINE, SLOT_FREE, SLOT_OTHER, SLOT_DAMAGED, SLOT_ERROR };
+
+struct dirsync {
+	char *path;
+	int sfd;		/* the state file, -1 when not open */
+	bool tried;		/* an open was attempted */
+	bool unusable;		/* every commit fsyncs on its own */
+	bool warned;		/* an I/O problem was logged */
+	/* The directory of the last commit. */
+	char *dir;
+	int dfd;
+	dev_t ddev;
+	ino_t dino;
+	off_t mark;		/* the byte of our in-flight mark, or -1 */
+};
+
+static int hook(enum dirsync_event ev, uint64_t value)
+{
+	return dirsync_hook ? dirsync_hook(ev, value) : 0;
+}
+
+/* ---- The slot format ---- */
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* FNV-1a, 64 bits, over the words before the check. */
+static uint64_t check_of(const unsigned char *b)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < W_CHECK * 8; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+unsigned dirsync_slot_index(dev_t dev, ino_t ino)
+{
+	uint64_t h = (uint64_t)dev * 0x9e3779b97f4a7c15ULL ^ (uint64_t)ino;
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 29;
+	return (unsigned)(h % DIRSYNC_SLOTS);
+}
+
+static off_t slot_offset(unsigned k)
+{
+	return (off_t)k * DIRSYNC_SLOT_SIZE;
+}
+
+/* Reads slot k; why says what is wrong with a damaged one. */
+static enum slot_state slot_read(dirsync_t *ds, unsigned k, slot_t *s,
+    const char **why)
+{
+	unsigned char b[DIRSYNC_SLOT_SIZE];
+	ssize_t n;
+	bool zero = true;
+
+	do
+		n = pread(ds->sfd, b, sizeof(b), slot_offset(k));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return SLOT_ERROR;
+	/* Past the end of the file (a new or truncated file) reads as
+	 * zeros, like the holes of a sparse one. */
+	memset(b + n, 0, sizeof(b) - (size_t)n);
+	for (size_t i = 0; i < sizeof(b) && zero; i++)
+		zero = b[i] == 0;
+	if (zero)
+		return SLOT_FREE;
+	if (memcmp(b, magic, sizeof(magic)) != 0) {
+		*why = "bad magic";
+		return SLOT_DAMAGED;
+	}
+	if (get64(b + 8 * W_CHECK) != check_of(b)) {
+		*why = "bad check value";
+		return SLOT_DAMAGED;
+	}
+	s->dev = get64(b + 8 * W_DEV);
+	s->ino = get64(b + 8 * W_INO);
+	s->renamed = get64(b + 8 * W_RENAMED);
+	s->synced = get64(b + 8 * W_SYNCED);
+	s->failed = get64(b + 8 * W_FAILED);
+	if (s->renamed >= COUNTER_LIMIT || s->synced > s->renamed
+	    || s->failed > s->renamed) {
+		*why = "counters out of range";
+		return SLOT_DAMAGED;
+	}
+	if (s->dev != (uint64_t)ds->ddev || s->ino != (uint64_t)ds->dino)
+		return SLOT_OTHER;
+	return SLOT_MINE;
+}
+
+/* One pwrite of the whole slot: another process sees all of it or none. */
+static int slot_write(dirsync_t *ds, unsigned k, const slot_t *s)
+{
+	unsigned char b[DIRSYNC_SLOT_SIZE];
+	ssize_t n;
+
+	memset(b, 0, sizeof(b));
+	memcpy(b, magic, sizeof(magic));
+	put64(b + 8 * W_DEV, s->dev);
+	put64(b + 8 * W_INO, s->ino);
+	put64(b + 8 * W_RENAMED, s->renamed);
+	put64(b + 8 * W_SYNCED, s->synced);
+	put64(b + 8 * W_FAILED, s->failed);
+	put64(b + 8 * W_CHECK, check_of(b));
+	do
+		n = pwrite(ds->sfd, b, sizeof(b), slot_offset(k));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(b)) {
+		if (n >= 0)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- Locks: byte 2k is slot k's record lock, byte 2k+1 its sync lock ---- */
+
+static int lock_range(int fd, short type, off_t start, off_t len, bool wait)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = start;
+	fl.l_len = len;
+	for (;;) {
+		if (fcntl(fd, wait ? F_SETLKW : F_SETLK, &fl) == 0)
+			return 0;
+		if (errno == EINTR && wait)
+			continue;
+		if (errno == EACCES)
+			errno = EAGAIN;
+		return -1;
+	}
+}
+
+static int lock_record(dirsync_t *ds, unsigned k)
+{
+	return lock_range(ds->sfd, F_WRLCK, 2 * (off_t)k, 1, true);
+}
+
+static int lock_both(dirsync_t *ds, unsigned k)
+{
+	return lock_range(ds->sfd, F_WRLCK, 2 * (off_t)k, 2, true);
+}
+
+static int try_lock_sync(dirsync_t *ds, unsigned k)
+{
+	return lock_range(ds->sfd, F_WRLCK, 2 * (off_t)k + 1, 1, false);
+}
+
+static void unlock_record(dirsync_t *ds, unsigned k)
+{
+	(void)lock_range(ds->sfd, F_UNLCK, 2 * (off_t)k, 1, false);
+}
+
+static void unlock_both(dirsync_t *ds, unsigned k)
+{
+	(void)lock_range(ds->sfd, F_UNLCK, 2 * (off_t)k, 2, false);
+}
+
+/* In-flight marks: slot k has MARKS bytes from mark_base(k); a writer
+ * about to rename into the directory holds a write lock on one of them. */
+#define MARKS	64
+
+static off_t mark_base(unsigned k)
+{
+	return 2 * (off_t)DIRSYNC_SLOTS + (off_t)k * MARKS;
+}
+
+/* ---- The handle ---- */
+
+dirsync_t *dirsync_new(const char *path)
+{
+	dirsync_t *ds = xcalloc(1, sizeof(*ds));
+
+	ds->path = xstrdup(path);
+	ds->sfd = -1;
+	ds->dfd = -1;
+	ds->mark = -1;
+	return ds;
+}
+
+void dirsync_free(dirsync_t *ds)
+{
+	if (ds == NULL)
+		return;
+	dirsync_cancel(ds);
+	if (ds->sfd >= 0)
+		close(ds->sfd);
+	if (ds->dfd >= 0)
+		close(ds->dfd);
+	free(ds->path);
+	free(ds->dir);
+	free(ds);
+}
+
+static void give_up(dirsync_t *ds, const char *why, int err)
+{
+	if (ds->sfd >= 0)
+		close(ds->sfd);
+	ds->sfd = -1;
+	ds->mark = -1;		/* (closing dropped our locks) */
+	ds->unusable = true;
+	log_warning("dirsync state %s: %s%s%s; every commit fsyncs its own "
+	    "directory", ds->path, why, err ? ": " : "", err ? strerror(err) : "");
+}
+
+/* Opens the state file and checks that only we can write it. */
+static int state_open(dirsync_t *ds)
+{
+	struct stat st;
+	int fd, fl;
+
+	ds->tried = true;
+	fd = open(ds->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+	    0600);
+	if (fd < 0) {
+		give_up(ds, "cannot open", errno);
+		return -1;
+	}
+	ds->sfd = fd;
+	if (fstat(fd, &st) < 0) {
+		give_up(ds, "cannot stat", errno);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		give_up(ds, "not a regular file", 0);
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		give_up(ds, "not owned by this process's user", 0);
+		return -1;
+	}
+	if (st.st_mode & 022) {
+		give_up(ds, "writable by group or others", 0);
+		return -1;
+	}
+	if (st.st_nlink != 1) {
+		give_up(ds, "more than one link", 0);
+		return -1;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) < 0
+	    || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		give_up(ds, "fcntl", errno);
+		return -1;
+	}
+	return 0;
+}
+
+int dirsync_prepare(dirsync_t *ds)
+{
+	if (ds->unusable)
+		return -1;
+	if (ds->sfd >= 0)
+		return 0;
+	return state_open(ds);
+}
+
+/* True when the state file can be used for this commit.  A state file
+ * that was removed or replaced since it was opened is opened again (so
+ * that this process shares with those that opened the new one); a failed
+ * open is never retried. */
+static bool state_ready(dirsync_t *ds)
+{
+	struct stat st;
+
+	if (ds->unusable)
+		return false;
+	if (ds->sfd >= 0) {
+		if (fstat(ds->sfd, &st) == 0 && st.st_nlink == 1)
+			return true;
+		close(ds->sfd);
+		ds->sfd = -1;
+		ds->mark = -1;
+	}
+	return state_open(ds) == 0;
+}
+
+/* Makes ds->dfd a descriptor of dir as it is now. */
+static int dir_open(dirsync_t *ds, const char *dir)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(dir, &st) < 0)
+		return -1;
+	if (ds->dfd >= 0 && strcmp(ds->dir, dir) == 0 && st.st_dev == ds->ddev
+	    && st.st_ino == ds->dino)
+		return 0;
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (ds->dfd >= 0)
+		close(ds->dfd);
+	free(ds->dir);
+	ds->dir = xstrdup(dir);
+	ds->dfd = fd;
+	ds->ddev = st.st_dev;
+	ds->dino = st.st_ino;
+	return 0;
+}
+
+/* fsync of the directory, counted; a file system that cannot fsync a
+ * directory (EINVAL) makes it as durable as it can. */
+static int dir_fsync(int fd, uint64_t covers)
+{
+	int rc, e;
+
+	dirsync_fsync_count++;
+	if (hook(DIRSYNC_EV_FSYNC, covers) < 0)
+		rc = -1;
+	else if ((rc = file_fsync(fd)) < 0 && errno == EINVAL)
+		rc = 0;
+	e = rc < 0 ? errno : 0;
+	(void)hook(DIRSYNC_EV_FSYNC_DONE, (uint64_t)e);
+	errno = e;
+	return rc;
+}
+
+static void io_warning(dirsync_t *ds, const char *what)
+{
+	if (ds->warned)
+		return;
+	ds->warned = true;
+	log_warning("dirsync state %s: %s: %s; fsyncing without it", ds->path,
+	    what, strerror(errno));
+}
+
+static void slot_init(dirsync_t *ds, slot_t *s)
+{
+	s->dev = (uint64_t)ds->ddev;
+	s->ino = (uint64_t)ds->dino;
+	s->renamed = s->synced = s->failed = 0;
+}
+
+void dirsync_begin(dirsync_t *ds, const char *dir)
+{
+	off_t base;
+
+	dirsync_cancel(ds);
+	if (ds == NULL || dir_open(ds, dir) < 0 || !state_ready(ds))
+		return;
+	base = mark_base(dirsync_slot_index(ds->ddev, ds->dino));
+	/* Our own byte; another process that happens to use it makes us
+	 * try the next ones (no mark at all is fine too). */
+	for (unsigned i = 0; i < MARKS; i++) {
+		off_t b = base + (off_t)(((unsigned)getpid() + i) % MARKS);
+		if (lock_range(ds->sfd, F_WRLCK, b, 1, false) == 0) {
+			ds->mark = b;
+			return;
+		}
+	}
+}
+
+void dirsync_cancel(dirsync_t *ds)
+{
+	if (ds == NULL || ds->mark < 0)
+		return;
+	if (ds->sfd >= 0)
+		(void)lock_range(ds->sfd, F_UNLCK, ds->mark, 1, false);
+	ds->mark = -1;
+}
+
+/* Another process's in-flight mark on slot k: its byte, or -1. */
+static off_t other_in_flight(dirsync_t *ds, unsigned k)
+{
+	struct flock fl;
+
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = mark_base(k);
+	fl.l_len = MARKS;
+	if (fcntl(ds->sfd, F_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+		return -1;
+	return fl.l_start;
+}
+
+/* Waits until the holder of mark byte b lets go of it (it has renamed
+ * and taken its ticket, given up, or died). */
+static void wait_mark(dirsync_t *ds, off_t b)
+{
+	(void)hook(DIRSYNC_EV_PAIR_WAIT, (uint64_t)b);
+	if (lock_range(ds->sfd, F_RDLCK, b, 1, true) == 0)
+		(void)lock_range(ds->sfd, F_UNLCK, b, 1, false);
+}
+
+/* The protocol of doc/queue-file.md §4, steps 1 to 4. */
+static int group_commit(dirsync_t *ds)
+{
+	unsigned k = dirsync_slot_index(ds->ddev, ds->dino);
+	const char *why = "";
+	enum slot_state st;
+	uint64_t t = 0, r;
+	slot_t s;
+	int rc, e;
+
+	/* 1. A ticket, under the record lock. */
+	if (lock_record(ds, k) < 0) {
+		io_warning(ds, "lock");
+		goto plain;
+	}
+	(void)hook(DIRSYNC_EV_TICKET_LOCKED, 0);
+	st = slot_read(ds, k, &s, &why);
+	if (st == SLOT_MINE && s.renamed < COUNTER_LIMIT - 1) {
+		s.renamed++;
+		if (slot_write(ds, k, &s) < 0) {
+			io_warning(ds, "write");
+			unlock_record(ds, k);
+			goto plain;
+		}
+		t = s.renamed;
+		unlock_record(ds, k);
+		(void)hook(DIRSYNC_EV_TICKET, t);
+		/* Our rename is in R: whoever waits for it may go on. */
+		dirsync_cancel(ds);
+		/* 2. Wait while another writer fsyncs.  When nobody does and
+		 * we would fsync at once, first let one writer that is about
+		 * to rename (in its file fsync) do so, and share with it. */
+		off_t other;
+		if (lock_range(ds->sfd, F_WRLCK, 2 * (off_t)k, 2, false) == 0) {
+			st = slot_read(ds, k, &s, &why);
+			if (st == SLOT_MINE && s.synced < t && s.failed < t
+			    && (other = other_in_flight(ds, k)) >= 0) {
+				unlock_both(ds, k);
+				wait_mark(ds, other);
+				if (lock_both(ds, k) < 0) {
+					io_warning(ds, "lock");
+					goto plain;
+				}
+				st = slot_read(ds, k, &s, &why);
+			}
+		} else if (lock_both(ds, k) < 0) {
+			io_warning(ds, "lock");
+			goto plain;
+		} else {
+			st = slot_read(ds, k, &s, &why);
+		}
+	} else if (try_lock_sync(ds, k) < 0) {
+		/* The slot must be (re)initialised, which needs the sync lock
+		 * too, and someone is fsyncing: do not wait for it. */
+		unlock_record(ds, k);
+		goto plain;
+	}
+
+	/* 3. Both locks held. */
+	dirsync_cancel(ds);
+	if (st == SLOT_ERROR) {
+		io_warning(ds, "read");
+		goto plain_locked;
+	}
+	if (t == 0 || st != SLOT_MINE) {
+		/* Free, another directory's, damaged, or out of tickets: the
+		 * slot starts over for this directory, with our ticket 1
+		 * (taken after our rename, like any ticket). */
+		if (st == SLOT_DAMAGED)
+			log_warning("dirsync state %s: slot %u damaged (%s); reset",
+			    ds->path, k, why);
+		slot_init(ds, &s);
+		s.renamed = 1;
+		if (slot_write(ds, k, &s) < 0) {
+			io_warning(ds, "write");
+			goto plain_locked;
+		}
+		t = 1;
+		(void)hook(DIRSYNC_EV_TICKET, t);
+	}
+	if (s.failed >= t) {
+		/* An fsync that began after our rename failed. */
+		unlock_both(ds, k);
+		errno = EIO;
+		return -1;
+	}
+	if (s.synced >= t) {
+		unlock_both(ds, k);
+		(void)hook(DIRSYNC_EV_COVERED, s.synced);
+		return 0;
+	}
+
+	/* 4. Our fsync covers every ticket up to r; others may take tickets
+	 * meanwhile (the record lock is free) but wait for the sync lock. */
+	r = s.renamed;
+	unlock_record(ds, k);
+	rc = dir_fsync(ds->dfd, r);
+	e = errno;
+	if (lock_record(ds, k) == 0) {
+		if (slot_read(ds, k, &s, &why) == SLOT_MINE) {
+			bool changed = false;
+			if (rc == 0 && r > s.synced) {
+				s.synced = r;
+				changed = true;
+			} else if (rc < 0 && r > s.failed) {
+				s.failed = r;
+				changed = true;
+			}
+			if (changed && slot_write(ds, k, &s) < 0)
+				io_warning(ds, "write");
+		}
+	} else {
+		io_warning(ds, "lock");
+	}
+	unlock_both(ds, k);
+	errno = e;
+	return rc;
+
+plain_locked:
+	unlock_both(ds, k);
+plain:
+	dirsync_cancel(ds);
+	return dir_fsync(ds->dfd, 0);
+}
+
+int dirsync_commit(dirsync_t *ds, const char *dir)
+{
+	if (ds == NULL) {
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc, e;
+		if (fd < 0)
+			return -1;
+		rc = dir_fsync(fd, 0);
+		e = errno;
+		close(fd);
+		errno = e;
+		return rc;
+	}
+	if (dir_open(ds, dir) < 0) {
+		int e = errno;
+		dirsync_cancel(ds);
+		errno = e;
+		return -1;
+	}
+	if (!state_ready(ds)) {
+		dirsync_cancel(ds);
+		return dir_fsync(ds->dfd, 0);
+	}
+	return group_commit(ds);
+}
+
+/* ---- Tests and tools ---- */
+
+int dirsync_counters_get(dirsync_t *ds, const char *dir, dirsync_counters_t *c)
+{
+	unsigned k;
+	const char *why;
+	enum slot_state st;
+	slot_t s;
+
+	if (dir_open(ds, dir) < 0 || dirsync_prepare(ds) < 0)
+		return -1;
+	k = dirsync_slot_index(ds->ddev, ds->dino);
+	if (lock_record(ds, k) < 0)
+		return -1;
+	st = slot_read(ds, k, &s, &why);
+	unlock_record(ds, k);
+	if (st == SLOT_ERROR)
+		return -1;
+	if (st != SLOT_MINE)
+		return 0;
+	c->renamed = s.renamed;
+	c->synced = s.synced;
+	c->failed = s.failed;
+	return 1;
+}
+
+int dirsync_counters_set(dirsync_t *ds, const char *dir,
+    const dirsync_counters_t *c)
+{
+	unsigned k;
+	slot_t s;
+	int rc;
+
+	if (dir_open(ds, dir) < 0 || dirsync_prepare(ds) < 0)
+		return -1;
+	k = dirsync_slot_index(ds->ddev, ds->dino);
+	if (lock_both(ds, k) < 0)
+		return -1;
+	slot_init(ds, &s);
+	s.renamed = c->renamed;
+	s.synced = c->synced;
+	s.failed = c->failed;
+	rc = slot_write(ds, k, &s);
+	unlock_both(ds, k);
+	return rc;
+}
