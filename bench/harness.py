@@ -14,7 +14,6 @@ whatever is still running; the driver always calls it.
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 

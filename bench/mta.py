@@ -9,7 +9,6 @@ machine's own configuration or queue: Postfix is always started with
 
 import os
 import pwd
-import shutil
 import subprocess
 import time
 
