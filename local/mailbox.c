@@ -273,13 +273,16 @@ out:
 /* The host name part of unique names: '/' and ':' are special in
  * Maildir file names, so they are encoded as the Maildir convention
  * says (\057 and \072). */
+/* The host part of a Maildir file name, looked up once per process. */
 static void unique_host(str_t *out)
 {
-	char host[256];
+	static char host[256];
 
-	if (gethostname(host, sizeof(host)) < 0)
-		bcopy_str(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = 0;
+	if (host[0] == 0) {
+		if (gethostname(host, sizeof(host)) < 0 || host[0] == 0)
+			bcopy_str(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = 0;
+	}
 	for (const char *p = host; *p; p++) {
 		if (*p == '/')
 			str_cat(out, "\\057");
@@ -290,27 +293,35 @@ static void unique_host(str_t *out)
 	}
 }
 
+/* tmp/, new/ and cur/ of the Maildir at base, with their parents. */
+static int maildir_make(const str_t *base, str_t *sub, lstatus_t *st)
+{
+	static const char *const subs[] = { "tmp", "new", "cur" };
+
+	for (size_t i = 0; i < 3; i++) {
+		str_setf(sub, "%s/%s", str_cstr(base), subs[i]);
+		if (file_mkdirs(str_cstr(sub), 0700) < 0) {
+			mailbox_error_status(st, errno, "create maildir directory",
+			    str_cstr(sub));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int maildir_deliver(const char *dir, long size_limit, lmsg_t *m,
     const lmsg_copy_t *copy, lstatus_t *st)
 {
 	static unsigned long serial;
 	str_t base = STR_INIT, sub = STR_INIT, name = STR_INIT;
 	str_t tmp = STR_INIT, final = STR_INIT;
-	const char *subs[] = { "tmp", "new", "cur" };
 	struct timeval tv;
+	bool made = false;
 	int fd = -1, rc = -1;
 
 	str_set(&base, dir);
 	while (base.len > 1 && base.buf[base.len - 1] == '/')
 		str_truncate(&base, base.len - 1);
-	for (size_t i = 0; i < 3; i++) {
-		str_setf(&sub, "%s/%s", str_cstr(&base), subs[i]);
-		if (file_mkdirs(str_cstr(&sub), 0700) < 0) {
-			mailbox_error_status(st, errno, "create maildir directory",
-			    str_cstr(&sub));
-			goto out;
-		}
-	}
 	for (int tries = 0; tries < 10; tries++) {
 		gettimeofday(&tv, NULL);
 		str_setf(&name, "%lld.M%06ldP%ldQ%lu.", (long long)tv.tv_sec,
@@ -318,8 +329,15 @@ int maildir_deliver(const char *dir, long size_limit, lmsg_t *m,
 		unique_host(&name);
 		str_setf(&tmp, "%s/tmp/%s", str_cstr(&base), str_cstr(&name));
 		fd = file_create_excl(str_cstr(&tmp), 0600);
-		if (fd >= 0 || errno != EEXIST)
+		if (fd >= 0 || (errno != EEXIST && errno != ENOENT) || made)
 			break;
+		/* No tmp/: a Maildir to make (all three directories) before
+		 * the first delivery; an existing one costs nothing more. */
+		if (errno == ENOENT) {
+			if (maildir_make(&base, &sub, st) < 0)
+				goto out;
+			made = true;
+		}
 	}
 	if (fd < 0) {
 		mailbox_error_status(st, errno, "create", str_cstr(&tmp));
@@ -339,7 +357,16 @@ int maildir_deliver(const char *dir, long size_limit, lmsg_t *m,
 	/* link() rather than rename(): it never replaces an existing file
 	 * (the name is unique, but a clock going backwards is no reason to
 	 * lose a message). */
-	if (link(str_cstr(&tmp), str_cstr(&final)) == 0) {
+	int lr = link(str_cstr(&tmp), str_cstr(&final));
+	if (lr < 0 && errno == ENOENT && !made) {
+		/* tmp/ was there but new/ is not: make what is missing. */
+		if (maildir_make(&base, &sub, st) < 0)
+			goto fail;
+		made = true;
+		str_setf(&sub, "%s/new", str_cstr(&base));
+		lr = link(str_cstr(&tmp), str_cstr(&final));
+	}
+	if (lr == 0) {
 		(void)unlink(str_cstr(&tmp));
 	} else if ((errno != EPERM && errno != ENOTSUP)
 	    || rename(str_cstr(&tmp), str_cstr(&final)) < 0) {

@@ -468,6 +468,34 @@ static unsigned long three_deliveries(int mode_bc, mres_t r[3])
 	return total;
 }
 
+/* The three directories are made for the first delivery (home/ itself
+ * included), and made again if one went missing; a Maildir that is
+ * complete costs no mkdir at all. */
+ATF_TC_WITHOUT_HEAD(maildir_directories);
+ATF_TC_BODY(maildir_directories, tc)
+{
+	lstatus_t st = LSTATUS_INIT;
+	struct stat sb;
+
+	ATF_REQUIRE_EQ(deliver_maildir("fresh/deep/Maildir", 0, &st), 0);
+	ATF_CHECK(stat("fresh/deep/Maildir/cur", &sb) == 0 && S_ISDIR(sb.st_mode));
+	ATF_CHECK_EQ(count_files("fresh/deep/Maildir/new"), 1);
+	/* new/ gone (tmp/ still there): made again at the link. */
+	ATF_REQUIRE(system("rm -rf fresh/deep/Maildir/new") == 0);
+	ATF_REQUIRE_EQ(deliver_maildir("fresh/deep/Maildir", 0, &st), 0);
+	ATF_CHECK_EQ(count_files("fresh/deep/Maildir/new"), 1);
+	ATF_CHECK_EQ(count_files("fresh/deep/Maildir/tmp"), 0);
+	/* tmp/ gone: made again before the write. */
+	ATF_REQUIRE(system("rm -rf fresh/deep/Maildir/tmp") == 0);
+	ATF_REQUIRE_EQ(deliver_maildir("fresh/deep/Maildir", 0, &st), 0);
+	ATF_CHECK_EQ(count_files("fresh/deep/Maildir/new"), 2);
+	/* A Maildir that cannot be made: a clear error. */
+	ATF_REQUIRE(system("mkdir -p blocked && : > blocked/Maildir") == 0);
+	ATF_CHECK_EQ(deliver_maildir("blocked/Maildir", 0, &st), -1);
+	ATF_CHECK(strlen(str_cstr(&st.text)) > 0);
+	lstatus_free(&st);
+}
+
 ATF_TC_WITHOUT_HEAD(maildir_shared_fsync);
 ATF_TC_BODY(maildir_shared_fsync, tc)
 {
@@ -516,6 +544,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, mbox_dotlock);
 	ATF_TP_ADD_TC(tp, mbox_fcntl_lock);
 	ATF_TP_ADD_TC(tp, maildir);
+	ATF_TP_ADD_TC(tp, maildir_directories);
 	ATF_TP_ADD_TC(tp, maildir_shared_fsync);
 	ATF_TP_ADD_TC(tp, maildir_shared_fsync_fails);
 	ATF_TP_ADD_TC(tp, unwritable);
