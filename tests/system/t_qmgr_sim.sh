@@ -89,6 +89,31 @@ concurrency_reference_body()
 	check_ge "$wone" "$winv" "feedback 1 runs a larger window"
 }
 
+atf_test_case bulk_same_destination
+bulk_same_destination_head()
+{
+	atf_set "descr" "The bench's bulk+small workload: the window grows 5, 10, 20 and the bulk message needs four waves; one small delivery before the bulk fills the window (Postfix's case in the bench) saves a wave"
+}
+bulk_same_destination_body()
+{
+	atf_check -o save:same.out $SIM $SC/bulk-same.sim
+	atf_check -o save:head.out $SIM $SC/bulk-same-headstart.sim
+	atf_check -o match:'delivered=20 ' grep '^label s:' same.out
+	bulk=$(value same.out "label B:" last_done)
+	small=$(value same.out "label s:" p50)
+	hbulk=$(value head.out "label B:" last_done)
+	hsmall=$(value head.out "label s:" p50)
+	echo "bulk ${bulk}s small p50 ${small}s; with a head start: ${hbulk}s / ${hsmall}s"
+	# Four waves of 5 s (5 + 10 + 20 + 5 deliveries of 50 recipients).
+	check_ge "$bulk" 19.9 "bulk completion"
+	check_le "$bulk" 20.5 "bulk completion"
+	# The head start saves the fourth wave, and the small messages go
+	# with the third.
+	check_le "$hbulk" 15.5 "bulk completion with a head start"
+	check_le "$hsmall" 10.5 "small median with a head start"
+	check_le "$hsmall" "$small" "small median"
+}
+
 atf_test_case dead_destination
 dead_destination_head()
 {
@@ -253,6 +278,7 @@ atf_init_test_cases()
 {
 	atf_add_test_case sequences
 	atf_add_test_case preemption
+	atf_add_test_case bulk_same_destination
 	atf_add_test_case concurrency_reference
 	atf_add_test_case dead_destination
 	atf_add_test_case fairness_backlog
