@@ -494,7 +494,7 @@ static const param_def_t table[] = {
 	P_BOOL("smtp_connection_cache_on_demand", "yes",
 	    "Keep connections to destinations with a backlog for reuse."),
 	P_STR("scache_service_name", "scache",
-	    "The master.cf service of the connection cache (private/NAME) that smtp processes share idle sessions through."),
+	    "The master.cf service of the connection cache (private/NAME) that smtp processes share idle sessions through; empty: sessions are not shared."),
 	P_TIMER("connection_cache_protocol_timeout", "2s", 's', 1, 0,
 	    "Time limit for a request to the connection cache and its reply; a request begun and not finished within it closes the client."),
 	P_TIMER("connection_cache_ttl_limit", "2s", 's', 1, 0,

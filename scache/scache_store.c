@@ -201,10 +201,11 @@ scache_sess_t *scache_store_take(scache_store_t *st, bool by_endpoint,
 			st->stats.dest_misses++;
 		return NULL;
 	}
-	/* The newest: idle the shortest time, least likely to be dropped
-	 * by its server soon; the old ones may expire unused. */
-	ss = by_endpoint ? list_entry(list_last(&b->list), scache_sess_t,
-	    endp_node) : list_entry(list_last(&b->list), scache_sess_t,
+	/* The one idle longest: every session of a destination stays in
+	 * rotation while its mail flows, so none idles out only to be
+	 * replaced by a new connection when the load rises again. */
+	ss = by_endpoint ? list_entry(list_first(&b->list), scache_sess_t,
+	    endp_node) : list_entry(list_first(&b->list), scache_sess_t,
 	    dest_node);
 	unlink_sess(st, ss);
 	if (by_endpoint)

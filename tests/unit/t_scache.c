@@ -83,27 +83,28 @@ ATF_TC_BODY(store_save_find, tc)
 	ATF_CHECK_EQ(scache_store_count_dest(st, "smtp/a.example"), 2);
 	ATF_CHECK_EQ(scache_store_count_endpoint(st, "smtp/192.0.2.1:25"), 3);
 
-	/* By destination: the newest of that destination. */
+	/* By destination: the one of that destination idle longest. */
 	ss = scache_store_take(st, false, "smtp/a.example");
 	ATF_REQUIRE(ss != NULL);
-	ATF_CHECK_EQ(ss->fd, 11);
-	ATF_CHECK_STREQ(ss->props, "p2");
+	ATF_CHECK_EQ(ss->fd, 10);
+	ATF_CHECK_STREQ(ss->props, "p1");
 	ATF_CHECK_STREQ(ss->endpoint, "smtp/192.0.2.1:25");
 	scache_sess_free(ss);
 	/* Taken means gone from the endpoint index too. */
 	ATF_CHECK_EQ(scache_store_count_endpoint(st, "smtp/192.0.2.1:25"), 2);
-	/* By endpoint: the newest of any destination. */
+	/* By endpoint: the oldest of any destination. */
 	ss = scache_store_take(st, true, "smtp/192.0.2.1:25");
 	ATF_REQUIRE(ss != NULL);
-	ATF_CHECK_EQ(ss->fd, 12);
-	ATF_CHECK_STREQ(ss->dest, "smtp/b.example");
+	ATF_CHECK_EQ(ss->fd, 11);
+	ATF_CHECK_STREQ(ss->dest, "smtp/a.example");
+	ATF_CHECK_STREQ(ss->props, "p2");
 	scache_sess_free(ss);
-	ATF_CHECK_EQ(scache_store_count_dest(st, "smtp/b.example"), 0);
-	ss = scache_store_take(st, false, "smtp/a.example");
-	ATF_REQUIRE(ss != NULL);
-	ATF_CHECK_EQ(ss->fd, 10);
-	scache_sess_free(ss);
+	/* ...and gone from the destination index. */
 	ATF_CHECK(scache_store_take(st, false, "smtp/a.example") == NULL);
+	ss = scache_store_take(st, false, "smtp/b.example");
+	ATF_REQUIRE(ss != NULL);
+	ATF_CHECK_EQ(ss->fd, 12);
+	scache_sess_free(ss);
 	ATF_CHECK(scache_store_take(st, true, "smtp/192.0.2.1:25") == NULL);
 	ATF_CHECK_EQ(scache_store_count(st), 0);
 	ATF_CHECK_EQ(scache_store_stats(st)->dest_hits, 2);
