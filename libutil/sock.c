@@ -339,6 +339,97 @@ int sock_recv_fd(int sock)
 	return fds[0];
 }
 
+ssize_t sock_send_with_fd(int sock, const void *buf, size_t len, int fd,
+    int flags)
+{
+	struct msghdr msg;
+	struct iovec iov;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	ssize_t n;
+
+	memset(&msg, 0, sizeof(msg));
+	iov.iov_base = (void *)buf;
+	iov.iov_len = len;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (fd >= 0) {
+		struct cmsghdr *cmsg;
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		cmsg = CMSG_FIRSTHDR(&msg);
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+	}
+	do
+		n = sendmsg(sock, &msg, flags | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/* Descriptors one recvmsg() makes room for; a sender passing more is
+ * misbehaving, but they are received (and closed) rather than left
+ * behind in truncated control data. */
+#define RECV_FDS_ROOM 8
+
+ssize_t sock_recv_with_fds(int sock, void *buf, size_t len, int *fds,
+    int maxfds, int *nfds, bool *extra, int flags)
+{
+	struct msghdr msg;
+	struct iovec iov;
+	struct cmsghdr *cmsg;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(RECV_FDS_ROOM * sizeof(int))];
+	} u;
+	ssize_t n;
+
+	*nfds = 0;
+	*extra = false;
+#ifdef MSG_CMSG_CLOEXEC
+	flags |= MSG_CMSG_CLOEXEC;
+#endif
+	memset(&msg, 0, sizeof(msg));
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = u.buf;
+	msg.msg_controllen = sizeof(u.buf);
+	do
+		n = recvmsg(sock, &msg, flags);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -1;
+	if (msg.msg_flags & MSG_CTRUNC)
+		*extra = true;
+	for (cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+		size_t count;
+		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
+			continue;
+		count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < count; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+			if (*nfds < maxfds) {
+#ifndef MSG_CMSG_CLOEXEC
+				sock_set_cloexec(fd, true);
+#endif
+				fds[(*nfds)++] = fd;
+			} else {
+				close(fd);
+				*extra = true;
+			}
+		}
+	}
+	return n;
+}
+
 /* ---- addresses ---- */
 
 static socklen_t addr_len(const struct sockaddr_storage *ss)

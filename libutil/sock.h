@@ -83,6 +83,19 @@ int sock_set_cloexec(int fd, bool on);
  * (any received are closed), EAGAIN on a non-blocking socket. */
 int sock_send_fd(int sock, int fd);
 int sock_recv_fd(int sock);
+/* A message and a descriptor in one sendmsg(): fd (-1: none) rides on the
+ * first byte of buf.  flags are sendmsg() flags (MSG_DONTWAIT); SIGPIPE is
+ * never raised.  Returns the bytes sent (possibly fewer than len: the
+ * descriptor went with the first of them), or -1 with errno. */
+ssize_t sock_send_with_fd(int sock, const void *buf, size_t len, int fd,
+    int flags);
+/* recvmsg() of up to len bytes, keeping the descriptors that came with
+ * them (close-on-exec): up to maxfds go to fds with *nfds set; more are
+ * closed and *extra is set to true (so is it when the kernel truncated
+ * the control data).  Returns the bytes read (0: the peer closed), or -1
+ * with errno (EAGAIN on a non-blocking socket or after SO_RCVTIMEO). */
+ssize_t sock_recv_with_fds(int sock, void *buf, size_t len, int *fds,
+    int maxfds, int *nfds, bool *extra, int flags);
 
 /* Splits a spec into host (without brackets) and port.  A spec without a
  * port takes default_port, or is an error if default_port is negative.

@@ -7,9 +7,12 @@
  * status and the flags qmgr's concurrency feedback and destination
  * status cache need.  Sessions are kept between requests (connection
  * reuse) and closed after smtp_connection_cache_time_limit by a timer
- * on the skeleton's event loop, or when the process exits.
+ * on the skeleton's event loop; plain-text sessions this process would
+ * strand (when it exits, or works for another next hop) go to the scache
+ * daemon, where every smtp process of the transport finds them.
  * doc/smtp.md and man/smtp.8 describe it. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "delivery.h"
@@ -19,6 +22,7 @@
 #include "pconfig.h"
 #include "qfile.h"
 #include "queue_path.h"
+#include "scache.h"
 #include "server.h"
 #include "smtp/smtp.h"
 
@@ -27,22 +31,31 @@ static struct {
 	tls_ctx_t *tls;
 	str_t tls_error;
 	smtp_client_t *cl;
+	scache_clnt_t *sc;	/* the shared cache, or NULL */
 	queue_layout_t ql;
 	event_timer_t cache_timer;
 	bool timer_ready;
 } A;
 
-/* Closes kept sessions that have been idle long enough, and waits for
- * the next. */
+/* Closes kept sessions that have been idle long enough, and the
+ * connection to the shared cache when unused for ipc_idle; waits for the
+ * next of these. */
 static void cache_tick(void *ctx)
 {
-	int64_t next;
+	int64_t next, now = event_now_ms();
 
 	(void)ctx;
 	if (A.cl == NULL)
 		return;
-	smtp_client_cache_expire(A.cl, event_now_ms(), false);
+	smtp_client_cache_expire(A.cl, now, false);
 	next = smtp_client_cache_deadline(A.cl);
+	if (A.sc != NULL) {
+		int64_t d;
+		scache_clnt_idle(A.sc, now);
+		d = scache_clnt_deadline(A.sc);
+		if (d >= 0 && (next < 0 || d < next))
+			next = d;
+	}
 	if (next >= 0 && server_loop() != NULL) {
 		int64_t wait = next - event_now_ms();
 		event_timer_start(server_loop(), &A.cache_timer,
@@ -82,12 +95,49 @@ static void pre_jail(void *ctx)
 	str_release(&err);
 }
 
+static int shared_save(void *ctx, const char *dest, const char *endpoint,
+    int ttl_ms, const char *props, int fd)
+{
+	return scache_clnt_save(ctx, dest, endpoint, ttl_ms, props, fd);
+}
+
+static int shared_find(void *ctx, bool by_endpoint, const char *label,
+    str_t *props)
+{
+	return scache_clnt_find(ctx, by_endpoint ? SCACHE_OP_FIND_ENDP :
+	    SCACHE_OP_FIND_DEST, label, props);
+}
+
+static int ms_of(const char *name)
+{
+	long s = config_get_time(name);
+
+	return s > INT_MAX / 1000 ? INT_MAX : (int)(s * 1000);
+}
+
 static void post_jail(void *ctx)
 {
+	const char *name = config_get_str("scache_service_name");
+
 	(void)ctx;
 	A.cl = smtp_client_new(&A.cfg, A.tls);
 	if (str_len(&A.tls_error) > 0)
 		smtp_client_set_tls_error(A.cl, str_cstr(&A.tls_error));
+	/* Nothing to share when nothing is kept or every session is TLS;
+	 * an empty service name turns sharing off. */
+	if (A.cfg.connection_cache && A.cfg.tls_level <= TLS_LEVEL_MAY &&
+	    name[0] != '\0') {
+		str_t path = STR_INIT;
+		smtp_shared_t sh;
+		str_setf(&path, "private/%s", name);
+		A.sc = scache_clnt_new(str_cstr(&path),
+		    ms_of("connection_cache_protocol_timeout"), ms_of("ipc_idle"));
+		str_release(&path);
+		sh.save = shared_save;
+		sh.find = shared_find;
+		sh.ctx = A.sc;
+		smtp_client_set_shared(A.cl, &sh, server_service_name());
+	}
 	event_timer_init(&A.cache_timer, cache_tick, NULL);
 	A.timer_ready = true;
 }
@@ -97,8 +147,12 @@ static void pre_exit(void *ctx)
 	(void)ctx;
 	if (A.timer_ready)
 		event_timer_cancel(&A.cache_timer);
-	smtp_client_free(A.cl);	/* QUIT to kept sessions */
+	/* Kept plain-text sessions go to the shared cache: the next process
+	 * goes on with them.  QUIT to the rest. */
+	smtp_client_free(A.cl);
 	A.cl = NULL;
+	scache_clnt_free(A.sc);
+	A.sc = NULL;
 	smtp_config_release(&A.cfg);
 	if (A.tls != NULL)
 		tls_ctx_free(A.tls);

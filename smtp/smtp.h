@@ -18,7 +18,9 @@
  *
  * Sessions are kept after a delivery (connection reuse) and handed to the
  * next request for the same next hop; smtp_client_cache_deadline() and
- * smtp_client_cache_expire() let the caller close them in time. */
+ * smtp_client_cache_expire() let the caller close them in time.  With a
+ * shared cache (smtp_client_set_shared) sessions also move to and come
+ * from other processes. */
 #ifndef PETREL_SMTP_H
 #define PETREL_SMTP_H
 #include <stdbool.h>
@@ -166,7 +168,8 @@ typedef struct smtp_client smtp_client_t;
 smtp_client_t *smtp_client_new(const smtp_config_t *cfg, tls_ctx_t *tls);
 /* Why there is no TLS context (for the deferral reason above). */
 void smtp_client_set_tls_error(smtp_client_t *cl, const char *why);
-/* QUIT to every kept session, then frees. */
+/* Hands every kept plain-text session to the shared cache (if any), QUIT
+ * to the others, then frees. */
 void smtp_client_free(smtp_client_t *cl);
 
 /* Delivers req (see above).  Every recipient ends SENT, DEFER or BOUNCE. */
@@ -182,6 +185,37 @@ void smtp_client_cache_expire(smtp_client_t *cl, int64_t now_ms, bool all);
 size_t smtp_client_cache_fds(const smtp_client_t *cl, int *fds, size_t max);
 void smtp_client_cache_check(smtp_client_t *cl, int fd);
 
+/* ---- Sessions shared with other processes ---- */
+
+/* A cache outside the process (the scache daemon; the agent plugs in
+ * libglobal/scache.h's client) that plain-text sessions go to when this
+ * process would otherwise strand them: when it is freed, when a request
+ * for another next hop comes, when a kept session is displaced.  Before
+ * connecting, the engine asks it by destination, then by endpoint before
+ * each TCP connection.  Labels are "SERVICE/NEXTHOP" and
+ * "SERVICE/ADDR:PORT".  doc/smtp.md, doc/protocol-scache.md. */
+typedef struct smtp_shared {
+	/* Hands fd over under the labels, to stay idle at most ttl_ms.
+	 * Returns an enum scache_save_result: SCACHE_SAVED and
+	 * SCACHE_UNKNOWN (the engine closes its copy without QUIT),
+	 * SCACHE_UNSENT (it is still ours: QUIT). */
+	int (*save)(void *ctx, const char *dest, const char *endpoint,
+	    int ttl_ms, const char *props, int fd);
+	/* A session for the label (an endpoint label if by_endpoint, else a
+	 * destination label): its descriptor with props set, or -1. */
+	int (*find)(void *ctx, bool by_endpoint, const char *label,
+	    str_t *props);
+	void *ctx;
+} smtp_shared_t;
+
+/* Starts sharing (sh is copied; NULL stops).  service names this
+ * process's transport in the labels (the master.cf service name).  No
+ * sharing with smtp_connection_cache_on_demand = no or a TLS level above
+ * may (every session is TLS then, and TLS state cannot leave the
+ * process). */
+void smtp_client_set_shared(smtp_client_t *cl, const smtp_shared_t *sh,
+    const char *service);
+
 /* Counters since the client was made (tests, benchmarks). */
 typedef struct smtp_stats {
 	unsigned long connects;		/* TCP connections attempted */
@@ -190,6 +224,8 @@ typedef struct smtp_stats {
 	unsigned long reused;		/* deliveries on a kept session */
 	unsigned long transactions;	/* MAIL commands sent */
 	unsigned long tls;		/* TLS sessions established */
+	unsigned long shared_found;	/* sessions taken from the shared cache */
+	unsigned long shared_saved;	/* sessions handed to it */
 } smtp_stats_t;
 const smtp_stats_t *smtp_client_stats(const smtp_client_t *cl);
 

@@ -213,8 +213,13 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		goto done;
 	}
 
-	/* A kept session first: no DNS, no handshake. */
-	if ((ss = smtp_cache_take(cl, req->nexthop)) != NULL) {
+	/* Sessions kept for other next hops would wait here unused while
+	 * this process works for this one: other processes may have them. */
+	smtp_cache_handover(cl, req->nexthop);
+	/* A kept session first, ours or another process's: no DNS, no
+	 * handshake. */
+	if ((ss = smtp_cache_take(cl, req->nexthop)) != NULL ||
+	    (ss = smtp_shared_take(cl, req->nexthop, NULL)) != NULL) {
 		bcopy_str(used_addr, sizeof(used_addr), ss->addr);
 		used_port = ss->port;
 		if (use_session(cl, ss, req, true)) {
@@ -255,6 +260,16 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		if (reused_ok && used_port == servers.v[k].port &&
 		    strcmp(used_addr, servers.v[k].addrstr) == 0)
 			continue;
+		/* A session with this server that another next hop (or
+		 * another process) left in the shared cache. */
+		if ((ss = smtp_shared_take(cl, req->nexthop,
+		    &servers.v[k])) != NULL &&
+		    use_session(cl, ss, req, true)) {
+			cl->stats.reused++;
+			handshake_ok = true;
+			sessions++;
+			continue;
+		}
 		for (int round = 0; round < 2; round++) {
 			double t0 = mono_sec();
 			attempts++;
@@ -420,8 +435,11 @@ void smtp_client_free(smtp_client_t *cl)
 {
 	if (cl == NULL)
 		return;
-	smtp_client_cache_expire(cl, 0, true);
+	smtp_cache_drain(cl);
 	str_release(&cl->tls_error);
+	str_release(&cl->label);
+	str_release(&cl->props);
+	free(cl->service);
 	free(cl);
 }
 

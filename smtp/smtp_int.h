@@ -69,6 +69,10 @@ struct smtp_client {
 	str_t tls_error;	/* why there is no TLS context */
 	list_t cache;		/* kept sessions, oldest first */
 	size_t ncache;
+	smtp_shared_t shared;	/* .save NULL: no shared cache */
+	char *service;		/* label prefix for the shared cache */
+	str_t label;		/* scratch: labels, properties */
+	str_t props;
 	smtp_stats_t stats;
 	unsigned rand_state;
 };
@@ -114,6 +118,15 @@ void smtp_session_close(smtp_client_t *cl, smtp_sess_t *ss);
 void smtp_session_done(smtp_client_t *cl, smtp_sess_t *ss, const char *key);
 /* A kept session for key, or NULL. */
 smtp_sess_t *smtp_cache_take(smtp_client_t *cl, const char *key);
+/* A session for the next hop (srv NULL) or for server srv's address and
+ * port from the shared cache, checked for use, or NULL. */
+smtp_sess_t *smtp_shared_take(smtp_client_t *cl, const char *nexthop,
+    const dns_server_t *srv);
+/* A request for key comes: kept plain-text sessions of other next hops
+ * go to the shared cache (this process is busy elsewhere now). */
+void smtp_cache_handover(smtp_client_t *cl, const char *key);
+/* Every kept session: to the shared cache, or QUIT (the client ends). */
+void smtp_cache_drain(smtp_client_t *cl);
 
 /* smtp_trans.c: delivers the request's pending recipients over ss.
  * Returns SMTP_TRANS_STALE when a reused session turned out to be dead

@@ -5,15 +5,23 @@
  * Every failure before the session is usable is described in the
  * attempt (smtp_attempt_t): the reason as Postfix words it, a DSN status,
  * whether it was permanent, whether TCP itself failed, and whether "may"
- * should try again without TLS. */
+ * should try again without TLS.
+ *
+ * With a shared cache (the scache daemon, doc/smtp.md), a plain-text
+ * session this process would strand goes there instead of being closed,
+ * and one from there is taken before connecting. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "attr.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
+#include "scache.h"
 #include "sock.h"
 #include "smtp/smtp_int.h"
 
@@ -279,12 +287,284 @@ void smtp_session_close(smtp_client_t *cl, smtp_sess_t *ss)
 	sess_free(ss);
 }
 
+/* ---- the shared cache ---- */
+
+static bool shared_on(const smtp_client_t *cl)
+{
+	return cl->shared.save != NULL && cl->cfg.connection_cache &&
+	    cl->cfg.tls_level <= TLS_LEVEL_MAY;
+}
+
+void smtp_client_set_shared(smtp_client_t *cl, const smtp_shared_t *sh,
+    const char *service)
+{
+	free(cl->service);
+	cl->service = NULL;
+	memset(&cl->shared, 0, sizeof(cl->shared));
+	if (sh == NULL || sh->save == NULL || sh->find == NULL)
+		return;
+	cl->shared = *sh;
+	cl->service = xstrdup(service != NULL && service[0] ? service : "smtp");
+}
+
+/* "SERVICE/ADDR:PORT", an IPv6 address in brackets. */
+static void endpoint_label(const smtp_client_t *cl, const char *addr,
+    unsigned port, str_t *out)
+{
+	if (strchr(addr, ':') != NULL)
+		str_setf(out, "%s/[%s]:%u", cl->service, addr, port);
+	else
+		str_setf(out, "%s/%s:%u", cl->service, addr, port);
+}
+
+/* What is left of the session's idle time (the time it went idle plus
+ * smtp_connection_cache_time_limit), cut so that it ends when the session
+ * reaches smtp_connection_reuse_time_limit; 0 if nothing. */
+static int64_t idle_left(const smtp_client_t *cl, const smtp_sess_t *ss,
+    int64_t now)
+{
+	int64_t left = cl->cfg.cache_time_limit_ms - (now - ss->idle_ms);
+
+	if (cl->cfg.reuse_time_limit_ms > 0) {
+		int64_t age_left = cl->cfg.reuse_time_limit_ms - (now - ss->born_ms);
+		if (age_left < left)
+			left = age_left;
+	}
+	return left > 0 ? left : 0;
+}
+
+/* Hands a session this process does not keep to the shared cache.  true
+ * when it is gone from us (freed: the cache has it, or may have it), false
+ * when it is still ours to close. */
+static bool sess_handover(smtp_client_t *cl, smtp_sess_t *ss)
+{
+	int64_t ttl;
+	str_t endp = STR_INIT;
+	int r;
+
+	if (!shared_on(cl) || ss->tls != NULL || ss->broken || ss->key == NULL ||
+	    stream_error(ss->s) || stream_timedout(ss->s) || stream_eof(ss->s) ||
+	    stream_pending(ss->s) > 0 || stream_unflushed(ss->s) > 0 ||
+	    (cl->cfg.reuse_count_limit > 0 &&
+	    ss->uses > cl->cfg.reuse_count_limit))
+		return false;
+	if ((ttl = idle_left(cl, ss, event_now_ms())) <= 0)
+		return false;
+	str_setf(&cl->label, "%s/%s", cl->service, ss->key);
+	endpoint_label(cl, ss->addr, ss->port, &endp);
+	if (!scache_label_ok(str_cstr(&cl->label)) ||
+	    !scache_label_ok(str_cstr(&endp))) {
+		str_release(&endp);
+		return false;
+	}
+	str_reset(&cl->props);
+	attr_print(&cl->props, ATTR_STR("host", ss->host),
+	    ATTR_STR("addr", ss->addr), ATTR_INT("port", ss->port),
+	    ATTR_INT("features", ss->features),
+	    ATTR_LONG("size_limit", ss->size_limit),
+	    ATTR_LONG("born", ss->born_ms), ATTR_INT("uses", ss->uses),
+	    ATTR_END);
+	r = cl->shared.save(cl->shared.ctx, str_cstr(&cl->label),
+	    str_cstr(&endp), ttl > INT_MAX ? INT_MAX : (int)ttl,
+	    str_cstr(&cl->props), stream_fd(ss->s));
+	str_release(&endp);
+	if (r == SCACHE_UNSENT)
+		return false;
+	if (r == SCACHE_SAVED)
+		cl->stats.shared_saved++;
+	/* The connection lives on elsewhere: our copy goes, without QUIT. */
+	sess_free(ss);
+	return true;
+}
+
+/* A session this process does not keep: to the shared cache, or QUIT. */
+static void sess_release(smtp_client_t *cl, smtp_sess_t *ss)
+{
+	if (!sess_handover(cl, ss))
+		smtp_session_close(cl, ss);
+}
+
+static const attr_spec_t props_schema[] = {
+	{ "host", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
+	{ "addr", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
+	{ "port", ATTR_TYPE_INT, ATTR_REQUIRED, NULL },
+	{ "features", ATTR_TYPE_INT, ATTR_REQUIRED, NULL },
+	{ "size_limit", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
+	{ "born", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
+	{ "uses", ATTR_TYPE_INT, ATTR_REQUIRED, NULL },
+	{ NULL, ATTR_TYPE_END, 0, NULL },
+};
+
+static bool printable(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	for (; *s; s++, n++)
+		if (*s <= 0x20 || *s >= 0x7f || n >= max)
+			return false;
+	return n > 0;
+}
+
+/* A session from the shared cache: its descriptor and properties (from
+ * another smtp process, through the cache: checked like any input).
+ * want_endp, if not NULL, is the endpoint label asked for.  NULL with a
+ * reason in why (fd then still the caller's). */
+static smtp_sess_t *sess_from_shared(smtp_client_t *cl, int fd,
+    const char *props, const char *want_endp, str_t *why)
+{
+	attr_reader_t *r = attr_reader_new(props_schema, ATTR_READ_STRICT,
+	    &scache_limits);
+	attr_msg_t *m = NULL;
+	const char *host, *addr;
+	int32_t port, features, uses;
+	int64_t size_limit, born, now = event_now_ms();
+	unsigned char bin[sizeof(struct in6_addr)];
+	smtp_sess_t *ss = NULL;
+	size_t used;
+
+	if (attr_reader_feed(r, props, strlen(props), &used) != ATTR_DONE ||
+	    used != strlen(props)) {
+		str_setf(why, "properties: %s", attr_reader_error(r)[0] ?
+		    attr_reader_error(r) : "incomplete or followed by more");
+		goto out;
+	}
+	m = attr_reader_take(r);
+	attr_get_str(m, "host", &host);
+	attr_get_str(m, "addr", &addr);
+	attr_get_int(m, "port", &port);
+	attr_get_int(m, "features", &features);
+	attr_get_long(m, "size_limit", &size_limit);
+	attr_get_long(m, "born", &born);
+	attr_get_int(m, "uses", &uses);
+	if (!printable(host, 255) || (inet_pton(AF_INET, addr, bin) != 1 &&
+	    inet_pton(AF_INET6, addr, bin) != 1) || port <= 0 ||
+	    port > 65535 || features < 0 || size_limit < 0 || uses < 0 ||
+	    born < 0) {
+		str_set(why, "properties out of range");
+		goto out;
+	}
+	if (want_endp != NULL) {
+		str_t e = STR_INIT;
+		bool same;
+		endpoint_label(cl, addr, (unsigned)port, &e);
+		same = strcmp(str_cstr(&e), want_endp) == 0;
+		str_release(&e);
+		if (!same) {
+			str_set(why, "the address is not the endpoint's");
+			goto out;
+		}
+	}
+	ss = xcalloc(1, sizeof(*ss));
+	ss->s = stream_open(fd);
+	ss->host = xstrdup(host);
+	bcopy_str(ss->addr, sizeof(ss->addr), addr);
+	ss->port = (unsigned)port;
+	str_setf(&ss->namaddr, "%s[%s]", ss->host, ss->addr);
+	str_setf(&ss->relay, "%s[%s]:%u", ss->host, ss->addr, ss->port);
+	ss->features = (unsigned)features;
+	ss->size_limit = (uint64_t)size_limit;
+	ss->born_ms = born > now ? now : born;
+	ss->uses = (unsigned)uses;
+	ss->idle_ms = now;
+out:
+	if (m != NULL)
+		attr_msg_free(m);
+	attr_reader_free(r);
+	return ss;
+}
+
+static bool server_spoke(smtp_sess_t *ss);
+
+smtp_sess_t *smtp_shared_take(smtp_client_t *cl, const char *nexthop,
+    const dns_server_t *srv)
+{
+	smtp_sess_t *ss;
+	str_t why = STR_INIT;
+	int fd;
+
+	if (!shared_on(cl))
+		return NULL;
+	if (srv == NULL)
+		str_setf(&cl->label, "%s/%s", cl->service, nexthop);
+	else
+		endpoint_label(cl, srv->addrstr, srv->port, &cl->label);
+	if (!scache_label_ok(str_cstr(&cl->label)))
+		return NULL;
+	fd = cl->shared.find(cl->shared.ctx, srv != NULL, str_cstr(&cl->label),
+	    &cl->props);
+	if (fd < 0)
+		return NULL;
+	ss = sess_from_shared(cl, fd, str_cstr(&cl->props),
+	    srv != NULL ? str_cstr(&cl->label) : NULL, &why);
+	if (ss == NULL) {
+		log_warning("connection cache: session for %s refused: %s",
+		    str_cstr(&cl->label), str_cstr(&why));
+		close(fd);
+		str_release(&why);
+		return NULL;
+	}
+	str_release(&why);
+	cl->stats.shared_found++;
+	/* The cache drops sessions whose server spoke or left, but that
+	 * may have happened a moment ago. */
+	if (server_spoke(ss)) {
+		log_info("cached connection to %s no longer usable",
+		    str_cstr(&ss->relay));
+		ss->broken = true;
+		smtp_session_close(cl, ss);
+		return NULL;
+	}
+	if ((cl->cfg.reuse_time_limit_ms > 0 &&
+	    event_now_ms() - ss->born_ms >= cl->cfg.reuse_time_limit_ms) ||
+	    (cl->cfg.reuse_count_limit > 0 &&
+	    ss->uses > cl->cfg.reuse_count_limit)) {
+		smtp_session_close(cl, ss);
+		return NULL;
+	}
+	return ss;
+}
+
 /* ---- the cache of idle sessions ---- */
 
 static void cache_remove(smtp_client_t *cl, smtp_sess_t *ss)
 {
 	list_remove(&ss->node);
 	cl->ncache--;
+}
+
+void smtp_cache_handover(smtp_client_t *cl, const char *key)
+{
+	int64_t now = event_now_ms();
+	list_node_t *n, *next;
+
+	if (!shared_on(cl))
+		return;
+	for (n = list_first(&cl->cache); n != NULL; n = next) {
+		smtp_sess_t *ss = list_entry(n, smtp_sess_t, node);
+		next = list_next(&cl->cache, n);
+		if (ss->tls != NULL || strcmp(ss->key, key) == 0)
+			continue;
+		cache_remove(cl, ss);
+		if (now - ss->idle_ms > cl->cfg.cache_time_limit_ms)
+			smtp_session_close(cl, ss);
+		else
+			sess_release(cl, ss);
+	}
+}
+
+void smtp_cache_drain(smtp_client_t *cl)
+{
+	int64_t now = event_now_ms();
+	list_node_t *n;
+
+	while ((n = list_first(&cl->cache)) != NULL) {
+		smtp_sess_t *ss = list_entry(n, smtp_sess_t, node);
+		cache_remove(cl, ss);
+		if (now - ss->idle_ms > cl->cfg.cache_time_limit_ms)
+			smtp_session_close(cl, ss);
+		else
+			sess_release(cl, ss);
+	}
 }
 
 void smtp_session_done(smtp_client_t *cl, smtp_sess_t *ss, const char *key)
@@ -304,13 +584,18 @@ void smtp_session_done(smtp_client_t *cl, smtp_sess_t *ss, const char *key)
 	free(ss->key);
 	ss->key = xstrdup(key);
 	ss->idle_ms = now;
+	/* A plain-text session goes to the shared cache, where the next
+	 * delivery finds it whichever process makes it; it stays here only
+	 * when that cannot be (TLS, or the cache is not there). */
+	if (sess_handover(cl, ss))
+		return;
 	/* One kept session per next hop: the newer one wins. */
 	for (n = list_first(&cl->cache); n != NULL;
 	    n = list_next(&cl->cache, n)) {
 		smtp_sess_t *o = list_entry(n, smtp_sess_t, node);
 		if (strcmp(o->key, key) == 0) {
 			cache_remove(cl, o);
-			smtp_session_close(cl, o);
+			sess_release(cl, o);
 			break;
 		}
 	}
@@ -318,7 +603,7 @@ void smtp_session_done(smtp_client_t *cl, smtp_sess_t *ss, const char *key)
 		smtp_sess_t *o = list_entry(list_first(&cl->cache), smtp_sess_t,
 		    node);
 		cache_remove(cl, o);
-		smtp_session_close(cl, o);
+		sess_release(cl, o);
 	}
 	list_append(&cl->cache, &ss->node);
 	cl->ncache++;

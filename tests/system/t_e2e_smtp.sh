@@ -11,7 +11,7 @@ BUILDDIR=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
 
 # relay_instance SINKPORT [main.cf lines...]: smtpd on $port (127.0.0.1),
-# cleanup, qmgr and smtp; everything not local goes to the sink.
+# cleanup, qmgr, smtp and scache; everything not local goes to the sink.
 relay_instance() {
 	_sp=$1
 	shift
@@ -28,6 +28,7 @@ relay_instance() {
 	    "cleanup unix n - n - 0 cleanup" \
 	    "qmgr unix-dgram n - n 3600 1 qmgr" \
 	    "smtp unix - - n - - smtp" \
+	    "scache unix - - n - 1 scache" \
 	    "bounce unix - - n - 0 bounce"
 	start_instance
 }

@@ -14,8 +14,9 @@ BUILDDIR=@BUILDDIR@
 
 MKQ=$B/tests/tools/mkqfile
 
-# smtp_instance [main.cf lines...]: qmgr and smtp (also as "relay"),
-# destinations in etc/transport, retries far away (only flush retries).
+# smtp_instance [main.cf lines...]: qmgr and smtp (also as "relay") with
+# the connection cache, destinations in etc/transport, retries far away
+# (only flush retries).
 smtp_instance() {
 	mk_instance \
 	    "myhostname = client.test" \
@@ -35,6 +36,7 @@ smtp_instance() {
 		echo "qmgr unix-dgram n - n 3600 1 $B/bin/qmgr"
 		echo "smtp unix - n n - - $B/bin/smtp"
 		echo "relay unix - n n - - $B/bin/smtp"
+		echo "scache unix - n n - 1 $B/bin/scache"
 	} > etc/master.cf
 }
 

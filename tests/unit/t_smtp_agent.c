@@ -12,8 +12,20 @@
 #include "delivery.h"
 #include "queue_path.h"
 
-/* The instance: etc/ (main.cf, master.cf), q/ (queue), maillog. */
+/* The instance: etc/ (main.cf, master.cf), q/ (queue), maillog; the
+ * smtp service with the connection cache unless mcf says otherwise. */
+static void instance_mcf(const atf_tc_t *tc, const char *extra,
+    const char *mcf);
+
 static void instance(const atf_tc_t *tc, const char *extra)
+{
+	/* One process, so that every request meets the kept sessions. */
+	instance_mcf(tc, extra, "smtp unix - n n - 1 smtp\n"
+	    "scache unix - n n - 1 scache\n");
+}
+
+static void instance_mcf(const atf_tc_t *tc, const char *extra,
+    const char *mcf)
 {
 	char bin[4096], cwd[2048];
 	FILE *fp;
@@ -34,8 +46,7 @@ static void instance(const atf_tc_t *tc, const char *extra)
 	ATF_REQUIRE(fclose(fp) == 0);
 	fp = fopen("etc/master.cf", "w");
 	ATF_REQUIRE(fp != NULL);
-	/* One process, so that every request meets the kept sessions. */
-	fputs("smtp unix - n n - 1 smtp\n", fp);
+	fputs(mcf, fp);
 	ATF_REQUIRE(fclose(fp) == 0);
 	str_setf(&cmd, "%s/petrel -c %s/etc start >petrel.out 2>&1", bin, cwd);
 	if (system(str_cstr(&cmd)) != 0) {
@@ -246,6 +257,69 @@ AGENT_TC(reuse)
 	queue_layout_free(&ql);
 }
 
+/* A new smtp process for every request (max_use 1): the session goes
+ * from each process to the connection cache and on to the next, so 30
+ * requests take one connection; without the cache, 30. */
+AGENT_TC(reuse_recycled)
+{
+	const char *const rcpts[] = { "a@example.com", NULL };
+	char id[64], nh[64];
+	int port, sent = 0;
+	str_t t = STR_INIT;
+
+	port = sink_start(tc, NULL);
+	instance_mcf(tc, NULL, "smtp unix - n n - 1 smtp -o max_use=1\n"
+	    "scache unix - n n - 1 scache\n");
+	snprintf(nh, sizeof(nh), "[127.0.0.1]:%d", port);
+	for (int i = 0; i < 30; i++) {
+		dlv_request_t req;
+		dlv_reply_t rep;
+		make_message(id, sizeof(id), "s@example.org", rcpts, CONTENT);
+		make_request(&req, id, nh);
+		call(&req, &rep);
+		sent += rep.st[0].action == DLV_ACT_DELIVERED;
+		dlv_reply_free(&rep);
+		dlv_request_free(&req);
+	}
+	ATF_CHECK_EQ(sent, 30);
+	ATF_CHECK(sink_stat_wait(0, "messages", 30));
+	ATF_CHECK_EQ(sink_stat(0, "connections"), 1);
+	ATF_CHECK_EQ(sink_stat(0, "rset"), 29);
+	/* The cache closes it when idle (QUIT, without waiting). */
+	ATF_CHECK(sink_stat_wait(0, "quit", 1));
+	ATF_CHECK(strstr(maillog(&t), "warning") == NULL);
+	instance_stop();
+	sink_stop(0);
+	ATF_CHECK_EQ(sink_stat(0, "connections"), 1);
+
+	/* The same without the cache in master.cf: every process connects
+	 * (and says so once in the log), mail flows all the same. */
+	port = sink_start(tc, NULL);
+	instance_mcf(tc, NULL, "smtp unix - n n - 1 smtp -o max_use=1\n");
+	snprintf(nh, sizeof(nh), "[127.0.0.1]:%d", port);
+	sent = 0;
+	for (int i = 0; i < 10; i++) {
+		dlv_request_t req;
+		dlv_reply_t rep;
+		make_message(id, sizeof(id), "s@example.org", rcpts, CONTENT);
+		make_request(&req, id, nh);
+		call(&req, &rep);
+		sent += rep.st[0].action == DLV_ACT_DELIVERED;
+		dlv_reply_free(&rep);
+		dlv_request_free(&req);
+	}
+	ATF_CHECK_EQ(sent, 10);
+	ATF_CHECK(sink_stat_wait(0, "messages", 10));
+	ATF_CHECK_EQ(sink_stat(0, "connections"), 10);
+	/* (The socket file of the first instance is still there.) */
+	ATF_CHECK(strstr(maillog(&t), "connection cache private/scache: "
+	    "connect: Connection refused; not used for 60 s") != NULL);
+	instance_stop();
+	sink_stop(0);
+	str_release(&t);
+	queue_layout_free(&ql);
+}
+
 AGENT_TC(failures)
 {
 	const char *const rcpts[] = { "a@example.com", NULL };
@@ -387,6 +461,7 @@ ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, deliver);
 	ATF_TP_ADD_TC(tp, reuse);
+	ATF_TP_ADD_TC(tp, reuse_recycled);
 	ATF_TP_ADD_TC(tp, failures);
 	ATF_TP_ADD_TC(tp, mx);
 	ATF_TP_ADD_TC(tp, tls);

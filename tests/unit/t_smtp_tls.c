@@ -278,6 +278,73 @@ SMTP_TC(reuse)
 	tls_ctx_free(ctx);
 }
 
+static int no_save(void *ctx, const char *dest, const char *endpoint,
+    int ttl_ms, const char *props, int fd)
+{
+	(void)dest;
+	(void)endpoint;
+	(void)ttl_ms;
+	(void)props;
+	(void)fd;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static int no_find(void *ctx, bool by_endpoint, const char *label,
+    str_t *props)
+{
+	(void)ctx;
+	(void)by_endpoint;
+	(void)label;
+	(void)props;
+	return -1;
+}
+
+/* With a shared cache (level may): a TLS session never goes there (its
+ * state cannot leave the process); it is reused in the process and ends
+ * with QUIT.  A plain-text one (no STARTTLS offered) does go. */
+SMTP_TC(reuse_shared)
+{
+	delivery_t d;
+	smtp_client_t *cl;
+	tls_ctx_t *ctx;
+	smtp_shared_t sh = { no_save, no_find, NULL };
+	int port, saves = 0;
+
+	cfg_init();
+	make_pki();
+	cfg.tls_level = TLS_LEVEL_MAY;
+	ctx = client_ctx(false);
+	port = tls_sink(tc);
+	cl = smtp_client_new(&cfg, ctx);
+	sh.ctx = &saves;
+	smtp_client_set_shared(cl, &sh, "smtp");
+	for (int i = 0; i < 5; i++) {
+		deliver_to(&d, cl, "[127.0.0.1]:%d", port);
+		CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "250");
+		dl_free(&d);
+	}
+	ATF_CHECK_EQ(saves, 0);
+	ATF_CHECK_EQ(smtp_client_cached(cl), 1);
+	smtp_client_free(cl);
+	ATF_CHECK_EQ(saves, 0);
+	sink_stop(0);
+	ATF_CHECK_EQ(sink_stat(0, "connections"), 1);
+	ATF_CHECK_EQ(sink_stat(0, "starttls"), 1);
+	ATF_CHECK_EQ(sink_stat(0, "quit"), 1);
+	/* No STARTTLS offered: plain text, to the shared cache. */
+	port = sink_start(tc, "-x", "starttls", NULL);
+	cl = smtp_client_new(&cfg, ctx);
+	smtp_client_set_shared(cl, &sh, "smtp");
+	deliver_to(&d, cl, "[127.0.0.1]:%d", port);
+	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "250");
+	dl_free(&d);
+	ATF_CHECK_EQ(saves, 1);
+	smtp_client_free(cl);
+	sink_stop(0);
+	tls_ctx_free(ctx);
+}
+
 /* A server that says 220 to STARTTLS and then talks nonsense; the second
  * connection is a plain one. */
 static const char *const bad_tls_script[] = {
@@ -378,6 +445,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, verify_wrong_name);
 	ATF_TP_ADD_TC(tp, verify_untrusted);
 	ATF_TP_ADD_TC(tp, reuse);
+	ATF_TP_ADD_TC(tp, reuse_shared);
 	ATF_TP_ADD_TC(tp, may_fallback);
 	ATF_TP_ADD_TC(tp, encrypt_handshake_fails);
 	return atf_no_error();

@@ -551,6 +551,62 @@ ATF_TC_BODY(fd_flags, tc)
 	ATF_CHECK_EQ(errno, EBADF);
 }
 
+/* A message and a descriptor in one sendmsg(): the bytes and the
+ * descriptor arrive together; without a descriptor only the bytes;
+ * several descriptors are received up to the room given, the rest closed
+ * and reported. */
+ATF_TC_WITHOUT_HEAD(fd_with_data);
+ATF_TC_BODY(fd_with_data, tc)
+{
+	int sv[2], p[2], fds[2], nfds;
+	bool extra;
+	char buf[64];
+	ssize_t n;
+
+	ATF_REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ATF_REQUIRE_EQ(pipe(p), 0);
+	ATF_REQUIRE_EQ(sock_send_with_fd(sv[0], "hello\n", 6, p[0], 0), 6);
+	close(p[0]);
+	n = sock_recv_with_fds(sv[1], buf, sizeof(buf), fds, 2, &nfds, &extra, 0);
+	ATF_REQUIRE_EQ(n, 6);
+	ATF_CHECK(memcmp(buf, "hello\n", 6) == 0);
+	ATF_REQUIRE_EQ(nfds, 1);
+	ATF_CHECK(!extra);
+	ATF_CHECK(is_cloexec(fds[0]));
+	ATF_REQUIRE_EQ(write(p[1], "x", 1), 1);
+	ATF_CHECK_EQ(read(fds[0], buf, 1), 1);
+	close(fds[0]);
+
+	/* Bytes only. */
+	ATF_REQUIRE_EQ(sock_send_with_fd(sv[0], "abc", 3, -1, 0), 3);
+	n = sock_recv_with_fds(sv[1], buf, sizeof(buf), fds, 2, &nfds, &extra, 0);
+	ATF_CHECK_EQ(n, 3);
+	ATF_CHECK_EQ(nfds, 0);
+	ATF_CHECK(!extra);
+
+	/* No room for the descriptor: closed, and said so. */
+	ATF_REQUIRE_EQ(sock_send_with_fd(sv[0], "d", 1, p[1], 0), 1);
+	n = sock_recv_with_fds(sv[1], buf, sizeof(buf), fds, 0, &nfds, &extra, 0);
+	ATF_CHECK_EQ(n, 1);
+	ATF_CHECK_EQ(nfds, 0);
+	ATF_CHECK(extra);
+
+	/* Nothing there, non-blocking. */
+	n = sock_recv_with_fds(sv[1], buf, sizeof(buf), fds, 2, &nfds, &extra,
+	    MSG_DONTWAIT);
+	ATF_CHECK_EQ(n, -1);
+	ATF_CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+
+	/* End of file; and sending to a closed peer is EPIPE, no signal. */
+	close(sv[0]);
+	n = sock_recv_with_fds(sv[1], buf, sizeof(buf), fds, 2, &nfds, &extra, 0);
+	ATF_CHECK_EQ(n, 0);
+	ATF_CHECK_EQ(sock_send_with_fd(sv[1], "x", 1, p[1], 0), -1);
+	ATF_CHECK_EQ(errno, EPIPE);
+	close(sv[1]);
+	close(p[1]);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, tcp4_loopback);
@@ -570,5 +626,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, fd_passing);
 	ATF_TP_ADD_TC(tp, fd_passing_two);
 	ATF_TP_ADD_TC(tp, fd_flags);
+	ATF_TP_ADD_TC(tp, fd_with_data);
 	return atf_no_error();
 }
