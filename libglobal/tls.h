@@ -111,6 +111,9 @@ tls_ctx_t *tls_client_ctx(const tls_client_config_t *cfg, str_t *err);
 tls_ctx_t *tls_server_ctx_from_config(str_t *err);
 tls_ctx_t *tls_client_ctx_from_config(str_t *err);
 void tls_ctx_free(tls_ctx_t *ctx);
+/* Objects (certificates, CRLs) in the context's trust store so far: a
+ * hashed CA directory adds them only as chains are verified (tests). */
+int tls_ctx_trust_objects(const tls_ctx_t *ctx);
 
 /* Handshake on stream_fd(s) (connected; made non-blocking here), bounded
  * by timeout_ms for the whole handshake (0 = no limit).  Pending output of
