@@ -249,96 +249,6 @@ int sock_unix_listen(const char *path, int backlog, mode_t mode)
 
 /* ---- descriptor passing ---- */
 
-int sock_send_fd(int sock, int fd)
-{
-	struct msghdr msg;
-	struct iovec iov;
-	struct cmsghdr *cmsg;
-	char byte = 0;
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	ssize_t n;
-
-	memset(&msg, 0, sizeof(msg));
-	memset(&u, 0, sizeof(u));
-	iov.iov_base = &byte;
-	iov.iov_len = 1;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = u.buf;
-	msg.msg_controllen = sizeof(u.buf);
-	cmsg = CMSG_FIRSTHDR(&msg);
-	cmsg->cmsg_level = SOL_SOCKET;
-	cmsg->cmsg_type = SCM_RIGHTS;
-	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-	do
-		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == 1 ? 0 : -1;
-}
-
-int sock_recv_fd(int sock)
-{
-	struct msghdr msg;
-	struct iovec iov;
-	struct cmsghdr *cmsg;
-	char byte;
-	/* Room for several, so that extra descriptors are received (and
-	 * closed) rather than leaked into the truncated control data. */
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(8 * sizeof(int))];
-	} u;
-	int fds[8], nfds = 0, flags = 0;
-	ssize_t n;
-
-#ifdef MSG_CMSG_CLOEXEC
-	flags |= MSG_CMSG_CLOEXEC;
-#endif
-	memset(&msg, 0, sizeof(msg));
-	iov.iov_base = &byte;
-	iov.iov_len = 1;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = u.buf;
-	msg.msg_controllen = sizeof(u.buf);
-	do
-		n = recvmsg(sock, &msg, flags);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -1;
-	for (cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
-		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < count; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
-			if (nfds < 8)
-				fds[nfds++] = fd;
-			else
-				close(fd);
-		}
-	}
-	if (n == 0 && nfds == 0) {
-		errno = ECONNRESET;
-		return -1;
-	}
-	if (nfds != 1 || (msg.msg_flags & MSG_CTRUNC)) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		errno = EBADMSG;
-		return -1;
-	}
-#ifndef MSG_CMSG_CLOEXEC
-	sock_set_cloexec(fds[0], true);
-#endif
-	return fds[0];
-}
-
 ssize_t sock_send_with_fd(int sock, const void *buf, size_t len, int fd,
     int flags)
 {
@@ -428,6 +338,35 @@ ssize_t sock_recv_with_fds(int sock, void *buf, size_t len, int *fds,
 		}
 	}
 	return n;
+}
+
+int sock_send_fd(int sock, int fd)
+{
+	char byte = 0;
+
+	return sock_send_with_fd(sock, &byte, 1, fd, 0) == 1 ? 0 : -1;
+}
+
+int sock_recv_fd(int sock)
+{
+	char byte;
+	int fds[1], nfds;
+	bool extra;
+	ssize_t n = sock_recv_with_fds(sock, &byte, 1, fds, 1, &nfds, &extra, 0);
+
+	if (n < 0)
+		return -1;
+	if (n == 0 && nfds == 0) {
+		errno = ECONNRESET;
+		return -1;
+	}
+	if (nfds != 1 || extra) {
+		if (nfds == 1)
+			close(fds[0]);
+		errno = EBADMSG;
+		return -1;
+	}
+	return fds[0];
 }
 
 /* ---- addresses ---- */
