@@ -694,7 +694,8 @@ int sock_tcp_listen(const char *spec, int backlog, int fds[SOCK_LISTEN_MAX])
 	return r;
 }
 
-int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len)
+static int accept_flags(int lfd, struct sockaddr_storage *peer, socklen_t *len,
+    bool nonblock)
 {
 	struct sockaddr_storage ss;
 	socklen_t slen;
@@ -706,11 +707,13 @@ int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len)
 		len = &slen;
 	for (;;) {
 		*len = sizeof(*peer);
-#if defined(SOCK_CLOEXEC)
-		fd = accept4(lfd, (struct sockaddr *)peer, len, SOCK_CLOEXEC);
+#if defined(SOCK_CLOEXEC) && defined(SOCK_NONBLOCK)
+		fd = accept4(lfd, (struct sockaddr *)peer, len,
+		    SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0));
 #else
 		fd = accept(lfd, (struct sockaddr *)peer, len);
-		if (fd >= 0 && sock_set_cloexec(fd, true) < 0) {
+		if (fd >= 0 && (sock_set_cloexec(fd, true) < 0 ||
+		    (nonblock && sock_set_nonblock(fd, true) < 0))) {
 			close_keep_errno(fd);
 			return -1;
 		}
@@ -722,25 +725,14 @@ int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len)
 	}
 }
 
+int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len)
+{
+	return accept_flags(lfd, peer, len, false);
+}
+
 int sock_accept_nonblock(int lfd)
 {
-	int fd;
-
-	for (;;) {
-#if defined(SOCK_CLOEXEC) && defined(SOCK_NONBLOCK)
-		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-#else
-		fd = sock_accept(lfd, NULL, NULL);
-		if (fd >= 0 && sock_set_nonblock(fd, true) < 0) {
-			close_keep_errno(fd);
-			return -1;
-		}
-#endif
-		if (fd >= 0)
-			return fd;
-		if (errno != EINTR && errno != ECONNABORTED)
-			return -1;
-	}
+	return accept_flags(lfd, NULL, NULL, true);
 }
 
 int sock_tcp_connect(const struct sockaddr *sa, socklen_t len, int timeout_ms,
