@@ -69,8 +69,10 @@ static int test_hook(enum dirsync_event ev, uint64_t v)
 	char b;
 
 	if (hook_mode & H_LOG) {
-		static const char *names[] = { "L", "T", "F", "E", "C", "W" };
-		log_event(names[ev], v);
+		static const char *names[] = { "L", "T", "F", "E", "C", "W",
+		    "Q", "G" };
+		if ((size_t)ev < sizeof(names) / sizeof(names[0]))
+			log_event(names[ev], v);
 	}
 	switch (ev) {
 	case DIRSYNC_EV_TICKET_LOCKED:
@@ -118,6 +120,15 @@ static void pipes(void)
 	ATF_REQUIRE(pipe(results) == 0);
 	ATF_REQUIRE(mkdir(DIR, 0700) == 0);
 	dirsync_hook = test_hook;
+}
+
+/* For the tests that hold a writer still on purpose (blocked on the go
+ * pipe) while others queue behind it: with the normal bound a slow
+ * machine could end those waits before the test lets the writer go,
+ * and the counts the tests check would change.  (Still a bound.) */
+static void patient(void)
+{
+	dirsync_wait_ms = 60000;
 }
 
 /* Creates a file in dir and renames it to a new name there (what a
@@ -267,6 +278,7 @@ ATF_TC_BODY(rename_during_fsync, tc)
 {
 	/* A's fsync began before B's rename: it must not count for B. */
 	pipes();
+	patient();
 	pid_t a = writer(0, H_BLOCK_FSYNC);
 	ATF_REQUIRE_EQ(wait_note(), 'F');
 	pid_t b = writer(1, H_NOTE_TICKET);
@@ -296,6 +308,7 @@ ATF_TC_BODY(shared_fsync, tc)
 	/* While A fsyncs, five others rename and take tickets; then one
 	 * fsync serves all five. */
 	pipes();
+	patient();
 	pid[0] = writer(0, H_BLOCK_FSYNC);
 	ATF_REQUIRE_EQ(wait_note(), 'F');
 	for (int i = 1; i < N; i++)
@@ -329,6 +342,7 @@ ATF_TC_BODY(failed_fsync, tc)
 	 * and that fsync fails: both must fail, also the one that did not
 	 * fsync.  A later writer is not affected. */
 	pipes();
+	patient();
 	pid_t a = writer(0, H_BLOCK_FSYNC);
 	ATF_REQUIRE_EQ(wait_note(), 'F');
 	pid_t b = writer(1, H_NOTE_TICKET | H_FAIL_FSYNC);
@@ -372,6 +386,7 @@ ATF_TC_BODY(killed_in_fsync, tc)
 	int status;
 
 	pipes();
+	patient();
 	pid_t a = writer(0, H_HANG_FSYNC);
 	ATF_REQUIRE_EQ(wait_note(), 'F');
 	pid_t b = writer(1, H_NOTE_TICKET);
@@ -401,6 +416,7 @@ ATF_TC_BODY(killed_holding_record, tc)
 	int status;
 
 	pipes();
+	patient();
 	pid_t a = writer(0, H_HANG_LOCKED);
 	ATF_REQUIRE_EQ(wait_note(), 'L');
 	pid_t b = writer(1, 0);
@@ -433,6 +449,7 @@ ATF_TC_BODY(waits_for_writer_in_flight, tc)
 	 * A waits for B's rename, and one fsync serves both.  (The slot is
 	 * in use already: the first writer into a free slot does not wait.) */
 	pipes();
+	patient();
 	ATF_REQUIRE_EQ(commit_here(STATE, DIR, &n), 0);
 	pid_t b = writer(1, H_BEGIN_WAIT);
 	ATF_REQUIRE_EQ(wait_note(), 'B');
@@ -468,6 +485,7 @@ ATF_TC_BODY(in_flight_writer_killed, tc)
 	int status;
 
 	pipes();
+	patient();
 	ATF_REQUIRE_EQ(commit_here(STATE, DIR, &n), 0);
 	pid_t b = writer(1, H_BEGIN_HANG);
 	ATF_REQUIRE_EQ(wait_note(), 'B');
@@ -523,7 +541,8 @@ typedef struct ev {
  * is one write with O_APPEND, R is written after rename() returned, F
  * before fsync() is called, E after it returned, C before the commit
  * returns. */
-static void check_log(const char *path, int *covered, int *fsyncs)
+static void check_log(const char *path, int *covered, int *fsyncs,
+    int *gave_up)
 {
 	str_t s = STR_INIT;
 	ev_t *e = NULL;
@@ -544,10 +563,12 @@ static void check_log(const char *path, int *covered, int *fsyncs)
 		n++;
 		p = nl + 1;
 	}
-	*covered = *fsyncs = 0;
+	*covered = *fsyncs = *gave_up = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (e[i].what == 'F')
 			(*fsyncs)++;
+		if (e[i].what == 'G')
+			(*gave_up)++;
 		if (e[i].what != 'C')
 			continue;
 		(*covered)++;
@@ -586,7 +607,7 @@ ATF_TC_BODY(many_writers, tc)
 {
 	enum { N = 8, M = 40 };
 	pid_t pid[N];
-	int covered, fsyncs, status;
+	int covered, fsyncs, gave_up, status;
 
 	ATF_REQUIRE(mkdir(DIR, 0700) == 0);
 	evlog = open("events", O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -616,13 +637,19 @@ ATF_TC_BODY(many_writers, tc)
 		ATF_CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		    "writer %d failed", i);
 	}
-	check_log("events", &covered, &fsyncs);
+	check_log("events", &covered, &fsyncs, &gave_up);
 	/* Informational: how much was shared this time. */
 	printf("%d commits, %d directory fsyncs, %d commits covered by "
-	    "another's fsync\n", N * M, fsyncs, covered);
+	    "another's fsync, %d waits cut short\n", N * M, fsyncs, covered,
+	    gave_up);
 	dirsync_counters_t c = counters(DIR);
 	ATF_CHECK_EQ(c.renamed, N * M);
-	ATF_CHECK_EQ(c.synced, N * M);
+	/* A writer that stopped waiting (a very slow machine) fsynced on its
+	 * own and published nothing: S may then stay behind R. */
+	if (gave_up == 0)
+		ATF_CHECK_EQ(c.synced, N * M);
+	else
+		ATF_CHECK(c.synced <= N * M);
 }
 
 /* ---- The state file: damage, limits, other directories ---- */
