@@ -16,7 +16,16 @@
  * fsyncs the directory itself (one warning per handle).  Processes are
  * assumed single-threaded, with one handle per state file: fcntl locks
  * do not exclude threads, and closing any descriptor of the file drops
- * all of the process's locks on it. */
+ * all of the process's locks on it.
+ *
+ * A commit never waits for other processes for long: after 50 ms of
+ * waiting in all (a stopped or hung holder of a lock) it goes on without
+ * them and fsyncs the directory itself, and it then only takes locks
+ * that are free at once until it sees that the holder has moved on.  A
+ * wait is ended by a POSIX timer that sends the real-time signal
+ * SIGRTMIN + 2; the first wait that needs it installs a handler for it
+ * that does nothing (no SA_RESTART).  The process must leave that signal
+ * alone; it is unblocked during the wait whatever the caller's mask. */
 #ifndef PETREL_DIRSYNC_H
 #define PETREL_DIRSYNC_H
 #include <stdint.h>
@@ -65,8 +74,26 @@ enum dirsync_event {
 	DIRSYNC_EV_FSYNC_DONE,		/* value: 0 or the errno */
 	DIRSYNC_EV_COVERED,		/* durable by another's fsync; value: S */
 	DIRSYNC_EV_PAIR_WAIT,		/* waiting for a writer about to rename */
+	DIRSYNC_EV_WAIT,		/* a lock is busy: about to wait for it;
+					 * value: an enum dirsync_wait */
+	DIRSYNC_EV_GAVE_UP,		/* the commit's bound is spent: it goes
+					 * on without that lock (value: which) */
 };
 extern int (*dirsync_hook)(enum dirsync_event ev, uint64_t value);
+
+/* What a commit can wait for (held by another process). */
+enum dirsync_wait {
+	DIRSYNC_WAIT_TICKET = 1,	/* the record lock, to take a ticket */
+	DIRSYNC_WAIT_PAIR,		/* an in-flight writer's mark */
+	DIRSYNC_WAIT_SYNC,		/* both locks: another writer fsyncs */
+	DIRSYNC_WAIT_PUBLISH,		/* the record lock, to store S or F */
+};
+
+/* How long, in milliseconds, one commit waits for other processes in
+ * all (50).  Tests that hold a writer still on purpose while others
+ * queue behind it raise it, so that a slow machine cannot end their
+ * waits early; nothing else should change it. */
+extern unsigned dirsync_wait_ms;
 
 typedef struct dirsync_counters {
 	uint64_t renamed, synced, failed;

@@ -13,11 +13,15 @@
  * start together; the figures are for the whole run:
  *
  *	queue k=4 msgs=800 secs=1.234 msgs/s=648.3 fsyncs=1200 fsyncs/msg=1.500
+ *	    waits=310 cut=0
  *
  * fsyncs counts every fsync(2) the commits or deliveries made (file and
  * directory), from the libraries' own counters; "n/a" when the library
- * has none (an older tree: count with strace -f -c -e fsync then).  The
- * messages are left in place (remove DIR between runs). */
+ * has none (an older tree: count with strace -f -c -e fsync then).
+ * waits: how often a commit found a lock busy and waited for another
+ * process; cut: how many of those waits reached dirsync's bound (the
+ * commit then fsynced on its own).  The messages are left in place
+ * (remove DIR between runs). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,6 +40,19 @@
 /* Counters of the libraries, when they have them. */
 extern unsigned long qfw_fsync_count __attribute__((weak));
 extern unsigned long mailbox_fsync_count __attribute__((weak));
+
+/* Waits and waits cut short, counted through the dirsync hook. */
+static long waits, cut;
+
+static int count_hook(enum dirsync_event ev, uint64_t value)
+{
+	(void)value;
+	if (ev == DIRSYNC_EV_WAIT)
+		waits++;
+	else if (ev == DIRSYNC_EV_GAVE_UP)
+		cut++;
+	return 0;
+}
 
 static void usage(void)
 {
@@ -133,7 +150,7 @@ int main(int argc, char **argv)
 	const char *mode, *dir, *hashed = "";
 	int procs = 1, msgs = 200, c, go[2], res[2];
 	size_t size = 2000;
-	long total = 0;
+	long total = 0, all_waits = 0, all_cut = 0;
 	bool counted = true;
 	double t0, t1;
 
@@ -175,15 +192,18 @@ int main(int argc, char **argv)
 			die("fork", strerror(errno));
 		if (pid == 0) {
 			char b;
-			long n;
+			long n[3];
 
 			close(go[1]);
 			close(res[0]);
+			dirsync_hook = count_hook;
 			/* Wait for the start: the parent closes its end. */
 			(void)read(go[0], &b, 1);
-			n = mode[0] == 'q' ? run_queue(dir, hashed, msgs, size, p)
+			n[0] = mode[0] == 'q' ? run_queue(dir, hashed, msgs, size, p)
 			    : run_maildir(dir, msgs, size, p);
-			if (write(res[1], &n, sizeof(n)) != (ssize_t)sizeof(n))
+			n[1] = waits;
+			n[2] = cut;
+			if (write(res[1], n, sizeof(n)) != (ssize_t)sizeof(n))
 				_exit(1);
 			_exit(0);
 		}
@@ -193,12 +213,14 @@ int main(int argc, char **argv)
 	t0 = now();
 	close(go[1]);
 	for (int p = 0; p < procs; p++) {
-		long n;
-		if (read(res[0], &n, sizeof(n)) != (ssize_t)sizeof(n))
+		long n[3];
+		if (read(res[0], n, sizeof(n)) != (ssize_t)sizeof(n))
 			die("a writer", "failed");
-		if (n < 0)
+		if (n[0] < 0)
 			counted = false;
-		total += n;
+		total += n[0];
+		all_waits += n[1];
+		all_cut += n[2];
 	}
 	t1 = now();
 	for (int p = 0; p < procs; p++) {
@@ -211,9 +233,10 @@ int main(int argc, char **argv)
 	printf("%s k=%d msgs=%ld secs=%.3f msgs/s=%.1f", mode, procs, all,
 	    t1 - t0, (double)all / (t1 - t0));
 	if (counted)
-		printf(" fsyncs=%ld fsyncs/msg=%.3f\n", total,
+		printf(" fsyncs=%ld fsyncs/msg=%.3f", total,
 		    (double)total / (double)all);
 	else
-		printf(" fsyncs=n/a\n");
+		printf(" fsyncs=n/a");
+	printf(" waits=%ld cut=%ld\n", all_waits, all_cut);
 	return 0;
 }

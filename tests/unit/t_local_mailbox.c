@@ -449,6 +449,9 @@ static unsigned long three_deliveries(int mode_bc, mres_t r[3])
 	char c;
 
 	ATF_REQUIRE(pipe(note) == 0 && pipe(go) == 0 && pipe(res) == 0);
+	/* A is held still on purpose: B and C must not stop waiting for
+	 * it (after dirsync's 50 ms) on a slow machine. */
+	dirsync_wait_ms = 60000;
 	hk_note = note[1];
 	hk_go = go[0];
 	pid[0] = deliver_child(HK_BLOCK_FSYNC, res[1]);
