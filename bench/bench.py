@@ -174,7 +174,7 @@ def header(args, z, mtas, ctx):
         "machine   %d CPUs (nproc), kernel %s, %.1f GiB RAM" % (os.cpu_count(), platform.release(), mem),
         "disk      %s, holding %s" % (disk_of(args.work), args.work),
         "Postfix   %s" % ("%s (%s)" % (mta.Postfix.version(), mta.POSTFIX) if "Postfix" in mtas
-                          else "not run: " + ctx.postfix_why),
+                          else "not run: " + (ctx.postfix_why or "not asked for (--mta)")),
         "Petrel    %s (%s)" % (mta.Petrel.version(args.build), args.build),
         "sizes     relay %d msg, local %d msg, bulk %d rcpt + %d small (RCPT %d ms late), "
         "busy %d msg x 2 rcpt (%d ms per RCPT)" % (z["relay"], z["local"], z["bulk"], z["small"],
