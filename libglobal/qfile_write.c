@@ -2,6 +2,7 @@
  * file fsync, rename to the queue ID, the rename made durable by a
  * directory fsync that may be shared with other writers (dirsync).
  * doc/queue-file.md §4. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -46,6 +47,139 @@ struct qfw {
 };
 
 static unsigned long tmp_counter;
+unsigned long qfw_spares_taken, qfile_recycled;
+
+/* ---- Recycling (qfile.h) ---- */
+
+/* Spare names read from spare/ and not tried yet (one process writes
+ * one queue tree). */
+#define SPARE_BATCH 32
+static struct {
+	char names[SPARE_BATCH][QUEUE_ID_SIZE];
+	int n, next;
+	bool empty;		/* spare/ was empty ... */
+	struct timespec mtime;	/* ... and has not changed since */
+} spares;
+
+static void spare_refill(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	spares.n = spares.next = 0;
+	if (d == NULL)
+		return;
+	while (spares.n < SPARE_BATCH && (de = readdir(d)) != NULL)
+		if (queue_id_valid(de->d_name))
+			bcopy_str(spares.names[spares.n++], QUEUE_ID_SIZE, de->d_name);
+	closedir(d);
+}
+
+/* A spare file as tmp_path, empty, with mode and our lock on it; or -1
+ * (none left, or none to be had: the caller creates a file). */
+static int take_spare(const char *dir, const char *tmp_path, mode_t mode)
+{
+	str_t path = STR_INIT;
+	struct stat st;
+	bool refilled = false;
+	int fd = -1;
+
+	while (fd < 0) {
+		if (spares.next >= spares.n) {
+			/* One look at the directory a message: the names it
+			 * gave may all be taken, or busy, right now. */
+			if (refilled)
+				break;
+			refilled = true;
+			/* An empty spare/ is read again only once something
+			 * was put into it (its time changed): a stat, not a
+			 * read of the directory, for every message meanwhile. */
+			if (stat(dir, &st) < 0)
+				break;
+			if (spares.empty && st.st_mtim.tv_sec == spares.mtime.tv_sec
+			    && st.st_mtim.tv_nsec == spares.mtime.tv_nsec)
+				break;
+			spares.mtime = st.st_mtim;
+			spare_refill(dir);
+			spares.empty = spares.n == 0;
+			if (spares.empty)
+				break;
+		}
+		str_setf(&path, "%s/%s", dir, spares.names[spares.next++]);
+		/* Taken by another writer meanwhile: the open, the lock or the
+		 * rename fails, and the next name is tried. */
+		fd = open(str_cstr(&path), O_WRONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1
+		    || file_lock(fd, FILE_LOCK_EXCLUSIVE | FILE_LOCK_NOWAIT) < 0
+		    || rename(str_cstr(&path), tmp_path) < 0) {
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		if (ftruncate(fd, 0) < 0 || fchmod(fd, mode) < 0) {
+			(void)unlink(tmp_path);
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		qfw_spares_taken++;
+	}
+	str_release(&path);
+	return fd;
+}
+
+static long count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	long n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (queue_id_valid(de->d_name))
+			n++;
+	closedir(d);
+	return n;
+}
+
+int qfile_recycle(const queue_layout_t *ql, const char *path, const char *id)
+{
+	/* How full spare/ is: counted now and then (writers take files out
+	 * of it behind our back), counted up in between. */
+	static long estimate;
+	static unsigned long since_count;
+	str_t dir = STR_INIT, spare = STR_INIT;
+	int rc;
+
+	str_setf(&dir, "%s/%s", ql->dir, QUEUE_SPARE_DIR);
+	if (since_count++ % 256 == 0) {
+		estimate = count_entries(str_cstr(&dir));
+		if (estimate < 0)
+			estimate = QFILE_SPARE_MAX;	/* no spare/: no recycling */
+	}
+	if (queue_id_valid(id) && estimate < QFILE_SPARE_MAX) {
+		str_setf(&spare, "%s/%s", str_cstr(&dir), id);
+		/* Out of the queue at once (a crash now leaves a spare with
+		 * old content, which the writer that takes it truncates);
+		 * then emptied: a spare holds no blocks and no old mail. */
+		if (rename(path, str_cstr(&spare)) == 0) {
+			(void)truncate(str_cstr(&spare), 0);
+			estimate++;
+			qfile_recycled++;
+			str_release(&dir);
+			str_release(&spare);
+			return 0;
+		}
+	}
+	rc = unlink(path);
+	str_release(&dir);
+	str_release(&spare);
+	return rc;
+}
 
 static int werr(qfw_t *w, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -174,7 +308,8 @@ qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
 	w->hashed = queue_is_hashed(ql, queue);
 	str_setf(&w->state_path, "%s/%s", ql->dir, QUEUE_DIRSYNC_STATE);
 	/* A name that can never be a queue ID (it has dots), unique by pid,
-	 * counter and clock; O_EXCL catches the rest. */
+	 * counter and clock; O_EXCL catches the rest.  Into incoming/, a
+	 * spare file gets it if there is one. */
 	for (int tries = 0; w->fd < 0; tries++) {
 		struct timeval tv;
 		gettimeofday(&tv, NULL);
@@ -182,6 +317,15 @@ qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
 		str_setf(&w->tmp_path, "%s/tmp.%ld.%lu.%lx", str_cstr(&w->top_dir),
 		    (long)getpid(), ++tmp_counter,
 		    (unsigned long)(tv.tv_usec ^ (tv.tv_sec << 20)));
+		if (tries == 0 && strcmp(queue, QUEUE_INCOMING) == 0) {
+			str_t sdir = STR_INIT;
+			str_setf(&sdir, "%s/%s", ql->dir, QUEUE_SPARE_DIR);
+			w->fd = take_spare(str_cstr(&sdir), str_cstr(&w->tmp_path),
+			    mode);
+			str_release(&sdir);
+			if (w->fd >= 0)
+				break;
+		}
 		w->fd = file_create_excl(str_cstr(&w->tmp_path), mode);
 		if (w->fd < 0 && (errno != EEXIST || tries > 100)) {
 			if (err)

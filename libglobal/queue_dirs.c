@@ -19,6 +19,7 @@ static const queue_dir_spec_t table[] = {
 	{ "bounce", 0700, QD_MAIL_OWNER, false },
 	{ "trace", 0700, QD_MAIL_OWNER, false },
 	{ "saved", 0700, QD_MAIL_OWNER, false },
+	{ "spare", 0700, QD_MAIL_OWNER, false },
 	{ "private", 0700, QD_MAIL_OWNER, false },
 	{ "public", 0710, QD_MAIL_OWNER, true },
 	{ "pid", 0755, QD_MASTER, false },

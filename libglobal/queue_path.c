@@ -252,8 +252,8 @@ int queue_create_dirs(const queue_layout_t *ql, str_t *err)
 			ret = -1;
 		}
 	}
-	if (ret == 0) {
-		str_setf(&p, "%s/%s", ql->dir, QUEUE_SAVED_DIR);
+	for (int i = 0; ret == 0 && i < 2; i++) {
+		str_setf(&p, "%s/%s", ql->dir, i ? QUEUE_SPARE_DIR : QUEUE_SAVED_DIR);
 		if (mkdir(str_cstr(&p), 0700) < 0 && errno != EEXIST) {
 			if (err)
 				str_setf(err, "mkdir %s: %s", str_cstr(&p),

@@ -21,6 +21,8 @@
 
 /* Not a queue: state the daemons keep, under queue_directory. */
 #define QUEUE_SAVED_DIR "saved"
+/* Finished queue files kept for reuse (qfile_recycle, qfw_create). */
+#define QUEUE_SPARE_DIR "spare"
 /* The queue-file writer's directory-fsync group commit (queue-file.md §4). */
 #define QUEUE_DIRSYNC_STATE QUEUE_SAVED_DIR "/dirsync.queue"
 

@@ -617,7 +617,9 @@ static void dispose(qmgr_msg_t *msg, double now)
 			log_warning("%s: %s", msg->id, str_cstr(&err));
 		qfile_close(msg->qf);
 		msg->qf = NULL;
-		if (unlink(str_cstr(&path)) < 0 && errno != ENOENT) {
+		/* Removed, or kept empty for a new message (qfile.h). */
+		if (qfile_recycle(&Q.ql, str_cstr(&path), msg->id) < 0 &&
+		    errno != ENOENT) {
 			log_error("%s: remove %s: %s", msg->id, str_cstr(&path),
 			    strerror(errno));
 		} else {

@@ -658,6 +658,147 @@ ATF_TC_BODY(open_after_layout_change, tc)
 	str_release(&err);
 }
 
+/* The path of a committed message in incoming/ (not hashed here). */
+static void incoming_path(const char *id, str_t *out)
+{
+	str_setf(out, "q/%s/%s", QUEUE_INCOMING, id);
+}
+
+static long count_spares(void)
+{
+	DIR *d = opendir("q/" QUEUE_SPARE_DIR);
+	struct dirent *de;
+	long n = 0;
+
+	ATF_REQUIRE(d != NULL);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A finished file goes to spare/, emptied; the next message into
+ * incoming/ is written into it (same inode, a new queue ID, the new
+ * content only). */
+ATF_TC_WITHOUT_HEAD(recycle_reuse);
+ATF_TC_BODY(recycle_reuse, tc)
+{
+	char id1[QUEUE_ID_SIZE], id2[QUEUE_ID_SIZE];
+	str_t path = STR_INIT, got = STR_INIT;
+	struct stat st1, st2;
+	size_t lines;
+	const char big[] = "Subject: one\n\nthe first message, longer than the second\n";
+
+	setup("");
+	write_msg(id1, big, strlen(big), 2);
+	incoming_path(id1, &path);
+	ATF_REQUIRE(stat(str_cstr(&path), &st1) == 0);
+	unsigned long before = qfile_recycled;
+	ATF_REQUIRE(qfile_recycle(&ql, str_cstr(&path), id1) == 0);
+	ATF_CHECK_EQ(qfile_recycled, before + 1);
+	ATF_CHECK(access(str_cstr(&path), F_OK) < 0);
+	ATF_CHECK_EQ(count_spares(), 1);
+	str_setf(&got, "q/%s/%s", QUEUE_SPARE_DIR, id1);
+	ATF_REQUIRE(stat(str_cstr(&got), &st2) == 0);
+	ATF_CHECK_EQ(st2.st_size, 0);
+
+	unsigned long taken = qfw_spares_taken;
+	write_msg(id2, "Subject: two\n\nx\n", 16, 1);
+	ATF_CHECK_EQ(qfw_spares_taken, taken + 1);
+	ATF_CHECK_EQ(count_spares(), 0);
+	ATF_CHECK(strcmp(id1, id2) != 0);
+	incoming_path(id2, &path);
+	ATF_REQUIRE(stat(str_cstr(&path), &st2) == 0);
+	ATF_CHECK_EQ(st1.st_ino, st2.st_ino);
+	ATF_CHECK_EQ(st2.st_mode & 07777, 0600);
+	qfile_t *qf = open_ok(id2, 0);
+	read_content(qf, &got, 1000, &lines);
+	ATF_CHECK_STREQ(str_cstr(&got), "Subject: two\n\nx\n");
+	ATF_CHECK_EQ(qfile_rcpt_count(qf), 1);
+	qfile_close(qf);
+	/* No spare left: a new file, as before. */
+	write_msg(id1, "Subject: three\n\ny\n", 18, 1);
+	ATF_CHECK_EQ(qfw_spares_taken, taken + 1);
+	str_release(&path);
+	str_release(&got);
+	queue_layout_free(&ql);
+}
+
+/* spare/ holds at most QFILE_SPARE_MAX files; what does not fit is
+ * removed.  Entries that are not plain files are left alone. */
+ATF_TC_WITHOUT_HEAD(recycle_bound);
+ATF_TC_BODY(recycle_bound, tc)
+{
+	char id[QUEUE_ID_SIZE];
+	str_t path = STR_INIT;
+
+	static char ids[QFILE_SPARE_MAX + 20][QUEUE_ID_SIZE];
+
+	setup("");
+	/* All written first (a writer would take a spare back). */
+	for (int i = 0; i < QFILE_SPARE_MAX + 20; i++)
+		write_msg(ids[i], "x\n", 2, 1);
+	for (int i = 0; i < QFILE_SPARE_MAX + 20; i++) {
+		incoming_path(ids[i], &path);
+		ATF_REQUIRE(qfile_recycle(&ql, str_cstr(&path), ids[i]) == 0);
+		ATF_REQUIRE(access(str_cstr(&path), F_OK) < 0);
+	}
+	ATF_CHECK_EQ(count_spares(), QFILE_SPARE_MAX);
+	(void)id;
+	str_release(&path);
+	queue_layout_free(&ql);
+}
+
+/* A spare another process holds (locked: it is taking it) is not taken;
+ * a directory or a file with two links in spare/ is never used. */
+ATF_TC_WITHOUT_HEAD(recycle_contended);
+ATF_TC_BODY(recycle_contended, tc)
+{
+	char id[QUEUE_ID_SIZE], id2[QUEUE_ID_SIZE];
+	str_t path = STR_INIT;
+	int go[2], done[2];
+	pid_t pid;
+	char c;
+
+	setup("");
+	write_msg(id, "x\n", 2, 1);
+	incoming_path(id, &path);
+	ATF_REQUIRE(qfile_recycle(&ql, str_cstr(&path), id) == 0);
+	str_setf(&path, "q/%s/%s", QUEUE_SPARE_DIR, id);
+	ATF_REQUIRE(pipe(go) == 0 && pipe(done) == 0);
+	ATF_REQUIRE((pid = fork()) >= 0);
+	if (pid == 0) {
+		int fd = open(str_cstr(&path), O_WRONLY);
+		if (fd < 0 || file_lock(fd, FILE_LOCK_EXCLUSIVE) < 0)
+			_exit(1);
+		if (write(go[1], "l", 1) != 1 || read(done[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	ATF_REQUIRE(read(go[0], &c, 1) == 1);
+	unsigned long taken = qfw_spares_taken;
+	write_msg(id2, "y\n", 2, 1);
+	ATF_CHECK_EQ(qfw_spares_taken, taken);
+	ATF_CHECK(access(str_cstr(&path), F_OK) == 0);
+	ATF_REQUIRE(write(done[1], "d", 1) == 1);
+	int st;
+	ATF_REQUIRE(waitpid(pid, &st, 0) == pid);
+	ATF_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* Unlocked now, but hard-linked elsewhere: still not taken. */
+	ATF_REQUIRE(link(str_cstr(&path), "q/extra-link") == 0);
+	ATF_REQUIRE(mkdir("q/" QUEUE_SPARE_DIR "/1ZZZZZZZZZZZZZZZ", 0700) == 0 ||
+	    errno == EINVAL);
+	write_msg(id2, "z\n", 2, 1);
+	ATF_CHECK_EQ(qfw_spares_taken, taken);
+	ATF_CHECK(access(str_cstr(&path), F_OK) == 0);
+	/* Once it stands alone it is used. */
+	ATF_REQUIRE(unlink("q/extra-link") == 0);
+	write_msg(id2, "w\n", 2, 1);
+	ATF_CHECK_EQ(qfw_spares_taken, taken + 1);
+	str_release(&path);
+	queue_layout_free(&ql);
+}
+
 ATF_TC_WITHOUT_HEAD(tmp_stale);
 ATF_TC_BODY(tmp_stale, tc)
 {
@@ -1041,6 +1182,9 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, many_recipients_batches);
 	ATF_TP_ADD_TC(tp, hashed_incoming);
 	ATF_TP_ADD_TC(tp, open_after_layout_change);
+	ATF_TP_ADD_TC(tp, recycle_reuse);
+	ATF_TP_ADD_TC(tp, recycle_bound);
+	ATF_TP_ADD_TC(tp, recycle_contended);
 	ATF_TP_ADD_TC(tp, tmp_stale);
 	ATF_TP_ADD_TC(tp, killed_writer);
 	ATF_TP_ADD_TC(tp, shared_directory_fsync);

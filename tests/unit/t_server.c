@@ -245,7 +245,7 @@ ATF_TC_BODY(queue_tree, tc)
 	char path[256];
 
 	t = queue_dir_table(&n);
-	ATF_REQUIRE(n == 13);
+	ATF_REQUIRE(n == 14);
 	/* Without fix nothing is created. */
 	ATF_CHECK_EQ(queue_dirs_check("a/q", &o, false), -1);
 	ATF_CHECK(access("a", F_OK) < 0);
@@ -258,6 +258,7 @@ ATF_TC_BODY(queue_tree, tc)
 	ATF_CHECK_EQ(mode_of("a/q/maildrop"), 01730);
 	ATF_CHECK_EQ(mode_of("a/q/public"), 0710);
 	ATF_CHECK_EQ(mode_of("a/q/active"), 0700);
+	ATF_CHECK_EQ(mode_of("a/q/spare"), 0700);
 	/* Wrong modes: counted without fix, repaired with it. */
 	ATF_REQUIRE(chmod("a/q/active", 0777) == 0);
 	ATF_REQUIRE(chmod("a/q/maildrop", 0700) == 0);
@@ -265,6 +266,7 @@ ATF_TC_BODY(queue_tree, tc)
 	ATF_CHECK_EQ(mode_of("a/q/active"), 0777);
 	ATF_CHECK_EQ(queue_dirs_check("a/q", &o, true), 0);
 	ATF_CHECK_EQ(mode_of("a/q/active"), 0700);
+	ATF_CHECK_EQ(mode_of("a/q/spare"), 0700);
 	ATF_CHECK_EQ(mode_of("a/q/maildrop"), 01730);
 	/* A symlink is never followed, a file never replaced. */
 	ATF_REQUIRE(rmdir("a/q/hold") == 0);
