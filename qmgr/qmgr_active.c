@@ -107,11 +107,13 @@ static bool due(const char *path, double now)
 void qmgr_active_feed(void)
 {
 	int moved = 0, looked = 0;
-	double now = qmgr_now();
+	double now = qmgr_now(), until = now + QMGR_FEED_TIME;
 	char id[QUEUE_ID_SIZE];
 
+	/* A bounded share of the round: replies from agents (and the
+	 * deliveries they make possible) must not wait behind a backlog. */
 	while (Q.active < Q.active_limit && moved < QMGR_FEED_BATCH
-	    && looked < QMGR_SCAN_BATCH) {
+	    && looked < QMGR_SCAN_BATCH && (moved % 8 || qmgr_now() < until)) {
 		bool inc = qmgr_scan_running(&Q.incoming);
 		bool def = qmgr_scan_running(&Q.deferred);
 		const char *from;

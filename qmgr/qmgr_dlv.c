@@ -149,6 +149,7 @@ static void want(qmgr_dlv_t *d, int events)
 }
 
 static void connect_try(qmgr_dlv_t *d);
+static void on_write(qmgr_dlv_t *d);
 
 static void retry_event(void *ctx)
 {
@@ -175,9 +176,12 @@ static void connect_try(qmgr_dlv_t *d)
 		return;
 	}
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+		/* Connected at once (an agent was waiting): the request goes
+		 * now, not one event-loop round later; the agent would sit
+		 * in poll() meanwhile. */
 		d->fd = fd;
 		d->state = DLV_WRITE;
-		want(d, EVENT_WRITE);
+		on_write(d);
 		return;
 	}
 	if (errno == EINPROGRESS || errno == EINTR) {
@@ -248,14 +252,20 @@ static void on_write(qmgr_dlv_t *d)
 		ssize_t n = send(d->fd, str_cstr(&d->out) + d->outpos,
 		    str_len(&d->out) - d->outpos, MSG_NOSIGNAL);
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
+			if (errno == EAGAIN || errno == EINTR) {
+				want(d, EVENT_WRITE);
 				return;
+			}
 			dlv_fail(d, true, "delivery agent crashed (transport %s: "
 			    "write: %s)", d->tr->name, strerror(errno));
 			return;
 		}
 		d->outpos += (size_t)n;
 	}
+	/* One request a connection: say so, and the agent sees the end
+	 * right after its reply instead of waiting in poll() until we have
+	 * read the reply and closed (it takes no new client meanwhile). */
+	(void)shutdown(d->fd, SHUT_WR);
 	d->state = DLV_READ;
 	want(d, EVENT_READ);
 }

@@ -31,6 +31,7 @@
 /* Work per event-loop round, so that replies from agents are never kept
  * waiting behind a long queue scan. */
 #define QMGR_FEED_BATCH		100	/* messages moved into active */
+#define QMGR_FEED_TIME		0.002	/* seconds of a round spent on that */
 #define QMGR_SCAN_BATCH		2000	/* deferred files looked at */
 /* Recipients read from a queue file at a time. */
 #define QMGR_READ_BATCH		100

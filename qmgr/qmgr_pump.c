@@ -39,20 +39,12 @@ void qmgr_kick(void)
 		event_timer_start(Q.loop, &Q.pump_timer, 0);
 }
 
-/* One round of work: finish messages, fill the active queue, start every
- * delivery the core allows now. */
-void qmgr_pump(void)
+/* Starts every delivery the core allows now. */
+static void dispatch(str_t *why)
 {
 	sched_entry_t *e;
-	double now, w;
-	str_t why = STR_INIT;
+	double now = qmgr_now();
 
-	if (Q.pumping)
-		return;
-	Q.pumping = true;
-	qmgr_msg_finish_run();
-	qmgr_active_feed();
-	now = qmgr_now();
 	while ((e = sched_select(Q.s, now)) != NULL) {
 		qmgr_transport_t *tr = qmgr_transport_get(sched_entry_transport(e));
 		Q.nodlv_dsn = "4.3.0";
@@ -61,10 +53,10 @@ void qmgr_pump(void)
 			sched_delivery_done(Q.s, e, NULL, SCHED_DLV_NO_FEEDBACK,
 			    "mail transport unavailable", now);
 		} else if (qmgr_transport_suspended(tr, now)) {
-			str_setf(&why, "delivery temporarily suspended: %s",
+			str_setf(why, "delivery temporarily suspended: %s",
 			    str_cstr(&tr->suspend_reason));
 			sched_delivery_done(Q.s, e, NULL, SCHED_DLV_NO_FEEDBACK,
-			    str_cstr(&why), now);
+			    str_cstr(why), now);
 		} else {
 			Q.nodlv_dsn = NULL;
 			qmgr_dlv_start(e, tr);
@@ -72,7 +64,27 @@ void qmgr_pump(void)
 		Q.nodlv_dsn = NULL;
 		now = qmgr_now();
 	}
+}
+
+/* One round of work: finish messages, start the deliveries the core
+ * allows, fill the active queue, and start what that made possible.
+ * Deliveries go first: an agent that has just answered waits for its
+ * next request while we read new messages, which can take a while when
+ * incoming/ has a backlog. */
+void qmgr_pump(void)
+{
+	double now, w;
+	str_t why = STR_INIT;
+
+	if (Q.pumping)
+		return;
+	Q.pumping = true;
+	qmgr_msg_finish_run();
+	dispatch(&why);
+	qmgr_active_feed();
+	dispatch(&why);
 	str_release(&why);
+	now = qmgr_now();
 	qmgr_msg_finish_run();
 	w = sched_next_wakeup(Q.s);
 	if (isfinite(w)) {
