@@ -18,7 +18,6 @@
 
 static local_t *the_local;
 static queue_layout_t layout;
-static dirsync_t *maildir_sync;
 
 static void post_jail(void *ctx)
 {
@@ -33,12 +32,6 @@ static void post_jail(void *ctx)
 	local_conf_free(&conf);
 	if (queue_layout_from_config(&layout, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
-	/* Opened now, with local's own identity (root in a real
-	 * installation), never as a recipient: see mailbox.h. */
-	str_setf(&err, "%s/%s", layout.dir, LOCAL_DIRSYNC_STATE);
-	maildir_sync = dirsync_new(str_cstr(&err));
-	(void)dirsync_prepare(maildir_sync);
-	maildir_set_dirsync(maildir_sync);
 	str_release(&err);
 }
 
@@ -47,9 +40,6 @@ static void pre_exit(void *ctx)
 	(void)ctx;
 	local_free(the_local);
 	the_local = NULL;
-	maildir_set_dirsync(NULL);
-	dirsync_free(maildir_sync);
-	maildir_sync = NULL;
 	queue_layout_free(&layout);
 }
 

@@ -16,12 +16,6 @@
 #define DOTLOCK_STALE	300
 
 unsigned long mailbox_fsync_count;
-static dirsync_t *maildir_dirsync;
-
-void maildir_set_dirsync(dirsync_t *ds)
-{
-	maildir_dirsync = ds;
-}
 
 static int counted_fsync(int fd)
 {
@@ -73,12 +67,10 @@ static int fd_sink(const void *data, size_t len, void *ctx)
 	return 0;
 }
 
-/* Copies the message to fd and fsyncs it; 0, or -1 with st set.  With
- * next_dir, the file is to be linked into that directory next: the
- * group commit hears of it before the fsync (dirsync_begin). */
+/* Copies the message to fd and fsyncs it; 0, or -1 with st set. */
 static int write_message(int fd, long limit, lmsg_t *m,
     const lmsg_copy_t *copy, const char *what, const char *path,
-    const char *next_dir, lstatus_t *st)
+    lstatus_t *st)
 {
 	wctx_t w = { fd, limit, 0 };
 	str_t err = STR_INIT;
@@ -94,8 +86,6 @@ static int write_message(int fd, long limit, lmsg_t *m,
 		mailbox_error_status(st, errno, what, path);
 		return -1;
 	}
-	if (next_dir)
-		dirsync_begin(maildir_dirsync, next_dir);
 	if (counted_fsync(fd) < 0) {
 		mailbox_error_status(st, errno, what, path);
 		return -1;
@@ -249,7 +239,7 @@ int mbox_deliver(const char *path, const mbox_opts_t *o, lmsg_t *m,
 		}
 		room = o->size_limit - (long)orig;
 	}
-	if (write_message(fd, room, m, copy, "append to", path, NULL, st) < 0) {
+	if (write_message(fd, room, m, copy, "append to", path, st) < 0) {
 		/* Take back what was written: an mbox must never hold part
 		 * of a message (the next one would be glued to it). */
 		if (ftruncate(fd, orig) < 0 || counted_fsync(fd) < 0)
@@ -345,7 +335,7 @@ int maildir_deliver(const char *dir, long size_limit, lmsg_t *m,
 	}
 	str_setf(&sub, "%s/new", str_cstr(&base));
 	if (write_message(fd, size_limit > 0 ? size_limit : -1, m, copy,
-	    "write", str_cstr(&tmp), str_cstr(&sub), st) < 0)
+	    "write", str_cstr(&tmp), st) < 0)
 		goto fail;
 	if (close(fd) < 0) {
 		fd = -1;
@@ -375,13 +365,13 @@ int maildir_deliver(const char *dir, long size_limit, lmsg_t *m,
 		goto fail;
 	}
 	/* The new name is durable once new/ has been fsynced after the
-	 * link: by us, or by another delivery into this Maildir whose fsync
-	 * began after it (the group commit, doc/queue-file.md §4). */
-	unsigned long before = dirsync_fsync_count;
-	int r = dirsync_commit(maildir_dirsync, str_cstr(&sub)), e = errno;
-	mailbox_fsync_count += dirsync_fsync_count - before;
-	if (r < 0) {
-		mailbox_error_status(st, e, "sync", str_cstr(&sub));
+	 * link.  (No group commit here, unlike the queue: two deliveries at
+	 * most go into one Maildir at once, and waiting for the other's
+	 * file fsync to share one of new/ cost more time than the fsync;
+	 * doc/local.md.) */
+	mailbox_fsync_count++;
+	if (file_fsync_dir(str_cstr(&sub)) < 0) {
+		mailbox_error_status(st, errno, "sync", str_cstr(&sub));
 		(void)unlink(str_cstr(&final));
 		goto out;
 	}
@@ -389,7 +379,6 @@ int maildir_deliver(const char *dir, long size_limit, lmsg_t *m,
 	rc = 0;
 	goto out;
 fail:
-	dirsync_cancel(maildir_dirsync);
 	if (fd >= 0)
 		close(fd);
 	(void)unlink(str_cstr(&tmp));

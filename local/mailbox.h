@@ -16,10 +16,7 @@
  * Maildir (maildir_deliver): DIR/tmp, DIR/new and DIR/cur are created when
  * missing (0700); the message goes to tmp/UNIQUE, is fsync'ed, linked (or
  * renamed) to new/UNIQUE, and delivery succeeds once new/ has been
- * fsync'ed after that: by this process, or by another local process
- * delivering into the same Maildir at the same time, through the group
- * commit state set with maildir_set_dirsync (libutil/dirsync.h).  A
- * failure removes the tmp file.
+ * fsync'ed after that.  A failure removes the tmp file.
  *
  * Status: 2.0.0 "delivered to mailbox"/"delivered to maildir" (the
  * caller may change the text); errors as errno says: ENOSPC/EDQUOT
@@ -30,13 +27,7 @@
 #define PETREL_LOCAL_MAILBOX_H
 #include <stdbool.h>
 #include <sys/types.h>
-#include "dirsync.h"
 #include "msg.h"
-
-/* local's group commit state for Maildirs, under queue_directory.  local
- * opens it as root when it starts, before it takes any recipient's
- * identity, so no recipient can write or lock it. */
-#define LOCAL_DIRSYNC_STATE "saved/dirsync.maildir"
 
 typedef struct mbox_opts {
 	bool dotlock;		/* PATH.lock */
@@ -59,12 +50,8 @@ int mbox_deliver(const char *path, const mbox_opts_t *o, lmsg_t *m,
 int maildir_deliver(const char *dir, long size_limit, lmsg_t *m,
     const lmsg_copy_t *copy, lstatus_t *st);
 
-/* The group commit state Maildir deliveries share new/ fsyncs through
- * (NULL: each delivery fsyncs new/ itself).  Not freed here. */
-void maildir_set_dirsync(dirsync_t *ds);
-
 /* Testing hook: fsync(2) calls made by deliveries of this process (the
- * message files, and new/ when this process made that fsync). */
+ * message files, and new/). */
 extern unsigned long mailbox_fsync_count;
 
 /* The status for a failed write or open of a mailbox: errno -> code. */

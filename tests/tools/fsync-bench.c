@@ -8,8 +8,8 @@
  * processes writes and commits msgs queue files of about size bytes
  * into incoming/ with the queue-file writer (what cleanup does per
  * message).  maildir: each process delivers msgs messages into the
- * Maildir DIR/Maildir/ with local's Maildir delivery (sharing fsyncs of
- * new/ through DIR/dirsync.maildir, as local does).  All processes
+ * Maildir DIR/Maildir/ with local's Maildir delivery (each fsyncs new/
+ * itself, as local does).  All processes
  * start together; the figures are for the whole run:
  *
  *	queue k=4 msgs=800 secs=1.234 msgs/s=648.3 fsyncs=1200 fsyncs/msg=1.500
@@ -124,10 +124,6 @@ static long run_maildir(const char *dir, int msgs, size_t size, int proc)
 	unsigned long before = &mailbox_fsync_count ? mailbox_fsync_count : 0;
 
 	make_message(&msg, size, proc);
-	/* What local does: one state file for its Maildir deliveries. */
-	str_setf(&md, "%s/dirsync.maildir", dir);
-	dirsync_t *ds = dirsync_new(str_cstr(&md));
-	maildir_set_dirsync(ds);
 	str_setf(&md, "%s/Maildir/", dir);
 	for (int i = 0; i < msgs; i++) {
 		lmsg_t *m = lmsg_from_mem(msg.buf, msg.len);
@@ -138,8 +134,6 @@ static long run_maildir(const char *dir, int msgs, size_t size, int proc)
 		lstatus_free(&st);
 		lmsg_free(m);
 	}
-	maildir_set_dirsync(NULL);
-	dirsync_free(ds);
 	str_release(&msg);
 	str_release(&md);
 	return &mailbox_fsync_count ? (long)(mailbox_fsync_count - before) : -1;

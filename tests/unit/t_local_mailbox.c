@@ -14,7 +14,6 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "dirsync.h"
 #include "file.h"
 #include "local/mailbox.h"
 #include "testutil.h"
@@ -383,94 +382,6 @@ ATF_TC_BODY(error_codes, tc)
 }
 
 
-/* ---- Two local processes delivering into one Maildir ---- */
-
-static int hk_note = -1, hk_go = -1, hk_mode;
-
-enum { HK_BLOCK_FSYNC = 1, HK_NOTE_TICKET = 2, HK_FAIL_FSYNC = 4 };
-
-static int mhook(enum dirsync_event ev, uint64_t v)
-{
-	char b = ev == DIRSYNC_EV_FSYNC ? 'F' : 'T';
-
-	(void)v;
-	if ((ev == DIRSYNC_EV_FSYNC && (hk_mode & HK_BLOCK_FSYNC))
-	    || (ev == DIRSYNC_EV_TICKET && (hk_mode & HK_NOTE_TICKET))) {
-		if (write(hk_note, &b, 1) != 1)
-			_exit(90);
-		if (ev == DIRSYNC_EV_FSYNC && read(hk_go, &b, 1) != 1)
-			_exit(91);
-	}
-	if (ev == DIRSYNC_EV_FSYNC && (hk_mode & HK_FAIL_FSYNC)) {
-		errno = EIO;
-		return -1;
-	}
-	return 0;
-}
-
-typedef struct mres {
-	int rc;
-	char dsn[16];
-	unsigned long fsyncs;
-} mres_t;
-
-/* A local process delivering one message into md with the state file. */
-static pid_t deliver_child(int mode, int res)
-{
-	pid_t pid = fork();
-
-	ATF_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		dirsync_t *ds = dirsync_new("dirsync.maildir");
-		lstatus_t st = LSTATUS_INIT;
-		mres_t r;
-
-		maildir_set_dirsync(ds);
-		hk_mode = mode;
-		dirsync_hook = mhook;
-		r.rc = deliver_maildir("md", 0, &st);
-		snprintf(r.dsn, sizeof(r.dsn), "%s", st.dsn);
-		r.fsyncs = mailbox_fsync_count;
-		if (write(res, &r, sizeof(r)) != (ssize_t)sizeof(r))
-			_exit(92);
-		_exit(0);
-	}
-	return pid;
-}
-
-/* A blocks in its fsync of md/new; B and C deliver meanwhile (their
- * links done, tickets taken); then A goes on.  Returns the fsyncs of all
- * three and puts the results in r. */
-static unsigned long three_deliveries(int mode_bc, mres_t r[3])
-{
-	int note[2], go[2], res[2];
-	pid_t pid[3];
-	unsigned long total = 0;
-	char c;
-
-	ATF_REQUIRE(pipe(note) == 0 && pipe(go) == 0 && pipe(res) == 0);
-	/* A is held still on purpose: B and C must not stop waiting for
-	 * it (after dirsync's 50 ms) on a slow machine. */
-	dirsync_wait_ms = 60000;
-	hk_note = note[1];
-	hk_go = go[0];
-	pid[0] = deliver_child(HK_BLOCK_FSYNC, res[1]);
-	ATF_REQUIRE(read(note[0], &c, 1) == 1 && c == 'F');
-	pid[1] = deliver_child(HK_NOTE_TICKET | mode_bc, res[1]);
-	pid[2] = deliver_child(HK_NOTE_TICKET | mode_bc, res[1]);
-	for (int i = 0; i < 2; i++)
-		ATF_REQUIRE(read(note[0], &c, 1) == 1 && c == 'T');
-	ATF_REQUIRE(write(go[1], "g", 1) == 1);
-	for (int i = 0; i < 3; i++) {
-		ATF_REQUIRE(read(res[0], &r[i], sizeof(r[i]))
-		    == (ssize_t)sizeof(r[i]));
-		total += r[i].fsyncs;
-	}
-	for (int i = 0; i < 3; i++)
-		ATF_REQUIRE(waitpid(pid[i], NULL, 0) == pid[i]);
-	return total;
-}
-
 /* The three directories are made for the first delivery (home/ itself
  * included), and made again if one went missing; a Maildir that is
  * complete costs no mkdir at all. */
@@ -499,45 +410,6 @@ ATF_TC_BODY(maildir_directories, tc)
 	lstatus_free(&st);
 }
 
-ATF_TC_WITHOUT_HEAD(maildir_shared_fsync);
-ATF_TC_BODY(maildir_shared_fsync, tc)
-{
-	mres_t r[3];
-	unsigned long total;
-
-	/* Three message files, A's fsync of new/, one for B and C. */
-	total = three_deliveries(0, r);
-	for (int i = 0; i < 3; i++) {
-		ATF_CHECK_EQ(r[i].rc, 0);
-		ATF_CHECK_STREQ(r[i].dsn, "2.0.0");
-	}
-	ATF_CHECK_EQ_MSG(total, 5, "3 deliveries made %lu fsyncs", total);
-	ATF_CHECK_EQ(count_files("md/new"), 3);
-}
-
-ATF_TC_WITHOUT_HEAD(maildir_shared_fsync_fails);
-ATF_TC_BODY(maildir_shared_fsync_fails, tc)
-{
-	mres_t r[3];
-
-	/* The fsync that B or C makes for both fails: both defer, and
-	 * neither leaves its message in new/ (it will come again). */
-	(void)three_deliveries(HK_FAIL_FSYNC, r);
-	int ok = 0, deferred = 0;
-	for (int i = 0; i < 3; i++) {
-		if (r[i].rc == 0) {
-			ok++;
-		} else {
-			ATF_CHECK_STREQ(r[i].dsn, "4.2.0");
-			deferred++;
-		}
-	}
-	ATF_CHECK_EQ(ok, 1);
-	ATF_CHECK_EQ(deferred, 2);
-	ATF_CHECK_EQ(count_files("md/new"), 1);
-	ATF_CHECK_EQ(count_files("md/tmp"), 0);
-}
-
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, mbox_create_append);
@@ -548,8 +420,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, mbox_fcntl_lock);
 	ATF_TP_ADD_TC(tp, maildir);
 	ATF_TP_ADD_TC(tp, maildir_directories);
-	ATF_TP_ADD_TC(tp, maildir_shared_fsync);
-	ATF_TP_ADD_TC(tp, maildir_shared_fsync_fails);
 	ATF_TP_ADD_TC(tp, unwritable);
 	ATF_TP_ADD_TC(tp, error_codes);
 	return atf_no_error();
