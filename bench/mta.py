@@ -283,14 +283,18 @@ class Petrel(Instance):
         return out
 
     def master_cf(self, port):
-        """conf/master.cf from the tree, with smtpd on our port."""
-        out = ["# From conf/master.cf by bench/mta.py: smtpd on 127.0.0.1:%d." % port]
+        """conf/master.cf from the tree, with smtpd on our port and
+        chroot off (as Postfix's here)."""
+        out = ["# From conf/master.cf by bench/mta.py: smtpd on 127.0.0.1:%d, chroot off." % port]
         with open(os.path.join(SRCDIR, "conf", "master.cf")) as f:
             for line in f:
                 line = line.rstrip("\n")
                 f8 = line.split()
-                if len(f8) >= 2 and not line[0].isspace() and f8[0] == "smtp" and f8[1] == "inet":
-                    line = "127.0.0.1:%d %s" % (port, line.split(None, 1)[1])
+                if len(f8) >= 8 and not line[0].isspace() and not line.startswith("#"):
+                    if f8[0] == "smtp" and f8[1] == "inet":
+                        f8[0] = "127.0.0.1:%d" % port
+                    f8[4] = "n"
+                    line = " ".join(f8)
                 out.append(line)
         return "\n".join(out) + "\n"
 

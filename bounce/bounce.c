@@ -69,7 +69,7 @@ static void post_jail(void *ctx)
 	char *classes, *cp, *tok;
 	(void)ctx;
 
-	if (queue_layout_from_config(&cfg.ql, &err) < 0)
+	if (queue_layout_here(&cfg.ql, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	cfg.myhostname = config_get_str("myhostname");
 	cfg.myorigin = config_get_str("myorigin");

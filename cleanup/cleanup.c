@@ -18,6 +18,10 @@ static void pre_jail(void *ctx)
 	(void)ctx;
 	if (cln_cfg_load(&cfg, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
+	/* The daemon is in queue_directory (its root, once chrooted). */
+	queue_layout_free(&cfg.ql);
+	if (queue_layout_here(&cfg.ql, &err) < 0)
+		log_fatal("%s", str_cstr(&err));
 	str_release(&err);
 }
 

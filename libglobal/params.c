@@ -242,6 +242,10 @@ static const param_def_t table[] = {
 	    "Decimal places of the delays in delivery log lines."),
 
 	/* Queue. */
+	P_STR("chroot_files", "/etc/localtime, /etc/services, /etc/resolv.conf, "
+	    "/etc/hosts, /etc/host.conf, /etc/nsswitch.conf, /etc/gai.conf, "
+	    "/etc/passwd, /etc/group",
+	    "System files copied into queue_directory for chrooted daemons by petrel check, petrel start and petrel reload: /path, or /source=/path."),
 	P_STR("hash_queue_names", "deferred, defer",
 	    "Queues split into hashed subdirectories."),
 	P_INT("hash_queue_depth", "1", 1, 4, 0,

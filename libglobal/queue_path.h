@@ -50,6 +50,9 @@ int queue_layout_init(queue_layout_t *ql, const char *queue_dir,
     const char *hash_names, long depth, str_t *err);
 /* The same from queue_directory, hash_queue_names, hash_queue_depth. */
 int queue_layout_from_config(queue_layout_t *ql, str_t *err);
+/* The same for a daemon, whose current directory is queue_directory (and
+ * its root, once chrooted): every path is relative ("./incoming/..."). */
+int queue_layout_here(queue_layout_t *ql, str_t *err);
 void queue_layout_free(queue_layout_t *ql);
 
 bool queue_is_hashed(const queue_layout_t *ql, const char *queue);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "dict.h"
 #include "log.h"
 #include "mastercf.h"
 #include "mem.h"
@@ -51,6 +52,7 @@ static struct {
 	int clients;		/* MULTI: open clients; TRIGGER: stream
 				 * trigger connections being read */
 	bool retiring;		/* no new work; exit when idle */
+	bool jailed;		/* chroots (or did) into queue_directory */
 	int sig_pipe[2];
 	int last_status;
 	int32_t pid;		/* for status reports */
@@ -64,6 +66,17 @@ const char *server_service_name(void) { return S.service; }
 const char *server_service_type(void) { return S.type_name; }
 const char *server_program_name(void) { return S.progname; }
 int server_argc(void) { return S.argc; }
+bool server_jailed(void) { return S.jailed; }
+
+bool server_jail_has(const char *path, const char *needed_for)
+{
+	if (!S.jailed || access(path, R_OK) == 0)
+		return true;
+	log_warning("chroot jail %s: %s is missing (%s): add it to "
+	    "chroot_files in main.cf and run \"petrel reload\"",
+	    config_get_str("queue_directory"), path, needed_for);
+	return false;
+}
 char **server_argv(void) { return S.argv; }
 event_loop_t *server_loop(void) { return S.loop; }
 unsigned long server_use_count(void) { return S.use_count; }
@@ -276,6 +289,16 @@ static void listen_off(bool close_them)
 	S.listening = false;
 }
 
+/* Chrooted, a table file that changed cannot be reopened: the process
+ * makes way for one that opens it before its chroot (dict.h). */
+static bool table_changed;
+
+static void on_table_changed(const char *spec)
+{
+	(void)spec;
+	table_changed = true;
+}
+
 /* Stop taking work: master gets "busy" so it starts another process
  * if clients come, and our copies of the listening sockets go away so a
  * restarted service can bind them again. */
@@ -296,6 +319,10 @@ static void check_exit(void)
 	if (got_hup) {
 		got_hup = 0;
 		retire("SIGHUP from master");
+	}
+	if (table_changed) {
+		table_changed = false;
+		retire("a lookup table changed (chroot)");
 	}
 	if (S.spec->model != SERVER_SINGLE) {
 		if (S.clients > 0) {
@@ -803,14 +830,15 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	if (chdir(qdir) < 0)
 		log_fatal("queue_directory %s: %s", qdir, strerror(errno));
 	accept_lock_open();
+	S.jailed = jail && geteuid() == 0;
 	if (spec->pre_jail)
 		spec->pre_jail(spec->ctx);
-	if (jail) {
-		if (geteuid() != 0) {
-			log_debug("not root (private instance): no chroot");
-		} else if (chroot(qdir) < 0 || chdir("/") < 0) {
+	if (S.jailed) {
+		if (chroot(qdir) < 0 || chdir("/") < 0)
 			log_fatal("chroot %s: %s", qdir, strerror(errno));
-		}
+		dict_set_jailed(on_table_changed);
+	} else if (jail) {
+		log_debug("not root (private instance): no chroot");
 	}
 	if (geteuid() == 0 && unpriv)
 		drop_privileges(uid, gid, owner);

@@ -99,6 +99,14 @@ const char *server_service_name(void);	/* master.cf service column */
 const char *server_service_type(void);	/* "unix", "inet", ... */
 const char *server_program_name(void);	/* basename of argv[0] */
 int server_argc(void);
+/* True when the process chroots into queue_directory (-j as root), from
+ * spec->pre_jail on: what it needs from outside must be opened then. */
+bool server_jailed(void);
+/* After the chroot (spec->post_jail on): true when the C library will
+ * find path (as it names it, "/etc/passwd") in the jail, or when the
+ * process is not chrooted.  When not, logs once that it is missing, what
+ * for, and how to add it (chroot_files, petrel reload). */
+bool server_jail_has(const char *path, const char *needed_for);
 char **server_argv(void);	/* the daemon's own arguments */
 /* The event loop (MULTI and TRIGGER daemons add descriptors and timers;
  * valid from post_jail on). */

@@ -1,5 +1,6 @@
 /* TLS on OpenSSL 3 for smtpd and smtp; see tls.h and doc/tls.md. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -506,14 +507,63 @@ static int verify_cb(int ok, X509_STORE_CTX *xs)
  * is searched only when a chain is verified; the bundle file would be
  * read whole now (15-25 ms for Debian's, at every start of an smtp
  * process).  Only a system without the directory gets the file. */
-static void default_trust(SSL_CTX *c)
+/* A CA directory read whole: its hashed names (HHHHHHHH.N) and *.pem /
+ * *.crt files.  Unreadable or foreign files are skipped (the lazy lookup
+ * would skip them too).  Returns the number of files loaded. */
+static int load_dir_now(SSL_CTX *c, const char *dir)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store(c);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	str_t path = STR_INIT;
+	int n = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		const char *nm = de->d_name, *dot = strrchr(nm, '.');
+		size_t len = strlen(nm);
+		bool hashed = dot != NULL && dot - nm == 8 && dot[1] != '\0' &&
+		    strspn(nm, "0123456789abcdef") == 8 &&
+		    strspn(dot + 1, "0123456789") == strlen(dot + 1);
+		bool pem = len > 4 && (strcmp(nm + len - 4, ".pem") == 0 ||
+		    strcmp(nm + len - 4, ".crt") == 0);
+		struct stat st;
+		if (!hashed && !pem)
+			continue;
+		str_setf(&path, "%s/%s", dir, nm);
+		if (stat(str_cstr(&path), &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (X509_STORE_load_file(store, str_cstr(&path)) == 1)
+			n++;
+		ERR_clear_error();
+	}
+	closedir(d);
+	str_release(&path);
+	return n;
+}
+
+static void default_trust(SSL_CTX *c, bool load_now)
 {
 	struct stat st;
 	const char *dir = getenv(X509_get_default_cert_dir_env());
+	const char *file = getenv(X509_get_default_cert_file_env());
 	int ok;
 
 	if (dir == NULL)
 		dir = X509_get_default_cert_dir();
+	if (file == NULL)
+		file = X509_get_default_cert_file();
+	if (load_now) {
+		/* The bundle when there is one (one file, 15-25 ms), else
+		 * the directory's files one by one. */
+		if (stat(file, &st) == 0 && S_ISREG(st.st_mode) &&
+		    SSL_CTX_load_verify_file(c, file) == 1)
+			return;
+		ERR_clear_error();
+		(void)load_dir_now(c, dir);
+		return;
+	}
 	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
 		ok = SSL_CTX_set_default_verify_dir(c);
 	else
@@ -553,14 +603,20 @@ tls_ctx_t *tls_client_ctx(const tls_client_config_t *cfg, str_t *err)
 			    cfg->CApath);
 			goto fail;
 		}
-		if (SSL_CTX_load_verify_dir(c, cfg->CApath) != 1) {
+		if (cfg->load_now) {
+			if (load_dir_now(c, cfg->CApath) == 0) {
+				str_setf(err, "CA directory %s: no certificate "
+				    "could be read", cfg->CApath);
+				goto fail;
+			}
+		} else if (SSL_CTX_load_verify_dir(c, cfg->CApath) != 1) {
 			str_setf(err, "cannot use CA directory %s: ", cfg->CApath);
 			tls_drain_errors(err);
 			goto fail;
 		}
 	}
 	if (empty(cfg->CAfile) && empty(cfg->CApath))
-		default_trust(c);
+		default_trust(c, cfg->load_now);
 	SSL_CTX_set_verify(c, SSL_VERIFY_PEER, verify_cb);
 	SSL_CTX_set_verify_depth(c, VERIFY_DEPTH);
 	if (!empty(cfg->cert_file) &&
@@ -608,12 +664,13 @@ tls_ctx_t *tls_server_ctx_from_config(str_t *err)
 	return ctx;
 }
 
-tls_ctx_t *tls_client_ctx_from_config(str_t *err)
+tls_ctx_t *tls_client_ctx_from_config(bool load_now, str_t *err)
 {
 	tls_client_config_t cfg;
 	int min, max;
 
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.load_now = load_now;
 	cfg.CAfile = config_get_str("smtp_tls_CAfile");
 	cfg.CApath = config_get_str("smtp_tls_CApath");
 	cfg.cert_file = config_get_str("smtp_tls_cert_file");

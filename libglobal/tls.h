@@ -84,6 +84,10 @@ typedef struct tls_client_config {
 	const char *key_file;	/* its key; default: cert_file */
 	const char *protocols;
 	const char *ciphers;
+	/* Every CA certificate is read now, none when a chain is verified:
+	 * for a process about to chroot, where a CA directory's files will
+	 * not be reachable (doc/master.md, "The jail"). */
+	bool load_now;
 } tls_client_config_t;
 
 /* The TLS 1.2 cipher list used unless a config says otherwise (TLS 1.3
@@ -109,7 +113,7 @@ tls_ctx_t *tls_client_ctx(const tls_client_config_t *cfg, str_t *err);
 /* The same from the smtpd_tls_* / smtp_tls_* parameters; messages start
  * with the parameter at fault where there is one. */
 tls_ctx_t *tls_server_ctx_from_config(str_t *err);
-tls_ctx_t *tls_client_ctx_from_config(str_t *err);
+tls_ctx_t *tls_client_ctx_from_config(bool load_now, str_t *err);
 void tls_ctx_free(tls_ctx_t *ctx);
 /* Objects (certificates, CRLs) in the context's trust store so far: a
  * hashed CA directory adds them only as chains are verified (tests). */

@@ -30,6 +30,26 @@ static bool type_char(int c)
 	    || c == '-';
 }
 
+static bool jailed;
+static void (*jail_changed)(const char *spec);
+
+void dict_set_jailed(void (*changed)(const char *spec))
+{
+	jailed = true;
+	jail_changed = changed;
+}
+
+bool dict_jailed(void)
+{
+	return jailed;
+}
+
+void dict_report_changed(const char *spec)
+{
+	if (jail_changed)
+		jail_changed(spec);
+}
+
 dict_t *dict_open(const char *spec, int flags, str_t *err)
 {
 	const char *colon;

@@ -75,6 +75,18 @@ int dict_walk(dict_t *d, dict_walk_fn fn, void *ctx);
  * table is unreadable; other types return 0. */
 int dict_refresh(dict_t *d);
 
+/* After a chroot the file names of tables opened before it no longer
+ * resolve (or name other files).  A process that chroots calls this once,
+ * after the chroot: from then on a hash: table keeps the file it has open
+ * and checks that file itself (fstat), at most once a second; when it was
+ * replaced or changed, changed(spec) is called once for that table (the
+ * daemon skeleton retires the process, and its successor opens the new
+ * file before its own chroot) and the old contents keep being served
+ * meanwhile.  changed may be NULL. */
+void dict_set_jailed(void (*changed)(const char *spec));
+bool dict_jailed(void);
+void dict_report_changed(const char *spec);
+
 const char *dict_spec(const dict_t *d);	/* "type:name" as opened */
 const char *dict_type(const dict_t *d);
 const char *dict_name(const dict_t *d);

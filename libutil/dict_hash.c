@@ -63,6 +63,7 @@ typedef struct dict_hash {
 	struct stat st;		/* of the file db reads */
 	time_t checked;		/* monotonic second of the last check */
 	bool walking;		/* no reopen under a cursor */
+	bool changed;		/* jailed: the change was reported */
 	str_t why;		/* why db is NULL */
 	str_t val;		/* lookup result */
 	str_t wkey, wval;	/* walk results */
@@ -128,7 +129,21 @@ static int hash_check(dict_hash_t *h, bool force)
 	if (h->walking)
 		return 0;
 	now = now_seconds();
-	if (force || (h->d.flags & DICT_FLAG_RECHECK_ALWAYS) || now != h->checked) {
+	if (dict_jailed()) {
+		/* The path means nothing after the chroot: look at the open
+		 * file.  A rebuilt table was renamed over it (no links left)
+		 * or rewritten in place (size or mtime). */
+		int fd;
+		if (h->db != NULL && !h->changed && (force || now != h->checked) &&
+		    h->db->fd(h->db, &fd) == 0 && fstat(fd, &st) == 0 &&
+		    (st.st_nlink == 0 || !same_file(&st, &h->st))) {
+			h->changed = true;
+			log_info("%s: %s changed; this process keeps the old "
+			    "contents and is replaced", h->d.spec, h->path);
+			dict_report_changed(h->d.spec);
+		}
+		h->checked = now;
+	} else if (force || (h->d.flags & DICT_FLAG_RECHECK_ALWAYS) || now != h->checked) {
 		h->checked = now;
 		if (stat(h->path, &st) < 0) {
 			/* Removed: serving stale data would hide the problem;

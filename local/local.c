@@ -30,7 +30,7 @@ static void post_jail(void *ctx)
 	if ((the_local = local_new(&conf, &err)) == NULL)
 		log_fatal("%s", str_cstr(&err));
 	local_conf_free(&conf);
-	if (queue_layout_from_config(&layout, &err) < 0)
+	if (queue_layout_here(&layout, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	str_release(&err);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "file.h"
 #include "log.h"
+#include "jail.h"
 #include "master.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -267,6 +268,8 @@ int main(int argc, char **argv)
 		    "unpriv and chroot in master.cf are not applied",
 		    pw ? pw->pw_name : "?", (long)geteuid());
 	}
+	if (!master.private_instance && jail_wanted(master.mcf))
+		(void)jail_refresh(master.queue_dir, config_get_str("chroot_files"));
 	master_services_start(true);
 	log_info("daemon started -- version %s, configuration %s",
 	    PETREL_VERSION, master.config_dir);

@@ -13,6 +13,7 @@
 #include "file.h"
 #include "log.h"
 #include "endpoint.h"
+#include "jail.h"
 #include "master.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -519,6 +520,9 @@ void master_reload(void)
 	if (file_read_all_follow(str_cstr(&path), &text, 16 << 20) < 0)
 		str_reset(&text);
 	maincf_changed = strcmp(str_cstr(&text), str_cstr(&oldtext)) != 0;
+	/* The jail first: the processes started from now on see it. */
+	if (!master.private_instance && jail_wanted(mcf))
+		(void)jail_refresh(master.queue_dir, config_get_str("chroot_files"));
 	str_set(&master.maincf_text, str_cstr(&text));
 
 	/* Match new entries with running services. */

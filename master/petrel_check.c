@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "jail.h"
 #include "log.h"
 #include "mastercf.h"
 #include "mem.h"
@@ -179,8 +180,6 @@ int petrel_check(const char *config_dir)
 		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
 		problems++;
 	}
-	if (m)
-		mastercf_free(m);
 	str_setf(&path, "%s/master", config_get_str("daemon_directory"));
 	if (access(str_cstr(&path), X_OK) < 0) {
 		log_error("%s: %s (daemon_directory)", str_cstr(&path), strerror(errno));
@@ -191,6 +190,8 @@ int petrel_check(const char *config_dir)
 		o.master_uid = 0;
 		o.master_gid = 0;
 		if (accounts(&o, qdir) < 0) {
+			if (m)
+				mastercf_free(m);
 			str_release(&path);
 			str_release(&errors);
 			return problems + 1;
@@ -202,6 +203,10 @@ int petrel_check(const char *config_dir)
 	}
 	r = queue_dirs_check(qdir, &o, true);
 	problems += r < 0 ? 1 : r;
+	if (geteuid() == 0 && jail_wanted(m))
+		problems += jail_refresh(qdir, config_get_str("chroot_files"));
+	if (m)
+		mastercf_free(m);
 	str_release(&path);
 	str_release(&errors);
 	return problems;

@@ -378,7 +378,7 @@ static void init(void *ctx)
 	str_t err = STR_INIT;
 
 	(void)ctx;
-	if (queue_layout_from_config(&ql, &err) < 0)
+	if (queue_layout_here(&ql, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	str_release(&err);
 }

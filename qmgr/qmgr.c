@@ -9,6 +9,12 @@
 #include "qmgr_int.h"
 #include "server.h"
 
+static void pre_jail(void *ctx)
+{
+	(void)ctx;
+	qmgr_conf_preload();
+}
+
 static void post_jail(void *ctx)
 {
 	static const qmgr_control_ops_t ops = { qmgr_now, qmgr_trigger, qmgr_kick };
@@ -34,6 +40,7 @@ int main(int argc, char **argv)
 	server_spec_t spec = {
 		.model = SERVER_TRIGGER,
 		.flags = SERVER_F_UNLIMITED,
+		.pre_jail = pre_jail,
 		.post_jail = post_jail,
 		.trigger = trigger,
 		.pre_exit = pre_exit,

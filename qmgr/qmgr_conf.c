@@ -153,6 +153,29 @@ static void fit_descriptors(long agents)
 	}
 }
 
+/* Read before the chroot (qmgr_conf_preload): master.cf and the lookup
+ * tables of address resolution live outside the queue directory. */
+static mastercf_t *pre_mcf;
+static str_t pre_mcf_warnings = STR_INIT;
+static resolver_t *pre_resolver;
+
+void qmgr_conf_preload(void)
+{
+	str_t err = STR_INIT, path = STR_INIT;
+
+	str_setf(&path, "%s/master.cf", config_get_str("config_directory"));
+	pre_mcf = mastercf_load(str_cstr(&path), &err);
+	if (pre_mcf == NULL)
+		log_fatal("%s", str_cstr(&err));
+	str_set(&pre_mcf_warnings, str_cstr(&err));
+	str_reset(&err);
+	pre_resolver = resolver_from_config(&err);
+	if (pre_resolver == NULL)
+		log_fatal("address resolution: %s", str_cstr(&err));
+	str_release(&err);
+	str_release(&path);
+}
+
 void qmgr_conf_init(void)
 {
 	str_t err = STR_INIT, path = STR_INIT;
@@ -161,8 +184,7 @@ void qmgr_conf_init(void)
 
 	/* The skeleton put us in queue_directory (the root of a chroot):
 	 * every path is relative to it. */
-	if (queue_layout_init(&Q.ql, ".", config_get_str("hash_queue_names"),
-	    config_get_int("hash_queue_depth"), &err) < 0)
+	if (queue_layout_here(&Q.ql, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	Q.active_limit = config_get_int("qmgr_message_active_limit");
 	Q.queue_run_delay = config_get_time("queue_run_delay");
@@ -183,12 +205,13 @@ void qmgr_conf_init(void)
 
 	/* Every UNIX stream service of master.cf can be a transport; the
 	 * ones no recipient resolves to cost nothing. */
-	str_setf(&path, "%s/master.cf", config_get_str("config_directory"));
-	mcf = mastercf_load(str_cstr(&path), &err);
-	if (mcf == NULL)
-		log_fatal("%s", str_cstr(&err));
-	if (str_len(&err) > 0)
-		log_lines(LOG_LVL_WARNING, str_cstr(&err));
+	if (pre_mcf == NULL)
+		qmgr_conf_preload();
+	mcf = pre_mcf;
+	pre_mcf = NULL;
+	if (str_len(&pre_mcf_warnings) > 0)
+		log_lines(LOG_LVL_WARNING, str_cstr(&pre_mcf_warnings));
+	str_release(&pre_mcf_warnings);
 	for (size_t i = 0; i < mcf->count; i++) {
 		const mastercf_entry_t *me = mcf->entries[i];
 		if (me->type != MCF_UNIX)
@@ -206,9 +229,8 @@ void qmgr_conf_init(void)
 		log_warning("no bounce service in master.cf: non-delivery notices "
 		    "cannot be sent (bounced mail stays in the queue)");
 
-	Q.resolver = resolver_from_config(&err);
-	if (Q.resolver == NULL)
-		log_fatal("address resolution: %s", str_cstr(&err));
+	Q.resolver = pre_resolver;
+	pre_resolver = NULL;
 	fit_descriptors(agents);
 	str_release(&err);
 	str_release(&path);

@@ -186,6 +186,9 @@ void qmgr_pump(void);
 void qmgr_shutdown(void);
 
 /* qmgr_conf.c */
+/* qmgr_conf_preload reads what lies outside the queue directory (before
+ * a chroot); qmgr_conf_init does it itself when that was not called. */
+void qmgr_conf_preload(void);
 void qmgr_conf_init(void);
 qmgr_transport_t *qmgr_transport_get(const char *name);
 bool qmgr_transport_suspended(qmgr_transport_t *tr, double now);

@@ -92,7 +92,7 @@ static void serve(stream_t *st, void *ctx)
 		goto out;
 	}
 	str_reset(&why);
-	if (queue_layout_from_config(&ql, &why) < 0) {
+	if (queue_layout_here(&ql, &why) < 0) {
 		log_error("%s", str_cstr(&why));
 		reply_line(st, "error", &why);
 		goto out;

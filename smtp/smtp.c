@@ -77,13 +77,12 @@ static void pre_jail(void *ctx)
 		log_fatal("%s", str_cstr(&err));
 	/* The queue tree is the current directory (and the root after a
 	 * chroot). */
-	if (queue_layout_init(&A.ql, ".", config_get_str("hash_queue_names"),
-	    config_get_int("hash_queue_depth"), &err) < 0)
+	if (queue_layout_here(&A.ql, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	/* Keys and CA files are read now, before the chroot and before
 	 * privileges are dropped. */
 	if (A.cfg.tls_level != TLS_LEVEL_NONE) {
-		A.tls = tls_client_ctx_from_config(&err);
+		A.tls = tls_client_ctx_from_config(server_jailed(), &err);
 		if (A.tls == NULL) {
 			str_setf(&A.tls_error, "TLS is required "
 			    "(smtp_tls_security_level = %s), but the TLS client "
@@ -120,6 +119,14 @@ static void post_jail(void *ctx)
 	const char *name = config_get_str("scache_service_name");
 
 	(void)ctx;
+	/* In the jail: the files name lookups will need there. */
+	if (strstr(config_get_str("smtp_host_lookup"), "dns") != NULL &&
+	    config_get_str("dns_server_address")[0] == '\0')
+		(void)server_jail_has("/etc/resolv.conf", "DNS lookups "
+		    "(smtp_host_lookup)");
+	if (strstr(config_get_str("smtp_host_lookup"), "native") != NULL)
+		(void)server_jail_has("/etc/hosts", "host name lookups "
+		    "(smtp_host_lookup = native)");
 	A.cl = smtp_client_new(&A.cfg, A.tls);
 	if (str_len(&A.tls_error) > 0)
 		smtp_client_set_tls_error(A.cl, str_cstr(&A.tls_error));

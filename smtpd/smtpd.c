@@ -51,6 +51,23 @@ static void pre_jail(void *ctx)
 	str_release(&err);
 }
 
+/* In the jail: what the C library will look for there. */
+static void post_jail(void *ctx)
+{
+	(void)ctx;
+	for (size_t i = 0; i < cfg->nlrmaps; i++) {
+		smtpd_lrmap_t *m = &cfg->lrmaps[i];
+		if (m->passwd && m->broken == NULL &&
+		    !server_jail_has("/etc/passwd", "unix:passwd.byname in "
+		    "local_recipient_maps; mail to local users gets 451"))
+			m->broken = xstrdup("/etc/passwd is missing in the "
+			    "chroot jail");
+	}
+	if (config_get_bool("smtpd_peername_lookup"))
+		(void)server_jail_has("/etc/resolv.conf", "client name lookups "
+		    "(smtpd_peername_lookup)");
+}
+
 static void serve(stream_t *client, void *ctx)
 {
 	smtpd_session_opts_t opts = { 0 };
@@ -181,6 +198,7 @@ int main(int argc, char **argv)
 	server_spec_t spec = {
 		.model = SERVER_SINGLE,
 		.pre_jail = pre_jail,
+		.post_jail = post_jail,
 		.serve = serve,
 		.pre_exit = pre_exit,
 	};

@@ -288,11 +288,11 @@ shipped_files_body() {
 	    discard/unix error/unix retry/unix showq/unix; do
 		atf_check -s exit:0 -o not-empty -e empty $POSTCONF -c $SRCDIR/conf -M $s
 	done
-	atf_check -s exit:0 -o match:'^qmgr +unix-dgram +n +- +n +300 +1 +qmgr$' \
+	atf_check -s exit:0 -o match:'^qmgr +unix-dgram +n +- +y +300 +1 +qmgr$' \
 	    $POSTCONF -c $SRCDIR/conf -M qmgr/unix-dgram
 	atf_check -s exit:0 -o match:'^local +unix +- +n +n ' \
 	    $POSTCONF -c $SRCDIR/conf -M local/unix
-	atf_check -s exit:0 -o match:'^pickup +unix-dgram +n +- +n +60 +1 +pickup$' \
+	atf_check -s exit:0 -o match:'^pickup +unix-dgram +n +- +y +60 +1 +pickup$' \
 	    $POSTCONF -c $SRCDIR/conf -M pickup
 	# Every pool is bounded (maxproc 0 would be "no limit").
 	if awk '$6 == "0"' m.out | grep .; then

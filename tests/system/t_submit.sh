@@ -216,6 +216,9 @@ bad_input_body() {
 	printf 'Subject: u\n\nunreadable\n' | $SENDMAIL bob@example.com || atf_fail sendmail
 	u=$(one_maildrop)
 	chmod 000 $u
+	# root (the chrooted variant) reads it anyway: no unreadable file then
+	unreadable=y
+	[ "$(id -u)" = 0 ] && unreadable=
 	printf 'Subject: d\n\ndamaged\n' | $SENDMAIL bob@example.com || atf_fail sendmail
 	d=$(qfiles maildrop | grep -v ${u##*/})
 	head -c 200 $d > cut
@@ -224,9 +227,12 @@ bad_input_body() {
 	start_instance
 	good
 	wait_for qcount_is maildrop 0 || atf_fail "left in maildrop"
-	[ -e q/corrupt/${u##*/} ] && [ -e q/corrupt/${d##*/} ] || atf_fail "not in corrupt/: $(ls q/corrupt)"
-	in_log "${u##*/}: damaged queue file in maildrop: open .*Permission denied; moved to corrupt/" ||
-	    atf_fail "no log line for the unreadable file"
+	[ -e q/corrupt/${d##*/} ] || atf_fail "not in corrupt/: $(ls q/corrupt)"
+	if [ -n "$unreadable" ]; then
+		[ -e q/corrupt/${u##*/} ] || atf_fail "not in corrupt/: $(ls q/corrupt)"
+		in_log "${u##*/}: damaged queue file in maildrop: open .*Permission denied; moved to corrupt/" ||
+		    atf_fail "no log line for the unreadable file"
+	fi
 	in_log "${d##*/}: damaged queue file in maildrop: .*; moved to corrupt/" ||
 	    atf_fail "no log line for the damaged file"
 	# nothing crashed, nothing was rejected late
@@ -237,7 +243,9 @@ bad_input_body() {
 	for f in $(qfiles incoming); do
 		$POSTCAT $f > /dev/null || atf_fail "$f is not a valid queue file"
 	done
-	qcount_is incoming $((n + 1)) || atf_fail "expected $((n + 1)) queued messages, found $(qcount incoming)"
+	want=$((n + 1))
+	[ -n "$unreadable" ] || want=$((want + 1))	# root queued it
+	qcount_is incoming $want || atf_fail "expected $want queued messages, found $(qcount incoming)"
 	assert_log_clean
 }
 bad_input_cleanup() {

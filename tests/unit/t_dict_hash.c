@@ -340,6 +340,64 @@ ATF_TC_BODY(reopen_after_rebuild, tc)
 	str_release(&out);
 }
 
+/* After a chroot the file name means nothing: the open file is kept, a
+ * rebuild (renamed over it) or an in-place change is reported once, the
+ * old contents are served meanwhile, and a missing path is no error. */
+static int changes;
+static char changed_spec[64];
+
+static void on_changed(const char *spec)
+{
+	changes++;
+	snprintf(changed_spec, sizeof(changed_spec), "%s", spec);
+}
+
+ATF_TC_WITHOUT_HEAD(jailed_keeps_file);
+ATF_TC_BODY(jailed_keeps_file, tc)
+{
+	build("hash:map", 0, "k", "v1", NULL);
+	dict_t *d = open_ok("hash:map", 0);
+	dict_set_jailed(on_changed);
+	ATF_CHECK(dict_jailed());
+	check_value(d, "k", "v1");
+	ATF_CHECK_EQ(dict_refresh(d), 0);
+	ATF_CHECK_EQ(changes, 0);
+
+	/* As if the path led nowhere (the jail): moved away, still read. */
+	ATF_REQUIRE_EQ(rename("map.db", "elsewhere.db"), 0);
+	ATF_CHECK_EQ(dict_refresh(d), 0);
+	check_value(d, "k", "v1");
+	ATF_CHECK_EQ(changes, 0);
+
+	/* Rebuilt where it now is: the old inode has no name left. */
+	ATF_REQUIRE_EQ(rename("elsewhere.db", "map.db"), 0);
+	build("hash:map", 0, "k", "v2", NULL);
+	ATF_CHECK_EQ(dict_refresh(d), 0);
+	ATF_CHECK_EQ(changes, 1);
+	ATF_CHECK_STREQ(changed_spec, "hash:map");
+	check_value(d, "k", "v1");
+	/* reported once */
+	ATF_CHECK_EQ(dict_refresh(d), 0);
+	ATF_CHECK_EQ(changes, 1);
+	dict_close(d);
+
+	/* Changed in place (same inode, new size or mtime). */
+	d = open_ok("hash:map", 0);
+	check_value(d, "k", "v2");
+	{
+		int fd = open("map.db", O_WRONLY | O_APPEND);
+		ATF_REQUIRE(fd >= 0);
+		ATF_REQUIRE_EQ(write(fd, "", 0), 0);
+		ATF_REQUIRE_EQ(futimens(fd, (const struct timespec[2]){
+		    { 0, UTIME_OMIT }, { 1, 0 } }), 0);
+		close(fd);
+	}
+	ATF_CHECK_EQ(dict_refresh(d), 0);
+	ATF_CHECK_EQ(changes, 2);
+	check_value(d, "k", "v2");
+	dict_close(d);
+}
+
 ATF_TC_WITHOUT_HEAD(reopen_by_itself);
 ATF_TC_BODY(reopen_by_itself, tc)
 {
@@ -496,6 +554,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, on_disk_encoding);
 	ATF_TP_ADD_TC(tp, db_load_compatible);
 	ATF_TP_ADD_TC(tp, reopen_after_rebuild);
+	ATF_TP_ADD_TC(tp, jailed_keeps_file);
 	ATF_TP_ADD_TC(tp, reopen_by_itself);
 	ATF_TP_ADD_TC(tp, missing_and_damaged);
 	ATF_TP_ADD_TC(tp, bad_records);

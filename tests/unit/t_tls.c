@@ -324,15 +324,15 @@ static tls_ctx_t *client_ctx(const char *cafile, const char *protocols)
 
 /* Starts a server child with sa, then a client handshake at level with
  * host/nexthop, trusting cafile (NULL: the system store). */
-static void client_run(struct client *c, struct server_arg *sa,
-    const char *cafile, enum tls_level level, const char *host,
+static void client_run_ctx(struct client *c, tls_ctx_t *ctx,
+    struct server_arg *sa, enum tls_level level, const char *host,
     const char *nexthop)
 {
 	tls_peer_t peer;
 	int fd;
 
 	memset(c, 0, sizeof(*c));
-	c->ctx = client_ctx(cafile, NULL);
+	c->ctx = ctx;
 	fd = connect_child(serve, sa, &c->pid);
 	small_buffers(fd);
 	c->s = stream_open(fd);
@@ -341,6 +341,13 @@ static void client_run(struct client *c, struct server_arg *sa,
 	peer.host = host;
 	peer.nexthop = nexthop;
 	c->status = tls_client_start(c->ctx, c->s, &peer, IO_MS, &c->t, &c->err);
+}
+
+static void client_run(struct client *c, struct server_arg *sa,
+    const char *cafile, enum tls_level level, const char *host,
+    const char *nexthop)
+{
+	client_run_ctx(c, client_ctx(cafile, NULL), sa, level, host, nexthop);
 }
 
 /* Ends the connection; returns the server child's exit status. */
@@ -552,6 +559,60 @@ ATF_TC_BODY(system_store_directory, tc)
 	ATF_CHECK_EQ(client_end(&c), 0);
 	unsetenv("SSL_CERT_DIR");
 	unsetenv("SSL_CERT_FILE");
+}
+
+/* A process about to chroot reads its CAs at once: the default store's
+ * directory (no bundle file) and a configured CApath, each still trusted
+ * after the directory is gone, as it is inside the jail. */
+ATF_TC_WITHOUT_HEAD(trust_loaded_now);
+ATF_TC_BODY(trust_loaded_now, tc)
+{
+	struct server_arg sa = { "server.pem", "server.key", NULL, 0, 0 };
+	tls_client_config_t cfg;
+	struct client c;
+	str_t err = STR_INIT;
+	char dir[1024];
+	tls_ctx_t *ctx;
+
+	make_pki();
+	ATF_REQUIRE(system("mkdir -p store capath && cp ca.pem store/ && "
+	    "cp ca.pem capath/ && openssl rehash store >/dev/null 2>&1 && "
+	    "openssl rehash capath >/dev/null 2>&1") == 0);
+	ATF_REQUIRE(getcwd(dir, sizeof(dir) - 8) != NULL);
+	strncat(dir, "/store", sizeof(dir) - strlen(dir) - 1);
+	ATF_REQUIRE(setenv("SSL_CERT_DIR", dir, 1) == 0);
+	ATF_REQUIRE(setenv("SSL_CERT_FILE", "no-such-bundle.pem", 1) == 0);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.load_now = true;
+	ctx = tls_client_ctx(&cfg, &err);
+	ATF_REQUIRE_MSG(ctx != NULL, "%s", str_cstr(&err));
+	/* ca.pem twice (the file and its hashed link), one certificate */
+	ATF_CHECK_EQ(tls_ctx_trust_objects(ctx), 1);
+	ATF_REQUIRE(rename("store", "store.gone") == 0);
+	client_run_ctx(&c, ctx, &sa, TLS_LEVEL_VERIFY, "mx.example.test",
+	    "example.test");
+	ATF_CHECK_EQ_MSG(c.status, TLS_OK, "%s", str_cstr(&c.err));
+	if (c.status == TLS_OK)
+		ATF_CHECK_EQ(tls_sess_trust(c.t), TLS_TRUSTED);
+	ATF_CHECK_EQ(client_end(&c), 0);
+	unsetenv("SSL_CERT_DIR");
+	unsetenv("SSL_CERT_FILE");
+
+	cfg.CApath = "capath";
+	ctx = tls_client_ctx(&cfg, &err);
+	ATF_REQUIRE_MSG(ctx != NULL, "%s", str_cstr(&err));
+	ATF_REQUIRE(rename("capath", "capath.gone") == 0);
+	client_run_ctx(&c, ctx, &sa, TLS_LEVEL_VERIFY, "mx.example.test",
+	    "example.test");
+	ATF_CHECK_EQ_MSG(c.status, TLS_OK, "%s", str_cstr(&c.err));
+	ATF_CHECK_EQ(client_end(&c), 0);
+	/* an empty directory is an error then, not an empty store */
+	ATF_REQUIRE(mkdir("empty", 0755) == 0);
+	cfg.CApath = "empty";
+	ATF_CHECK(tls_client_ctx(&cfg, &err) == NULL);
+	ATF_CHECK_STREQ(str_cstr(&err),
+	    "CA directory empty: no certificate could be read");
+	str_release(&err);
 }
 
 ATF_TC_WITHOUT_HEAD(verify_wrong_hostname);
@@ -884,16 +945,16 @@ ATF_TC_BODY(from_config, tc)
 	    str_cstr(&err));
 
 	ATF_REQUIRE_EQ(config_load_text("smtp_tls_CAfile = ca.pem\n", "main.cf"), 0);
-	ctx = tls_client_ctx_from_config(&err);
+	ctx = tls_client_ctx_from_config(false, &err);
 	ATF_CHECK_MSG(ctx != NULL, "%s", str_cstr(&err));
 	tls_ctx_free(ctx);
 	ATF_REQUIRE_EQ(config_load_text("smtp_tls_CAfile = nope.pem\n", "main.cf"), 0);
-	ATF_CHECK(tls_client_ctx_from_config(&err) == NULL);
+	ATF_CHECK(tls_client_ctx_from_config(false, &err) == NULL);
 	ATF_CHECK_STREQ(str_cstr(&err),
 	    "cannot open CA file nope.pem: No such file or directory");
 	ATF_REQUIRE_EQ(config_load_text("smtp_tls_protocols = <=TLSv1.1 >=TLSv1.2\n",
 	    "main.cf"), 0);
-	ATF_CHECK(tls_client_ctx_from_config(&err) == NULL);
+	ATF_CHECK(tls_client_ctx_from_config(false, &err) == NULL);
 	ATF_CHECK_MATCH("^smtp_tls_protocols: .*no version", str_cstr(&err));
 	config_reset();
 	str_release(&err);
@@ -1391,6 +1452,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, may_untrusted);
 	ATF_TP_ADD_TC(tp, verify_trusted);
 	ATF_TP_ADD_TC(tp, system_store_directory);
+	ATF_TP_ADD_TC(tp, trust_loaded_now);
 	ATF_TP_ADD_TC(tp, verify_wrong_hostname);
 	ATF_TP_ADD_TC(tp, verify_unknown_ca);
 	ATF_TP_ADD_TC(tp, verify_expired);
