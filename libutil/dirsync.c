@@ -530,15 +530,26 @@ void dirsync_free(dirsync_t *ds)
 	free(ds);
 }
 
-static void give_up(dirsync_t *ds, const char *why, int err)
+static void give_up_at(dirsync_t *ds, enum log_level lvl, const char *why,
+    int err)
 {
 	if (ds->sfd >= 0)
 		close(ds->sfd);
 	ds->sfd = -1;
 	ds->mark = -1;		/* (closing dropped our locks) */
 	ds->unusable = true;
-	log_warning("dirsync state %s: %s%s%s; every commit fsyncs its own "
-	    "directory", ds->path, why, err ? ": " : "", err ? strerror(err) : "");
+	if (lvl == LOG_LVL_DEBUG)
+		log_debug("dirsync state %s: %s; every commit fsyncs its own "
+		    "directory", ds->path, why);
+	else
+		log_warning("dirsync state %s: %s%s%s; every commit fsyncs its "
+		    "own directory", ds->path, why, err ? ": " : "",
+		    err ? strerror(err) : "");
+}
+
+static void give_up(dirsync_t *ds, const char *why, int err)
+{
+	give_up_at(ds, LOG_LVL_WARNING, why, err);
 }
 
 /* Opens the state file and checks that only we can write it. */
@@ -567,7 +578,9 @@ static int state_open(dirsync_t *ds)
 		return -1;
 	}
 	if (st.st_uid != geteuid()) {
-		give_up(ds, "not owned by this process's user", 0);
+		/* Expected of postdrop run by a user other than mail_owner
+		 * (root's cron mail, say): no warning for that. */
+		give_up_at(ds, LOG_LVL_DEBUG, "not owned by this process's user", 0);
 		return -1;
 	}
 	if (st.st_mode & 022) {
