@@ -539,8 +539,9 @@ static void give_up_at(dirsync_t *ds, enum log_level lvl, const char *why,
 	ds->mark = -1;		/* (closing dropped our locks) */
 	ds->unusable = true;
 	if (lvl == LOG_LVL_DEBUG)
-		log_debug("dirsync state %s: %s; every commit fsyncs its own "
-		    "directory", ds->path, why);
+		log_debug("dirsync state %s: %s%s%s; every commit fsyncs its "
+		    "own directory", ds->path, why, err ? ": " : "",
+		    err ? strerror(err) : "");
 	else
 		log_warning("dirsync state %s: %s%s%s; every commit fsyncs its "
 		    "own directory", ds->path, why, err ? ": " : "",
@@ -562,10 +563,39 @@ static int state_open(dirsync_t *ds)
 	/* What was learnt of the other processes was about another file. */
 	ds->holdoff = false;
 	ds->cut_mark = -1;
-	fd = open(ds->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-	    0600);
+	fd = open(ds->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		/* Made only by the owner of its directory: a root process
+		 * (postdrop for root's mail) must not leave a file the
+		 * unprivileged writers cannot open. */
+		char *dir = xstrdup(ds->path), *slash = strrchr(dir, '/');
+		struct stat dst;
+		if (slash == dir)
+			slash[1] = '\0';
+		else if (slash != NULL)
+			*slash = '\0';
+		if (stat(slash ? dir : ".", &dst) < 0)
+			;	/* errno says why */
+		else if (dst.st_uid == geteuid())
+			fd = open(ds->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+			    O_NONBLOCK | O_CLOEXEC, 0600);
+		else
+			errno = EPERM;
+		free(dir);
+		if (fd < 0 && errno == EEXIST)
+			fd = open(ds->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+		else if (fd < 0 && errno == EPERM) {
+			give_up_at(ds, LOG_LVL_DEBUG, "not there, and its "
+			    "directory is another user's", 0);
+			return -1;
+		}
+	}
 	if (fd < 0) {
-		give_up(ds, "cannot open", errno);
+		/* A writer that cannot reach the state (postdrop run by a
+		 * user: saved/ is mail_owner's) is expected too. */
+		give_up_at(ds, errno == EACCES ? LOG_LVL_DEBUG : LOG_LVL_WARNING,
+		    "cannot open", errno);
 		return -1;
 	}
 	ds->sfd = fd;

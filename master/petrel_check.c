@@ -18,6 +18,7 @@
 #include "pconfig.h"
 #include "petrel_check.h"
 #include "queue_dirs.h"
+#include "queue_path.h"
 #include "server.h"
 #include "str.h"
 
@@ -158,6 +159,28 @@ static int check_config_file(const char *path, bool must_exist)
 	return 0;
 }
 
+/* The group commit's state file must be mail_owner's (libutil/dirsync.c
+ * makes it only in a directory the process owns, but older versions let
+ * a root postdrop make it): another owner's is removed, and the next
+ * writer makes it anew. */
+static void stale_dirsync_state(const char *qdir, uid_t mail_uid)
+{
+	str_t path = STR_INIT;
+	struct stat st;
+
+	str_setf(&path, "%s/%s", qdir, QUEUE_DIRSYNC_STATE);
+	if (lstat(str_cstr(&path), &st) == 0 && st.st_uid != mail_uid) {
+		if (unlink(str_cstr(&path)) == 0)
+			log_info("removed %s: owned by uid %ld, not mail_owner",
+			    str_cstr(&path), (long)st.st_uid);
+		else
+			log_warning("%s: owned by uid %ld, not mail_owner; cannot "
+			    "remove it: %s", str_cstr(&path), (long)st.st_uid,
+			    strerror(errno));
+	}
+	str_release(&path);
+}
+
 int petrel_check(const char *config_dir)
 {
 	const char *qdir = config_get_str("queue_directory");
@@ -203,6 +226,7 @@ int petrel_check(const char *config_dir)
 	}
 	r = queue_dirs_check(qdir, &o, true);
 	problems += r < 0 ? 1 : r;
+	stale_dirsync_state(qdir, o.mail_uid);
 	if (geteuid() == 0 && jail_wanted(m))
 		problems += jail_refresh(qdir, config_get_str("chroot_files"));
 	if (m)

@@ -146,9 +146,16 @@ static void fit_descriptors(long agents)
 	if (avail < 1)
 		avail = 1;
 	if (Q.active_limit > avail) {
-		log_warning("qmgr_message_active_limit %ld reduced to %ld: the "
-		    "process may open only %ld files (ulimit -n)", Q.active_limit,
-		    avail, (long)rl.rlim_cur);
+		/* A few percent less is routine (20,000 against a limit of
+		 * 20,000 descriptors); a large cut deserves attention. */
+		if (avail < Q.active_limit / 2)
+			log_warning("qmgr_message_active_limit %ld reduced to %ld: "
+			    "the process may open only %ld files (ulimit -n)",
+			    Q.active_limit, avail, (long)rl.rlim_cur);
+		else
+			log_info("qmgr_message_active_limit %ld reduced to %ld: the "
+			    "process may open only %ld files (ulimit -n)",
+			    Q.active_limit, avail, (long)rl.rlim_cur);
 		Q.active_limit = avail;
 	}
 }

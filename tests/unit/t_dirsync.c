@@ -1285,8 +1285,39 @@ ATF_TC_BODY(fallback_other_owner, tc)
 		ATF_CHECK(!log_has("warning: dirsync"));
 	} else {
 		ATF_REQUIRE(chmod(STATE, 0400) == 0);
+		log_verbose = 1;
 		check_fallback(STATE, "cannot open: Permission denied");
+		ATF_CHECK(!log_has("warning: dirsync"));
 	}
+}
+
+/* The state file is made only by the owner of its directory: root's
+ * postdrop must not leave one that mail_owner's writers cannot open. */
+ATF_TC_WITHOUT_HEAD(created_by_directory_owner_only);
+ATF_TC_BODY(created_by_directory_owner_only, tc)
+{
+	struct stat st;
+
+	ATF_REQUIRE(mkdir(DIR, 0700) == 0);
+	ATF_REQUIRE(mkdir("sdir", 0755) == 0);
+	if (geteuid() != 0)
+		atf_tc_skip("needs root (a directory of another user)");
+	ATF_REQUIRE(chown("sdir", 65534, 65534) == 0);
+	log_verbose = 1;
+	check_fallback("sdir/state", "not there, and its directory is another user's");
+	ATF_CHECK(!log_has("warning: dirsync"));
+	ATF_CHECK_MSG(stat("sdir/state", &st) < 0 && errno == ENOENT,
+	    "state file created in another user's directory");
+	/* Our own directory: made and used. */
+	ATF_REQUIRE(chown("sdir", 0, 0) == 0);
+	{
+		dirsync_t *ds = dirsync_new("sdir/state");
+		rename_into(DIR);
+		ATF_CHECK_EQ(dirsync_commit(ds, DIR), 0);
+		dirsync_free(ds);
+	}
+	ATF_CHECK_EQ(stat("sdir/state", &st), 0);
+	ATF_CHECK_EQ(st.st_uid, 0);
 }
 
 ATF_TC_WITHOUT_HEAD(fallback_fails_when_fsync_fails);
@@ -1328,6 +1359,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, other_directory);
 	ATF_TP_ADD_TC(tp, replaced_directory);
 	ATF_TP_ADD_TC(tp, fallback_no_directory);
+	ATF_TP_ADD_TC(tp, created_by_directory_owner_only);
 	ATF_TP_ADD_TC(tp, fallback_symlink);
 	ATF_TP_ADD_TC(tp, fallback_fifo);
 	ATF_TP_ADD_TC(tp, fallback_writable_by_others);
