@@ -115,9 +115,27 @@ static bool ok(const cln_msg_t *m)
 	return m->status == CLEANUP_STAT_OK;
 }
 
+/* A queue file that cannot be made or written: the details (paths,
+ * errno text) go to the log only; the client learns whether storage ran
+ * out (4.3.1, RFC 3463) or something else failed. */
+static void queue_failed(cln_msg_t *m, const char *what, const char *detail)
+{
+	bool full = strstr(detail, strerror(ENOSPC)) != NULL
+#ifdef EDQUOT
+	    || strstr(detail, strerror(EDQUOT)) != NULL
+#endif
+	    ;
+
+	log_warning("%s%s%s: %s", m->id, m->id[0] ? ": " : "", what, detail);
+	if (full)
+		fail(m, CLEANUP_STAT_TEMP, "4.3.1", "insufficient system storage");
+	else
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "queue file write error");
+}
+
 static void write_failed(cln_msg_t *m)
 {
-	fail(m, CLEANUP_STAT_TEMP, "4.3.0", "queue file write error: %s",
+	queue_failed(m, "queue file write error",
 	    m->w != NULL ? qfw_error(m->w) : "no file");
 }
 
@@ -375,8 +393,7 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 
 	m->w = qfw_create(&cfg->ql, cfg->queue, 0600, &err);
 	if (m->w == NULL) {
-		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "cannot create queue file: %s",
-		    str_cstr(&err));
+		queue_failed(m, "cannot create queue file", str_cstr(&err));
 		str_release(&err);
 		return m;
 	}

@@ -78,12 +78,12 @@ static void put_line(sess_t *ss, int code, char sep, const char *dsn,
 		str_catf(&out, "%s ", dsn);
 	for (const char *p = text; *p && out.len < 510; p++)
 		str_putc(&out, ((unsigned char)*p < 0x20 || *p == 0x7f) ? '?' : *p);
+	if (log_verbose > 0)
+		log_debug("> %s: %s", ss->namaddr, str_cstr(&out));
 	str_cat(&out, "\r\n");
 	(void)stream_write(ss->s, out.buf, out.len);
 	str_release(&out);
 	ss->cur_ok = code < 400;
-	if (log_verbose > 0)
-		log_debug("> %s: %.*s", ss->namaddr, (int)(out.len - 2), out.buf);
 }
 
 static void vreply(sess_t *ss, int code, const char *dsn, const char *fmt,
@@ -135,6 +135,17 @@ static void fail_reply(sess_t *ss, const smtpd_reply_t *rp)
 static const char *proto(const sess_t *ss, char buf[16])
 {
 	bfmt(buf, 16, "%s%s%s", ss->esmtp ? "ESMTP" : "SMTP", ss->tls ? "S" : "",
+	    ss->chk.sasl_username ? "A" : "");
+	return buf;
+}
+
+/* The "with" word of the Received header: RFC 3848, and RFC 6531 for a
+ * transaction that used SMTPUTF8 (UTF8SMTP, UTF8SMTPS, ...). */
+static const char *received_proto(const sess_t *ss, char buf[16])
+{
+	if (!ss->smtputf8)
+		return proto(ss, buf);
+	bfmt(buf, 16, "UTF8SMTP%s%s", ss->tls ? "S" : "",
 	    ss->chk.sasl_username ? "A" : "");
 	return buf;
 }
@@ -283,7 +294,7 @@ static bool dest_start(sess_t *ss, const char *stage)
 	t.client_addr = ss->peer->addr;
 	t.client_port = *ss->peer->port ? ss->peer->port : NULL;
 	t.helo = ss->helo;
-	t.protocol = proto(ss, pb);
+	t.protocol = received_proto(ss, pb);
 	t.tls_info = ss->cfg->tls_received ? ss->tls_info : NULL;
 	t.log_ident = ss->log_ident;
 	if (ss->dest->open(ss->dest, &t, &why) < 0) {
@@ -817,7 +828,7 @@ static void cmd_bdat(sess_t *ss, const smtpd_cmd_t *c)
 	uint64_t dummy = 0;
 
 	if (ss->cfg->ext_discard & SMTPD_EXT_CHUNKING) {
-		fail(ss, 502, "5.5.2", "Error: command not recognized");
+		fail(ss, 500, "5.5.2", "Error: command not recognized");
 		return;
 	}
 	if (!smtpd_bdat_parse(c->arg, c->arglen, &size, &last)) {
@@ -1075,7 +1086,7 @@ static void dispatch(sess_t *ss, const smtpd_cmd_t *c)
 		fail(ss, 502, "5.5.1", "Error: command not implemented");
 		break;
 	default:
-		fail(ss, 502, "5.5.2", "Error: command not recognized");
+		fail(ss, 500, "5.5.2", "Error: command not recognized");
 		break;
 	}
 }

@@ -376,7 +376,7 @@ hostile_body() {
 	# An error flood is cut off at smtpd_hard_error_limit (20).
 	awk 'BEGIN { for (i = 0; i < 30; i++) printf "XYZZY\r\n" }' > flood.in
 	blast flood.in flood.out
-	atf_check_equal 20 "$(grep -c '^502 5.5.2' flood.out)"
+	atf_check_equal 20 "$(grep -c '^500 5.5.2' flood.out)"
 	atf_check -o match:"^421 4.7.0 mx.example.test Error: too many errors$" tr -d '\r' < flood.out
 
 	# Still up, and the legitimate mail all got through.
@@ -442,7 +442,39 @@ starttls_body() {
 }
 starttls_cleanup() { stop_instance; }
 
+atf_test_case verbose_log cleanup
+verbose_log_head() {
+	atf_set descr "smtpd -v logs each command and each reply (the reply text, never (null))"
+	atf_set require.progs swaks
+	atf_set require.user unprivileged
+}
+verbose_log_body() {
+	port=$(free_port)
+	mk_instance "myhostname = mx.example.test" \
+	    "mydestination = mx.example.test" \
+	    "local_recipient_maps = inline:{ alice=x }" \
+	    "smtpd_peername_lookup = no" "smtpd_error_sleep_time = 0"
+	mcf "$port inet n - n - - smtpd -v" "cleanup unix n - n - 0 cleanup"
+	start_instance
+	atf_check -s exit:0 -o ignore -e ignore swaks --server 127.0.0.1:$port \
+	    --helo client.test --from sender@example.org --to alice@mx.example.test
+	grep_wait maillog '> unknown\[127.0.0.1\]: 221 2.0.0 Bye'
+	in_log '> unknown\[127.0.0.1\]: 220 mx.example.test ESMTP' ||
+	    atf_fail "no greeting logged"
+	in_log '< unknown\[127.0.0.1\]: RCPT TO:<alice@mx.example.test>' ||
+	    atf_fail "no command logged"
+	in_log '> unknown\[127.0.0.1\]: 250 2.1.5 Ok' || atf_fail "no reply logged"
+	in_log '(null)' && atf_fail "a (null) in the log"
+	stop_instance
+	finish
+}
+verbose_log_cleanup() {
+	stop_instance
+	stop_all
+}
+
 atf_init_test_cases() {
+	atf_add_test_case verbose_log
 	atf_add_test_case swaks_queued
 	atf_add_test_case smtp_source_load
 	atf_add_test_case relay_denied

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "cleanup/cleanup.h"
@@ -572,6 +573,42 @@ ATF_TC_BODY(size_limit, tc)
 	teardown();
 }
 
+/* A queue that cannot take the file: the reply names no path and no
+ * system error text (those go to the log); a full file system is 4.3.1. */
+ATF_TC_WITHOUT_HEAD(queue_trouble_private);
+ATF_TC_BODY(queue_trouble_private, tc)
+{
+	cln_envelope_t e = env0("a@example.org");
+	cleanup_reply_t r;
+	str_t big = STR_INIT;
+
+	setup(NULL);
+	if (geteuid() == 0) {
+		/* A 64 KiB file system under q/incoming fills up. */
+		if (system("mount -t tmpfs -o size=64k petrel-test q/incoming "
+		    ">/dev/null 2>&1") != 0)
+			atf_tc_skip("cannot mount a tmpfs here");
+		str_set(&big, "Subject: big\n\n");
+		while (str_len(&big) < 200000)
+			str_cat(&big, "0123456789012345678901234567890123456789\n");
+		r = submit(&e, BOB, str_cstr(&big));
+		ATF_CHECK_EQ(system("umount q/incoming"), 0);
+		ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
+		ATF_CHECK_STREQ(r.dsn, "4.3.1");
+		ATF_CHECK_STREQ(r.text, "insufficient system storage");
+	} else {
+		ATF_REQUIRE_EQ(chmod("q/incoming", 0500), 0);
+		r = submit(&e, BOB, "Subject: s\n\nbody\n");
+		ATF_CHECK_EQ(chmod("q/incoming", 0700), 0);
+		ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
+		ATF_CHECK_STREQ(r.dsn, "4.3.0");
+		ATF_CHECK_STREQ(r.text, "queue file write error");
+	}
+	ATF_CHECK(strchr(r.text, '/') == NULL);
+	str_release(&big);
+	teardown();
+}
+
 ATF_TC_WITHOUT_HEAD(bad_envelopes);
 ATF_TC_BODY(bad_envelopes, tc)
 {
@@ -834,6 +871,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, nul_bytes);
 	ATF_TP_ADD_TC(tp, hopcount);
 	ATF_TP_ADD_TC(tp, size_limit);
+	ATF_TP_ADD_TC(tp, queue_trouble_private);
 	ATF_TP_ADD_TC(tp, bad_envelopes);
 	ATF_TP_ADD_TC(tp, recipient_limit_and_dsn);
 	ATF_TP_ADD_TC(tp, header_rewriting);

@@ -167,7 +167,7 @@ ATF_TC_BODY(syntax, tc)
 	    "250 2.1.5 Ok\n"
 	    "501 5.1.3 Bad recipient address syntax: the null address <> is "
 	    "not a valid recipient\n"
-	    "502 5.5.2 Error: command not recognized\n"
+	    "500 5.5.2 Error: command not recognized\n"
 	    "500 5.5.2 Error: bad syntax\n"
 	    "500 5.5.2 Error: bad syntax\n"
 	    "500 5.5.2 Error: NUL character in command\n"
@@ -402,7 +402,7 @@ ATF_TC_BODY(bare_lf, tc)
 	td_init(&td);
 	r = talk(cfg, "192.0.2.1", in, &td);
 	ATF_CHECK_MATCH("354 End data with <CR><LF>.<CR><LF>\n"
-	    "250 2.0.0 Ok: queued as QID1\n502 5.5.2 Error: command not recognized\n"
+	    "250 2.0.0 Ok: queued as QID1\n500 5.5.2 Error: command not recognized\n"
 	    "221 2.7.0 Error: I can break rules, too. Goodbye.\n$", r);
 	/* The smuggled transaction is content of the first message. */
 	ATF_CHECK_STREQ(str_cstr(td.last),
@@ -486,11 +486,11 @@ ATF_TC_BODY(error_limits, tc)
 	char *t = session_opts(cfg, "192.0.2.1", in, strlen(in), &td, &opts, 0);
 	char *r = replies(t), *log = slurp("log");
 	log_to_stderr();
-	CHECK_REPLIES(r, "502 5.5.2 Error: command not recognized\n"
-	    "502 5.5.2 Error: command not recognized\n250 2.0.0 Ok\n"
-	    "502 5.5.2 Error: command not recognized\n"
-	    "502 5.5.2 Error: command not recognized\n"
-	    "502 5.5.2 Error: command not recognized\n"
+	CHECK_REPLIES(r, "500 5.5.2 Error: command not recognized\n"
+	    "500 5.5.2 Error: command not recognized\n250 2.0.0 Ok\n"
+	    "500 5.5.2 Error: command not recognized\n"
+	    "500 5.5.2 Error: command not recognized\n"
+	    "500 5.5.2 Error: command not recognized\n"
 	    "421 4.7.0 mx.example.test Error: too many errors\n");
 	ATF_CHECK_EQ(sleeps, 3);
 	ATF_CHECK_MATCH("too many errors after UNKNOWN from unknown\\[192.0.2.1\\]", log);
@@ -646,7 +646,7 @@ ATF_TC_BODY(dsn_and_utf8, tc)
 	    "rcpt=alice@mx.example.test orcpt=rfc822;Alice+40mx.example.test notify=5\n"
 	    "rcpt=bob@mx.example.test orcpt=- notify=8\n"
 	    "envid=abc+2Bd ret=2 body=8BITMIME smtputf8=1\n"
-	    "client=unknown[192.0.2.1] port=4711 helo=c proto=ESMTP tls=-\n");
+	    "client=unknown[192.0.2.1] port=4711 helo=c proto=UTF8SMTP tls=-\n");
 	free(r);
 	smtpd_cfg_free(cfg);
 
@@ -663,8 +663,8 @@ ATF_TC_BODY(dsn_and_utf8, tc)
 	    "555 5.5.4 Unsupported option: RET=FULL\n"
 	    "250 2.1.0 Ok\n"
 	    "555 5.5.4 Unsupported option: NOTIFY=NEVER\n"
-	    "502 5.5.2 Error: command not recognized\n"
-	    "502 5.5.2 Error: command not recognized\n");	/* "xQUIT" */
+	    "500 5.5.2 Error: command not recognized\n"
+	    "500 5.5.2 Error: command not recognized\n");	/* "xQUIT" */
 	free(r);
 	smtpd_cfg_free(cfg);
 
@@ -734,7 +734,7 @@ ATF_TC_BODY(dest_failures, tc)
 	/* The content, if the client sends it anyway, is taken for
 	 * commands, and a lone dot is no SMTP. */
 	ATF_CHECK_MATCH("250 2.1.5 Ok\n451 4.3.0 Error: queue file write error\n"
-	    "502 5.5.2 Error: command not recognized\n221 2.7.0 ", r);
+	    "500 5.5.2 Error: command not recognized\n221 2.7.0 ", r);
 	free(r);
 
 	td_init(&td);
