@@ -724,9 +724,28 @@ static void parse_text(const char *text, size_t len, const char *file)
 	lines_walk(text, len, &o);
 }
 
+static bool defer_warnings;
+
+void config_defer_warnings(void)
+{
+	defer_warnings = true;
+}
+
+void config_log_warnings(void)
+{
+	const char *p = str_cstr(&warnings);
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+		log_warning("%.*s", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+}
+
 static void log_warnings(void)
 {
 	const char *p = str_cstr(&warnings);
+	if (defer_warnings)
+		return;
 	while (*p) {
 		size_t n = strcspn(p, "\n");
 		log_warning("%.*s", (int)n, p);

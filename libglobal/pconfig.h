@@ -43,6 +43,13 @@ int config_load_text(const char *text, const char *filename);
 const char *config_errors(void);
 const char *config_warnings(void);
 
+/* Commands that users run (sendmail, postdrop, mailq): warnings are not
+ * logged by config_load; the command logs them with
+ * config_log_warnings() once its log goes to the mail log only, so that
+ * an unknown parameter never reaches a user's (or cron's) stderr. */
+void config_defer_warnings(void);
+void config_log_warnings(void);
+
 /* The main.cf path of the last config_load (NULL if none). */
 const char *config_file(void);
 

@@ -219,6 +219,7 @@ int main(int argc, char **argv)
 		usage();
 	if (config_dir == NULL && (config_dir = getenv("MAIL_CONFIG")) == NULL)
 		config_dir = DEF_CONFIG_DIR;
+	config_defer_warnings();
 	check_config_dir(config_dir);
 	if (config_load(config_dir) < 0) {
 		log_lines(LOG_LVL_ERROR, config_errors());
@@ -231,6 +232,8 @@ int main(int argc, char **argv)
 		log_to_syslog();
 	else if (log_to_file(s) < 0)
 		log_to_stderr();
+	/* Configuration warnings go to the mail log, not to the user. */
+	config_log_warnings();
 	log_also_stderr(1);
 
 	switch (submit_user_allowed(getuid(), &err)) {

@@ -47,8 +47,22 @@ static void load_config(void)
 		config_dir = getenv("MAIL_CONFIG");
 	if (config_dir == NULL || *config_dir == 0)
 		config_dir = DEF_CONFIG_DIR;
+	config_defer_warnings();
 	if (config_load(config_dir) < 0)
 		log_fatal("%s", config_errors());
+	/* Warnings (an unknown parameter) go to the mail log, never to the
+	 * user's terminal or cron mail; errors still go to stderr. */
+	if (config_warnings()[0] != '\0') {
+		const char *file = config_get_str("maillog_file");
+		bool logged = true;
+		if (*file == 0)
+			log_to_syslog();
+		else if (log_to_file(file) < 0)
+			logged = false;
+		if (logged)
+			config_log_warnings();
+		log_to_stderr();
+	}
 }
 
 static void layout(queue_layout_t *ql)

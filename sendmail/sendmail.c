@@ -602,6 +602,7 @@ int main(int argc, char **argv)
 		opt.mode = MODE_NOTHING;
 
 	dir = config_dir();
+	config_defer_warnings();
 	if (config_load(dir) < 0) {
 		log_lines(LOG_LVL_ERROR, config_errors());
 		die(EX_CONFIG, "errors in %s/main.cf", dir);
@@ -616,6 +617,8 @@ int main(int argc, char **argv)
 		log_to_syslog();
 	else if (log_to_file(s) < 0)
 		log_to_stderr();
+	/* Configuration warnings go to the mail log, not to the user. */
+	config_log_warnings();
 	log_also_stderr(1);
 
 	switch (opt.mode) {

@@ -383,7 +383,25 @@ other_modes_body() {
 	atf_check -s exit:$EX_UNAVAILABLE -o empty $SENDMAIL -q
 }
 
+atf_test_case quiet_warnings
+quiet_warnings_head() {
+	atf_set descr "an unknown parameter in main.cf: sendmail (and the postdrop it runs) and postq say nothing on stderr (cron would mail it); the mail log has the warning"
+	atf_set require.user unprivileged
+}
+quiet_warnings_body() {
+	mk_submit "no_such_parameter_here = 1"
+	printf 'Subject: x\n\nx\n' > msg
+	atf_check -s exit:0 -o empty -e empty $SENDMAIL bob@example.com < msg
+	atf_check -s exit:0 -o ignore -e empty $B/bin/postq -C $PWD/etc
+	grep -q "warning: .*unknown parameter no_such_parameter_here (ignored)" maillog ||
+	    atf_fail "no warning in the mail log: $(cat maillog)"
+	# the administrator's tool still says it
+	atf_check -s exit:0 -o ignore -e match:"unknown parameter no_such_parameter_here" \
+	    $B/bin/postconf -c $PWD/etc -n
+}
+
 atf_init_test_cases() {
+	atf_add_test_case quiet_warnings
 	atf_add_test_case recipients
 	atf_add_test_case options
 	atf_add_test_case dots
