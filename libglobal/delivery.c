@@ -317,6 +317,7 @@ static const attr_spec_t rep_rcpt_spec[] = {
 	{ "diag_text", ATTR_TYPE_STR, 0, NULL },
 	{ "relay", ATTR_TYPE_STR, 0, NULL },
 	{ "remote_mta", ATTR_TYPE_STR, 0, NULL },
+	{ "notified", ATTR_TYPE_INT, 0, NULL },
 	{ NULL, 0, 0, NULL },
 };
 
@@ -695,6 +696,8 @@ void dlv_reply_encode(const dlv_reply_t *rep, str_t *out)
 		attr_put_long(out, "offset", rep->offset[i]);
 		dlv_status_encode(out, dlv_status_isset(rep, i) ? &rep->st[i] :
 		    &unset, textmax);
+		if (dlv_status_isset(rep, i) && rep->st[i].notified)
+			attr_put_int(out, "notified", 1);
 		attr_put_end(out);
 	}
 	attr_put_end(out);
@@ -744,6 +747,7 @@ int dlv_reply_decode(const attr_msg_t *msg, const dlv_request_t *req,
 		const attr_msg_t *g = attr_list_group(l, i);
 		rep->offset[i] = dlv_get_long(g, "offset");
 		dlv_status_decode(g, &rep->st[i]);
+		rep->st[i].notified = dlv_get_int(g, "notified") != 0;
 	}
 	if (rep->flags & ~DLV_R_MASK) {
 		str_setf(err, "flags: unknown bits 0x%x", rep->flags & ~DLV_R_MASK);
@@ -767,6 +771,11 @@ int dlv_reply_decode(const attr_msg_t *msg, const dlv_request_t *req,
 		str_setf(&name, "rcpt[%zu]", i);
 		if (!dlv_status_ok(&rep->st[i], true, str_cstr(&name), err))
 			goto out;
+		if (rep->st[i].notified && rep->st[i].action != DLV_ACT_DELIVERED) {
+			str_setf(err, "rcpt[%zu].notified with action %s", i,
+			    dlv_action_name(rep->st[i].action));
+			goto out;
+		}
 	}
 	rc = 0;
 out:

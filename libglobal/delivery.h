@@ -145,6 +145,10 @@ typedef struct dlv_status {
 	char *relay;		/* for the log: "mx.example.net[192.0.2.1]:25",
 				 * "local", "none" ("" = "none") */
 	char *remote_mta;	/* Remote-MTA host name (type dns), or "" */
+	bool notified;		/* delivered to a next hop that took the
+				 * recipient's NOTIFY (RFC 3461 section 5.2):
+				 * it, not we, sends any success notice.
+				 * Replies only (not status logs). */
 } dlv_status_t;
 
 typedef struct dlv_reply {

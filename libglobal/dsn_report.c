@@ -333,7 +333,9 @@ int dsn_report_build(const dsn_report_t *r, dsn_line_fn lines,
 		str_reset(&orig);
 	}
 
-	str_setf(&s, "MAILER-DAEMON@%s (Mail Delivery System)", r->myhostname);
+	/* The usual form (Postfix, Exim, Sendmail): a display name, then
+	 * the address in angle brackets. */
+	str_setf(&s, "Mail Delivery System <MAILER-DAEMON@%s>", r->myhostname);
 	dsn_put_field(out, "From", str_cstr(&s));
 	dsn_put_field(out, "Subject", dsn_report_subject(r->kind, r->audience));
 	str_set(&s, "<");

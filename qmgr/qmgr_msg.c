@@ -73,6 +73,7 @@ static void batch_add(rec_batch_t *b, const dlv_rcpt_t *r,
 	x->st.diag_text = dup0(st->diag_text);
 	x->st.relay = dup0(st->relay);
 	x->st.remote_mta = dup0(st->remote_mta);
+	x->st.notified = st->notified;
 	x->time = when;
 }
 
@@ -150,8 +151,9 @@ static void rcpt_outcome(qmgr_msg_t *msg, const dlv_rcpt_t *r,
 	case SCHED_RCPT_SENT:
 		msg->sent++;
 		/* A success notice was asked for: remember it in the trace
-		 * log first, so that a crash cannot lose it silently. */
-		if ((r->notify & QF_NOTIFY_SUCCESS)) {
+		 * log first, so that a crash cannot lose it silently.  Not
+		 * when the next hop took the NOTIFY: it sends the notice. */
+		if ((r->notify & QF_NOTIFY_SUCCESS) && !(st && st->notified)) {
 			msg->wrote_trace = true;
 			if (statuslog_append1(&Q.ql, SL_TRACE, msg->id, r, st, 0,
 			    0, &err) < 0)

@@ -227,6 +227,8 @@ static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 		if (str_len(&r->remote_reply) > 0)
 			dlv_status_diag(rep, i, "smtp", str_cstr(&r->remote_reply),
 			    str_cstr(&r->remote_mta));
+		if (r->dsn_passed && action_of(r) == DLV_ACT_DELIVERED)
+			rep->st[i].notified = true;
 	}
 	if (sr.conn_failed || sr.avoid_destination)
 		dlv_reply_set_flags(rep, (sr.conn_failed ? DLV_R_CONN_FAIL : 0) |

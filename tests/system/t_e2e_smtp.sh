@@ -134,7 +134,50 @@ stranger_refused_cleanup() {
 	stop_all
 }
 
+atf_test_case notify_success_dsn_hop cleanup
+notify_success_dsn_hop_head() {
+	atf_set descr "NOTIFY=SUCCESS relayed to a DSN server: NOTIFY is passed on and Petrel sends no success notice of its own; to a server without DSN: one 'relayed' notice"
+	atf_set require.user unprivileged
+	atf_set require.progs bash
+	atf_set timeout 120
+}
+notify_success_dsn_hop_body() {
+	need_bash
+	mkdir -p saved
+	start_sink s -d saved
+	relay_instance "$port"
+	mail_script m alice@client.example.test bob@far.example.test
+	sed -i 's/^RCPT TO:<bob@far.example.test>.*/RCPT TO:<bob@far.example.test> NOTIFY=SUCCESS/' m
+	atf_check -o save:m.out bash chat.bash $port m
+	grep -q "^250 2.0.0 Ok: queued" m.out || atf_fail "not queued: $(cat m.out)"
+	stat_is s.stats messages 1
+	WAIT_MAX=100 wait_for in_log ": removed" || atf_fail "not removed"
+	sleep 1
+	test "$(value s.stats messages)" = 1 ||
+	    atf_fail "a second message (a success notice of ours): $(value s.stats messages)"
+	test -z "$(find q/trace -type f 2>/dev/null)" || atf_fail "a trace log was kept"
+	stop_instance
+
+	# The same to a server without DSN: the notice is ours ("relayed").
+	stop_all
+	rm -rf saved q maillog s.stats s.port
+	mkdir -p saved
+	start_sink s -d saved -x dsn
+	relay_instance "$port"
+	atf_check -o save:m2.out bash chat.bash $port m
+	stat_is s.stats messages 2
+	grep -l "^Action: relayed" saved/* >/dev/null ||
+	    atf_fail "no relayed notice: $(ls saved)"
+	stop_instance
+	finish
+}
+notify_success_dsn_hop_cleanup() {
+	stop_instance
+	stop_all
+}
+
 atf_init_test_cases() {
+	atf_add_test_case notify_success_dsn_hop
 	atf_add_test_case swaks_to_sink
 	atf_add_test_case source_to_sink
 	atf_add_test_case stranger_refused

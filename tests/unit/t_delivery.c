@@ -296,6 +296,7 @@ ATF_TC_BODY(reply_round_trip, tc)
 	ATF_CHECK(!dlv_status_isset(&rep, 0));
 	dlv_status_set(&rep, 0, DLV_ACT_DELIVERED, "2.0.0",
 	    "mx.example.net[192.0.2.1]:25", "250 2.0.0 Ok: queued as %s", "X1");
+	rep.st[0].notified = true;
 	dlv_status_set(&rep, 1, DLV_ACT_FAILED, "5.1.1",
 	    "mx.example.net[192.0.2.1]:25",
 	    "host mx.example.net[192.0.2.1] said: 550 5.1.1 no such user "
@@ -319,6 +320,9 @@ ATF_TC_BODY(reply_round_trip, tc)
 	ATF_CHECK_EQ(got.st[0].action, DLV_ACT_DELIVERED);
 	ATF_CHECK_STREQ(got.st[0].reason, "250 2.0.0 Ok: queued as X1");
 	ATF_CHECK_STREQ(got.st[0].relay, "mx.example.net[192.0.2.1]:25");
+	ATF_CHECK(got.st[0].notified);
+	ATF_CHECK(!got.st[1].notified);
+	ATF_CHECK(!got.st[2].notified);
 	ATF_CHECK_STREQ(got.st[1].status, "5.1.1");
 	ATF_CHECK_EQ(got.st[1].action, DLV_ACT_FAILED);
 	ATF_CHECK_STREQ(got.st[1].diag_type, "smtp");
@@ -329,6 +333,14 @@ ATF_TC_BODY(reply_round_trip, tc)
 	ATF_CHECK_STREQ(got.st[2].relay, "");
 	ATF_CHECK_STREQ(got.st[2].diag_type, "");
 	ATF_CHECK_EQ(got.offset[2], 300);
+	dlv_reply_free(&got);
+
+	/* "notified" belongs to a delivered recipient only. */
+	rep.st[1].notified = true;
+	str_reset(&buf);
+	dlv_reply_encode(&rep, &buf);
+	ATF_CHECK_EQ(decode_reply(&buf, &req, &got, &err), -1);
+	ATF_CHECK_STREQ(str_cstr(&err), "rcpt[1].notified with action failed");
 	dlv_reply_free(&got);
 	dlv_reply_free(&rep);
 	dlv_request_free(&req);

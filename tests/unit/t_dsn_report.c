@@ -297,7 +297,7 @@ ATF_TC_BODY(bounce_full, tc)
 
 	/* top-level header */
 	ATF_CHECK_STREQ(get(&m.top, "From"),
-	    "MAILER-DAEMON@mx.example.com (Mail Delivery System)");
+	    "Mail Delivery System <MAILER-DAEMON@mx.example.com>");
 	ATF_CHECK_STREQ(get(&m.top, "To"), "<alice@example.org>");
 	ATF_CHECK_STREQ(get(&m.top, "Subject"),
 	    "Undelivered Mail Returned to Sender");

@@ -156,7 +156,7 @@ ATF_TC_BODY(message_reader, tc)
 	qf_rcpt_batch_t b = { NULL, 0, 0 };
 	dlv_rcpt_t dr = { (char *)"a@x.example", (char *)"", (char *)"", 0, 0 };
 	dlv_status_t st = { "4.4.1", DLV_ACT_DELAYED, (char *)"old reason",
-	    (char *)"", (char *)"", (char *)"none", (char *)"" };
+	    (char *)"", (char *)"", (char *)"none", (char *)"", false };
 	const char *addr, *reason;
 
 	ATF_REQUIRE(queue_layout_init(&ql, "q", "deferred, defer", 1, &err) == 0);
@@ -255,7 +255,7 @@ ATF_TC_BODY(apply, tc)
 	struct stat st;
 	dlv_rcpt_t dr = { (char *)"a@x.example", (char *)"", (char *)"", 0, 300 };
 	dlv_status_t ds = { "4.4.1", DLV_ACT_DELAYED, (char *)"later",
-	    (char *)"", (char *)"", (char *)"none", (char *)"" };
+	    (char *)"", (char *)"", (char *)"none", (char *)"", false };
 
 	ATF_REQUIRE(queue_layout_init(&ql, "q", "deferred, defer", 1, &err) == 0);
 	ATF_REQUIRE(queue_create_dirs(&ql, &err) == 0);

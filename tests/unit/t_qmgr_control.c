@@ -493,7 +493,7 @@ ATF_TC_BODY(message_delete_active, tc)
 	str_t err = STR_INIT;
 	dlv_rcpt_t r = { (char *)"bob@a.example", (char *)"", (char *)"", 0, 0 };
 	dlv_status_t st = { "4.4.1", DLV_ACT_DELAYED, (char *)"connection refused",
-	    (char *)"", (char *)"", (char *)"none", (char *)"" };
+	    (char *)"", (char *)"", (char *)"none", (char *)"", false };
 
 	fix_init(&f, NULL);
 	mkmsg(&f, QUEUE_ACTIVE, id);
