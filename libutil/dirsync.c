@@ -553,10 +553,34 @@ static void give_up(dirsync_t *ds, const char *why, int err)
 	give_up_at(ds, LOG_LVL_WARNING, why, err);
 }
 
-/* Opens the state file and checks that only we can write it. */
+/* The owner of the directory that holds path (-1 when it cannot be
+ * read: errno). */
+static uid_t dir_owner(const char *path)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	struct stat dst;
+	uid_t uid = (uid_t)-1;
+
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+	if (stat(slash ? dir : ".", &dst) == 0)
+		uid = dst.st_uid;
+	free(dir);
+	return uid;
+}
+
+/* Opens the state file and checks that only we (or, for root, the owner
+ * of its directory: mail_owner's saved/) can write it.  It belongs to
+ * the owner of its directory: made by that user, or by root on its
+ * behalf, so that a root process (postdrop for root's mail, a daemon run
+ * with unpriv n) never leaves a file the unprivileged writers cannot
+ * open. */
 static int state_open(dirsync_t *ds)
 {
 	struct stat st;
+	uid_t owner = (uid_t)-1;
 	int fd, fl;
 
 	ds->tried = true;
@@ -565,23 +589,23 @@ static int state_open(dirsync_t *ds)
 	ds->cut_mark = -1;
 	fd = open(ds->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
-		/* Made only by the owner of its directory: a root process
-		 * (postdrop for root's mail) must not leave a file the
-		 * unprivileged writers cannot open. */
-		char *dir = xstrdup(ds->path), *slash = strrchr(dir, '/');
-		struct stat dst;
-		if (slash == dir)
-			slash[1] = '\0';
-		else if (slash != NULL)
-			*slash = '\0';
-		if (stat(slash ? dir : ".", &dst) < 0)
+		owner = dir_owner(ds->path);
+		if (owner == (uid_t)-1)
 			;	/* errno says why */
-		else if (dst.st_uid == geteuid())
+		else if (owner == geteuid() || geteuid() == 0) {
 			fd = open(ds->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
 			    O_NONBLOCK | O_CLOEXEC, 0600);
-		else
+			if (fd >= 0 && owner != geteuid() &&
+			    fchown(fd, owner, (gid_t)-1) < 0) {
+				int e = errno;
+				close(fd);
+				(void)unlink(ds->path);
+				fd = -1;
+				errno = e;
+			}
+		} else {
 			errno = EPERM;
-		free(dir);
+		}
 		if (fd < 0 && errno == EEXIST)
 			fd = open(ds->path, O_RDWR | O_NOFOLLOW | O_NONBLOCK |
 			    O_CLOEXEC);
@@ -607,9 +631,10 @@ static int state_open(dirsync_t *ds)
 		give_up(ds, "not a regular file", 0);
 		return -1;
 	}
-	if (st.st_uid != geteuid()) {
-		/* Expected of postdrop run by a user other than mail_owner
-		 * (root's cron mail, say): no warning for that. */
+	if (st.st_uid != geteuid() && (geteuid() != 0 ||
+	    st.st_uid != (owner != (uid_t)-1 ? owner : dir_owner(ds->path)))) {
+		/* Expected of postdrop run by a user other than mail_owner:
+		 * no warning for that. */
 		give_up_at(ds, LOG_LVL_DEBUG, "not owned by this process's user", 0);
 		return -1;
 	}

@@ -228,7 +228,7 @@ alias_loop_body() {
 	wait_queue_empty
 	f=$(ls mail/alice/Maildir/new/*)
 	valid_message $f
-	has $f '^From: MAILER-DAEMON' 'mail forwarding loop for loop1@host.test' \
+	has $f '^From: Mail Delivery System <MAILER-DAEMON@host.test>' 'mail forwarding loop for loop1@host.test' \
 	    '^Status: 5\.4\.6'
 	test "$(grep -c 'status=bounced (mail forwarding loop for loop1@host.test)' maillog)" = 1 ||
 	    atf_fail "not bounced exactly once: $(grep bounced maillog)"
@@ -254,7 +254,7 @@ unknown_user_body() {
 	wait_queue_empty
 	f=$(ls mail/bob/Maildir/new/*)
 	valid_message $f
-	has $f '^From: MAILER-DAEMON' '^Final-Recipient: rfc822; ?zed@host.test' \
+	has $f '^From: Mail Delivery System <MAILER-DAEMON@host.test>' '^Final-Recipient: rfc822; ?zed@host.test' \
 	    '^Action: failed' '^Status: 5\.1\.1' 'User unknown in local recipient table'
 	grep -q "to=<zed@host.test>, orig_to=<zed>, relay=local, .*dsn=5\.1\.1, status=bounced (User unknown in local recipient table)" maillog ||
 	    atf_fail "no bounced line"
@@ -279,7 +279,7 @@ owner_alias_body() {
 	has "$(mail_with bob 'hello owned')" '^Return-Path: <owner-list@host.test>$'
 	# ghost bounced: the notice goes to owner-list, that is to carol
 	wait_mail carol 1
-	has "$(ls mail/carol/Maildir/new/*)" '^From: MAILER-DAEMON' 'ghost@host.test' '^Status: 5\.1\.1'
+	has "$(ls mail/carol/Maildir/new/*)" '^From: Mail Delivery System <MAILER-DAEMON@host.test>' 'ghost@host.test' '^Status: 5\.1\.1'
 	wait_queue_empty
 	nmail_is alice 0 || atf_fail "the author got the failure"
 	assert_log_clean
