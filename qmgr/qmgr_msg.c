@@ -342,7 +342,7 @@ void qmgr_msg_load(const char *id)
 	qf = qfile_open(&Q.ql, QUEUE_ACTIVE, id, QF_OPEN_RDWR, &err);
 	if (qf == NULL) {
 		if (err.damaged) {
-			(void)qfile_move_corrupt(&Q.ql, QUEUE_ACTIVE, id, err.reason);
+			(void)qfile_move_damaged(&Q.ql, QUEUE_ACTIVE, id, &err);
 		} else if (err.errnum != ENOENT) {
 			log_warning("%s: cannot open queue file: %s; retrying "
 			    "later", id, err.reason);
