@@ -184,6 +184,13 @@ extern int qfw_version;
 int qfile_tmp_is_stale(const char *path, time_t min_age);
 /* True for the temporary names writers use. */
 bool qfile_tmp_name(const char *name);
+/* Removes the stale temporary files (qfile_tmp_is_stale with min_age)
+ * from the top directories of the queues in qfile_tmp_queues, logging
+ * each; returns how many.  Not maildrop/ (pickup recovers complete files
+ * there), never spare/.  The same caveat as qfile_tmp_is_stale: call it
+ * from a process that writes no queue files (petrel start, qmgr). */
+long qfile_tmp_purge(const queue_layout_t *ql, time_t min_age);
+extern const char *const qfile_tmp_queues[];
 
 /* Recycling.  A finished queue file (every recipient done) is not
  * removed but moved to spare/ (QFILE_SPARE_MAX at most; beyond, it is

@@ -15,6 +15,7 @@
 #include "crc32c.h"
 #include "dirsync.h"
 #include "file.h"
+#include "log.h"
 #include "mem.h"
 #include "qfile_int.h"
 
@@ -826,4 +827,54 @@ int qfile_tmp_is_stale(const char *path, time_t min_age)
 out:
 	close(fd);
 	return r;
+}
+
+const char *const qfile_tmp_queues[] = { QUEUE_INCOMING, QUEUE_ACTIVE,
+	QUEUE_DEFERRED, QUEUE_HOLD, NULL };
+
+long qfile_tmp_purge(const queue_layout_t *ql, time_t min_age)
+{
+	str_t dir = STR_INIT, path = STR_INIT;
+	long removed = 0;
+
+	for (int q = 0; qfile_tmp_queues[q] != NULL; q++) {
+		DIR *d;
+		struct dirent *de;
+
+		/* Writers create their temporary files in the queue's top
+		 * directory, hashed or not. */
+		str_setf(&dir, "%s/%s", ql->dir, qfile_tmp_queues[q]);
+		if ((d = opendir(str_cstr(&dir))) == NULL) {
+			if (errno != ENOENT)
+				log_warning("cannot look for stale temporary files "
+				    "in %s: %s", str_cstr(&dir), strerror(errno));
+			continue;
+		}
+		while ((de = readdir(d)) != NULL) {
+			int r;
+			if (!qfile_tmp_name(de->d_name))
+				continue;
+			str_setf(&path, "%s/%s", str_cstr(&dir), de->d_name);
+			r = qfile_tmp_is_stale(str_cstr(&path), min_age);
+			if (r < 0)
+				log_warning("cannot check temporary file %s: %s",
+				    str_cstr(&path), strerror(errno));
+			if (r != 1)
+				continue;
+			if (unlink(str_cstr(&path)) < 0) {
+				if (errno != ENOENT)
+					log_warning("cannot remove stale temporary "
+					    "file %s: %s", str_cstr(&path),
+					    strerror(errno));
+				continue;
+			}
+			log_info("removed stale temporary file %s/%s",
+			    qfile_tmp_queues[q], de->d_name);
+			removed++;
+		}
+		closedir(d);
+	}
+	str_release(&dir);
+	str_release(&path);
+	return removed;
 }
