@@ -351,6 +351,32 @@ changed_byte_cleanup() {
 	stop_instance
 }
 
+atf_test_case torn_attempts cleanup
+torn_attempts_head() {
+	atf_set descr "a torn attempts slot (read as 0) does not hide the logs of earlier passes"
+	atf_set require.user unprivileged
+}
+torn_attempts_body() {
+	require_test_agent
+	qmgr_instance
+	id=$(inject -r ok@t.example -A 2) || atf_fail "mkqfile"
+	f=$(qpath incoming $id)
+	# one digit of the attempts slot changed (offset 77 + 2): torn
+	printf '1' | dd of=$f bs=1 seek=79 conv=notrunc 2>/dev/null
+	# a defer log of an earlier pass, where an earlier hash_queue_depth
+	# (0) put it
+	mkdir -p q/defer
+	echo 'from an earlier pass' > q/defer/$id
+	start_instance
+	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not delivered"
+	in_log "$id: torn attempts slot" || atf_fail "no torn slot warning"
+	test -e q/defer/$id && atf_fail "the earlier pass's defer log was left behind"
+	has_qmgr || atf_fail "qmgr died"
+}
+torn_attempts_cleanup() {
+	stop_instance
+}
+
 atf_test_case congestion cleanup
 congestion_head() {
 	atf_set descr "a full active queue with mail waiting is logged; everything is delivered"
@@ -551,5 +577,6 @@ atf_init_test_cases() {
 	atf_add_test_case alternate
 	atf_add_test_case recover_and_corrupt
 	atf_add_test_case changed_byte
+	atf_add_test_case torn_attempts
 	atf_add_test_case congestion
 }
