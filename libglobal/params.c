@@ -250,6 +250,8 @@ static const param_def_t table[] = {
 	    "Queues split into hashed subdirectories."),
 	P_INT("hash_queue_depth", "1", 1, 4, 0,
 	    "Levels of hashed subdirectories."),
+	P_TIMER("temp_file_max_age", "1h", 'h', 1, 0,
+	    "Unlocked temporary queue files (tmp.*) not changed for this long are removed by petrel start and by qmgr, which looks that often."),
 	P_SIZE("queue_minfree", "0",
 	    "Free space the queue file system must keep; below it mail is refused (0: no check)."),
 	P_STR("authorized_mailq_users", "static:anyone",

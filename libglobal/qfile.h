@@ -33,7 +33,14 @@
 #define QF_REC_EXTRACTED 'X'
 #define QF_REC_END 'E'
 
-#define QF_VERSION "1"
+/* The version writers write, and the old one readers still read (no
+ * check values: doc/queue-file.md §3, Record checks). */
+#define QF_VERSION "2"
+#define QF_VERSION_1 "1"
+/* Version 2: every record after the head ends in a CRC-32C of its type
+ * (R for R and r), length and data, 4 bytes, least significant first;
+ * R and r records have the done mark (R or r) before it. */
+#define QF_CHECK_LEN 4
 /* Fixed offsets of the head records (type byte). */
 #define QF_OFF_SIZES 3
 #define QF_OFF_ATTEMPTS 77
@@ -88,10 +95,11 @@ typedef struct qf_err {
 typedef struct qf_scan qf_scan_t;
 
 typedef struct qf_rec {
-	int type;
+	int type;		/* a half-marked recipient is QF_REC_RCPT */
 	off_t offset;		/* of the type byte */
 	const char *data;	/* valid until the next call; NUL-terminated */
 	size_t len;
+	bool half_marked;	/* type byte and mark disagree: not done */
 } qf_rec_t;
 
 /* Starts scanning fd (not closed by qf_scan_free) at offset 0. */
@@ -107,6 +115,9 @@ int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err);
 void qf_scan_sizes(const qf_scan_t *sc, uint64_t v[4]);
 void qf_scan_slots(const qf_scan_t *sc, uint64_t *attempts, uint64_t *warn,
     int *torn);
+/* The file's format version (1 or 2) once the version record was read,
+ * else 0. */
+int qf_scan_version(const qf_scan_t *sc);
 /* Slot decoding: fills n values from a slot's data; false when the digits
  * or the check are wrong. */
 bool qf_slot_decode(const char *data, size_t len, uint64_t *v, int n);
@@ -161,6 +172,9 @@ const char *qfw_error(const qfw_t *w);
 /* Testing hook: fsync(2) calls made by commits of this process (the
  * file's, and the directory's when this process made it). */
 extern unsigned long qfw_fsync_count;
+/* Testing hook: the format version new writers write (2; 1 makes the
+ * files of before the record checks, to test that they are still read). */
+extern int qfw_version;
 
 /* A stale temporary file (tmp.*): not locked by a live writer and last
  * modified at least min_age seconds ago.  1 stale, 0 not (in use, young,
@@ -170,6 +184,13 @@ extern unsigned long qfw_fsync_count;
 int qfile_tmp_is_stale(const char *path, time_t min_age);
 /* True for the temporary names writers use. */
 bool qfile_tmp_name(const char *name);
+/* Removes the stale temporary files (qfile_tmp_is_stale with min_age)
+ * from the top directories of the queues in qfile_tmp_queues, logging
+ * each; returns how many.  Not maildrop/ (pickup recovers complete files
+ * there), never spare/.  The same caveat as qfile_tmp_is_stale: call it
+ * from a process that writes no queue files (petrel start, qmgr). */
+long qfile_tmp_purge(const queue_layout_t *ql, time_t min_age);
+extern const char *const qfile_tmp_queues[];
 
 /* Recycling.  A finished queue file (every recipient done) is not
  * removed but moved to spare/ (QFILE_SPARE_MAX at most; beyond, it is
@@ -218,6 +239,8 @@ bool qfile_attr_at(const qfile_t *qf, size_t i, const char **name,
 unsigned long qfile_attempts(const qfile_t *qf);
 time_t qfile_warn_time(const qfile_t *qf);
 int qfile_torn_slots(const qfile_t *qf);
+/* Recipients found half-marked done at open (read as not done). */
+uint64_t qfile_half_marked(const qfile_t *qf);
 uint64_t qfile_content_size(const qfile_t *qf);
 off_t qfile_content_offset(const qfile_t *qf);
 uint64_t qfile_rcpt_count(const qfile_t *qf);	/* done ones included */
@@ -275,5 +298,9 @@ int qfile_set_warn_time(qfile_t *qf, time_t when, int flags);
  * logs why.  0 or -1 (errno; the file stays where it was). */
 int qfile_move_corrupt(const queue_layout_t *ql, const char *queue,
     const char *id, const char *reason);
+/* The same for a reader's damage error: the reason says where
+ * ("at offset N: REASON"). */
+int qfile_move_damaged(const queue_layout_t *ql, const char *queue,
+    const char *id, const qf_err_t *err);
 
 #endif

@@ -35,6 +35,8 @@ struct qf_scan {
 	uint64_t sizes[4];	/* Z: content offset, size, X offset, rcpts */
 	uint64_t attempts, warn;
 	int torn;
+	int version;		/* 1 or 2 once V was read */
+	uint64_t half_marked;	/* recipients, in a full scan */
 	int seen;
 	unsigned group;		/* bits of O/D/N seen in the open group */
 	size_t nattrs;
@@ -45,6 +47,9 @@ struct qf_scan {
 	bool have_x;
 };
 
+/* The CRC-32C of the one byte 'R': where the check of an R or r record
+ * starts (the type byte of either counts as R). */
+uint32_t qf_crc_rcpt_type(void);
 /* Restarts sc at offset in state (a validated file); totals unchecked. */
 void qf_scan_seek(qf_scan_t *sc, off_t offset, enum qf_state state);
 /* Frees the read buffer (it comes back when needed). */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "crc32c.h"
 #include "file.h"
 #include "log.h"
 #include "mem.h"
@@ -36,6 +37,7 @@ struct qfile {
 	uint64_t sizes[4];
 	uint64_t attempts, warn;
 	int torn;
+	uint64_t half_marked;
 	off_t env_end;		/* offset of M */
 	off_t end_off;		/* offset of E */
 
@@ -161,6 +163,7 @@ static int validate(qfile_t *qf, qf_err_t *err)
 	qf->attempts = qf->sc->attempts;
 	qf->warn = qf->sc->warn;
 	qf->torn = qf->sc->torn;
+	qf->half_marked = qf->sc->half_marked;
 	return 0;
 }
 
@@ -193,6 +196,12 @@ qfile_t *qfile_open_path(const char *path, int flags, qf_err_t *err)
 		    "an update); using 0", qf->id[0] ? qf->id : path,
 		    (qf->torn & QF_TORN_ATTEMPTS) ? "attempts" : "warning time",
 		    path);
+	if (qf->half_marked)
+		log_warning("%s: %llu recipient%s half marked done in queue file "
+		    "%s (a crash during an update, or a damaged byte): read as "
+		    "not done", qf->id[0] ? qf->id : path,
+		    (unsigned long long)qf->half_marked,
+		    qf->half_marked == 1 ? "" : "s", path);
 	/* Memory: keep only the envelope while the file is open. */
 	qf_scan_drop_buffer(qf->sc);
 	qf->rcpt_pos = QF_HEAD_SIZE;
@@ -239,6 +248,7 @@ int qfile_ret(const qfile_t *qf) { return qf->ret; }
 unsigned long qfile_attempts(const qfile_t *qf) { return (unsigned long)qf->attempts; }
 time_t qfile_warn_time(const qfile_t *qf) { return (time_t)qf->warn; }
 int qfile_torn_slots(const qfile_t *qf) { return qf->torn; }
+uint64_t qfile_half_marked(const qfile_t *qf) { return qf->half_marked; }
 uint64_t qfile_content_size(const qfile_t *qf) { return qf->sizes[1]; }
 off_t qfile_content_offset(const qfile_t *qf) { return (off_t)qf->sizes[0]; }
 uint64_t qfile_rcpt_count(const qfile_t *qf) { return qf->sizes[3]; }
@@ -510,6 +520,62 @@ static int maybe_sync(qfile_t *qf, int flags)
 	return 0;
 }
 
+/* Version 2: the record at offset, checked, marked done in its type
+ * byte and its mark with one pwrite (doc/queue-file.md §6). */
+static int rcpt_done_v2(qfile_t *qf, off_t offset)
+{
+	/* type, length (2 bytes for 4096), data, mark, check */
+	unsigned char buf[1 + 4 + 4096 + 1 + QF_CHECK_LEN];
+	size_t len = 0, hdr;
+	ssize_t r;
+
+	if ((r = pread(qf->fd, buf, sizeof(buf), offset)) < 0) {
+		qf_err_sys(&qf->err, errno, "read %s", str_cstr(&qf->path));
+		return -1;
+	}
+	if (r < 1 || (buf[0] != QF_REC_RCPT && buf[0] != QF_REC_DONE)) {
+		qf_err_sys(&qf->err, EINVAL, "no recipient record at offset %lld "
+		    "of %s", (long long)offset, str_cstr(&qf->path));
+		errno = EINVAL;
+		return -1;
+	}
+	for (hdr = 1; hdr < 4 && hdr < (size_t)r; hdr++) {
+		len |= (size_t)(buf[hdr] & 0x7f) << (7 * (hdr - 1));
+		if ((buf[hdr] & 0x80) == 0)
+			break;
+	}
+	hdr++;
+	if (len < 1 || len > 4096 || hdr + len + 1 + QF_CHECK_LEN > (size_t)r) {
+		qf_err_damage(&qf->err, offset, "recipient record cut short or "
+		    "too long (marking it done)");
+		errno = EINVAL;
+		return -1;
+	}
+	unsigned char *mark = buf + hdr + len;
+	uint32_t want = crc32c(qf_crc_rcpt_type(), buf + 1, hdr - 1 + len);
+	uint32_t have = (uint32_t)mark[1] | (uint32_t)mark[2] << 8
+	    | (uint32_t)mark[3] << 16 | (uint32_t)mark[4] << 24;
+	if (have != want || (*mark != QF_REC_RCPT && *mark != QF_REC_DONE)) {
+		qf_err_damage(&qf->err, offset, "recipient record fails its check "
+		    "(stored 0x%08x, computed 0x%08x; marking it done)", have,
+		    want);
+		errno = EINVAL;
+		return -1;
+	}
+	if (buf[0] == QF_REC_DONE && *mark == QF_REC_DONE)
+		return 0;
+	/* Both copies of the flag at once; the bytes between as read. */
+	buf[0] = QF_REC_DONE;
+	*mark = QF_REC_DONE;
+	r = pwrite(qf->fd, buf, hdr + len + 1, offset);
+	if (r != (ssize_t)(hdr + len + 1)) {
+		qf_err_sys(&qf->err, r < 0 ? errno : EIO, "write %s",
+		    str_cstr(&qf->path));
+		return -1;
+	}
+	return 0;
+}
+
 int qfile_rcpt_done(qfile_t *qf, off_t offset, int flags)
 {
 	char c;
@@ -527,6 +593,8 @@ int qfile_rcpt_done(qfile_t *qf, off_t offset, int flags)
 		errno = EINVAL;
 		return -1;
 	}
+	if (qf_scan_version(qf->sc) >= 2)
+		return rcpt_done_v2(qf, offset) < 0 ? -1 : maybe_sync(qf, flags);
 	if ((r = pread(qf->fd, &c, 1, offset)) != 1) {
 		qf_err_sys(&qf->err, r < 0 ? errno : EIO, "read %s",
 		    str_cstr(&qf->path));
@@ -590,6 +658,16 @@ int qfile_set_warn_time(qfile_t *qf, time_t when, int flags)
 
 /* ------------------------------------------------------------------ */
 /* Damaged files. */
+
+int qfile_move_damaged(const queue_layout_t *ql, const char *queue,
+    const char *id, const qf_err_t *err)
+{
+	char reason[sizeof(err->reason) + 40];
+
+	snprintf(reason, sizeof(reason), "at offset %lld: %s",
+	    (long long)err->offset, err->reason);
+	return qfile_move_corrupt(ql, queue, id, reason);
+}
 
 static void parent_of(const char *path, str_t *out)
 {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "crc32c.h"
 #include "mem.h"
 #include "qfile_int.h"
 
@@ -36,6 +37,20 @@ uint32_t qf_crc32(uint32_t crc, const void *data, size_t len)
 	while (len-- > 0)
 		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return ~crc;
+}
+
+uint32_t qf_crc_rcpt_type(void)
+{
+	static uint32_t c;
+	static bool ready;
+
+	/* Benign race: every thread computes the same value. */
+	if (!ready) {
+		const char t = QF_REC_RCPT;
+		c = crc32c(0, &t, 1);
+		ready = true;
+	}
+	return c;
 }
 
 /* ------------------------------------------------------------------ */
@@ -220,8 +235,9 @@ bool qf_parse_time(const char *s, size_t len, struct timeval *tv)
 /* The scanner. */
 
 #define SCAN_MIN_BUF 65536
-/* Room for the largest record: type, 3 length bytes, data, our NUL. */
-#define SCAN_MAX_BUF (QF_MAX_RECORD + 8)
+/* Room for the largest record: type, 3 length bytes, data, mark, check,
+ * our NUL (put where the mark or check is, and put back). */
+#define SCAN_MAX_BUF (QF_MAX_RECORD + 16)
 
 qf_scan_t *qf_scan_new(int fd)
 {
@@ -268,6 +284,11 @@ void qf_scan_seek(qf_scan_t *sc, off_t offset, enum qf_state state)
 void qf_scan_sizes(const qf_scan_t *sc, uint64_t v[4])
 {
 	memcpy(v, sc->sizes, sizeof(sc->sizes));
+}
+
+int qf_scan_version(const qf_scan_t *sc)
+{
+	return sc->version;
 }
 
 void qf_scan_slots(const qf_scan_t *sc, uint64_t *attempts, uint64_t *warn,
@@ -507,15 +528,52 @@ int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err)
 		DAMAGE(off, "%s record has %zu data bytes (allowed %zu to %zu)",
 		    ri->name, len, ri->min, ri->max);
 	}
-	if ((avail = fill(sc, hdr + len)) < 0) {
+	/* Version 2: the mark of a recipient and the check of every record
+	 * after the head. */
+	bool rcpt = type == QF_REC_RCPT || type == QF_REC_DONE;
+	size_t tlen = sc->version >= 2 && sc->state >= QF_ST_ENVELOPE
+	    ? QF_CHECK_LEN + (rcpt ? 1 : 0) : 0;
+	bool half = false;
+	if ((avail = fill(sc, hdr + len + tlen)) < 0) {
 		qf_err_sys(&sc->err, errno, "read at offset %lld", (long long)off);
 		return fail(sc, err);
 	}
 	if ((size_t)avail < hdr + len)
 		DAMAGE(off, "truncated %s record (%zu of %zu data bytes present)",
 		    ri->name, (size_t)avail - hdr, len);
+	if ((size_t)avail < hdr + len + tlen)
+		DAMAGE(off, "truncated %s record (check value cut short)",
+		    ri->name);
 	p = (const unsigned char *)sc->buf + sc->start;
 	const char *data = (const char *)p + hdr;
+	if (tlen > 0) {
+		/* First the check, so that a changed byte is reported as
+		 * such, at its record, before anything reads the data.  The
+		 * done flag (type byte and mark) is outside it. */
+		const unsigned char *t = p + hdr + len;
+		uint32_t want = rcpt ? crc32c(qf_crc_rcpt_type(), p + 1,
+		    hdr - 1 + len) : crc32c(0, p, hdr + len);
+		if (rcpt)
+			t++;
+		uint32_t have = (uint32_t)t[0] | (uint32_t)t[1] << 8
+		    | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+		if (have != want)
+			DAMAGE(off, "%s record fails its check (stored 0x%08x, "
+			    "computed 0x%08x)", ri->name, have, want);
+		if (rcpt) {
+			int mark = p[hdr + len];
+			if (mark != QF_REC_RCPT && mark != QF_REC_DONE)
+				DAMAGE(off, "recipient record has a bad done mark "
+				    "0x%02x", (unsigned)mark);
+			if (mark != type) {
+				/* Half-marked: not done (doc §3). */
+				half = true;
+				type = QF_REC_RCPT;
+				if (sc->full)
+					sc->half_marked++;
+			}
+		}
+	}
 	if (ri->text && memchr(data, '\0', len) != NULL)
 		DAMAGE(off, "%s record contains a NUL byte", ri->name);
 
@@ -524,7 +582,11 @@ int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err)
 	case QF_ST_VERSION:
 		if (type != QF_REC_VERSION)
 			DAMAGE(off, "not a queue file (no version record first)");
-		if (memcmp(data, QF_VERSION, len) != 0)
+		if (memcmp(data, QF_VERSION, len) == 0)
+			sc->version = 2;
+		else if (memcmp(data, QF_VERSION_1, len) == 0)
+			sc->version = 1;
+		else
 			DAMAGE(off, "unsupported queue file version '%s'",
 			    shown(sh, sizeof(sh), data, len));
 		sc->state = QF_ST_SIZES;
@@ -653,11 +715,11 @@ int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err)
 				DAMAGE(off, "the envelope has no arrival time");
 			if (sc->full && !(sc->seen & QF_SEEN_SENDER))
 				DAMAGE(off, "the envelope has no sender");
-			if (sc->full && sc->sizes[0] != (uint64_t)off + hdr)
+			if (sc->full && sc->sizes[0] != (uint64_t)off + hdr + tlen)
 				DAMAGE(off, "sizes slot says content at offset %llu, "
 				    "it is at %llu",
 				    (unsigned long long)sc->sizes[0],
-				    (unsigned long long)off + hdr);
+				    (unsigned long long)off + hdr + tlen);
 			sc->state = QF_ST_CONTENT;
 			break;
 		case QF_REC_END:
@@ -742,12 +804,13 @@ done:
 	rec->offset = off;
 	rec->data = data;
 	rec->len = len;
+	rec->half_marked = half;
 	/* NUL-terminate in place; the byte is put back on the next call. */
 	sc->nul_at = sc->start + hdr + len;
 	sc->nul_byte = sc->buf[sc->nul_at];
 	sc->buf[sc->nul_at] = '\0';
 	sc->nul_pending = true;
-	sc->start += hdr + len;
-	sc->base += (off_t)(hdr + len);
+	sc->start += hdr + len + tlen;
+	sc->base += (off_t)(hdr + len + tlen);
 	return 1;
 }

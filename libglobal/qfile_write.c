@@ -12,14 +12,17 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "crc32c.h"
 #include "dirsync.h"
 #include "file.h"
+#include "log.h"
 #include "mem.h"
 #include "qfile_int.h"
 
 #define WBUF_SIZE 65536
 
 unsigned long qfw_fsync_count;
+int qfw_version = 2;
 
 enum wstate { W_ENVELOPE, W_CONTENT, W_EXTRACTED, W_DONE };
 
@@ -43,6 +46,7 @@ struct qfw {
 	uint64_t attempts, warn;
 	bool failed;
 	bool committed;
+	int version;		/* qfw_version when created */
 	str_t err;
 };
 
@@ -210,10 +214,12 @@ static int flush_buf(qfw_t *w)
 	return 0;
 }
 
+/* A record after the head: type, length, data, and in version 2 the
+ * done mark (recipients) and the check (doc/queue-file.md §3). */
 static int put_rec(qfw_t *w, int type, const void *data, size_t len)
 {
-	unsigned char hdr[5];
-	size_t n = 0, v = len;
+	unsigned char hdr[5], tail[1 + QF_CHECK_LEN];
+	size_t n = 0, v = len, tn = 0;
 
 	if (w->failed)
 		return -1;
@@ -225,8 +231,16 @@ static int put_rec(qfw_t *w, int type, const void *data, size_t len)
 			hdr[n] |= 0x80;
 		n++;
 	} while (v);
+	if (w->version >= 2) {
+		/* Writers write R only; r is the same record marked done. */
+		uint32_t c = crc32c(crc32c(0, hdr, n), data, len);
+		if (type == QF_REC_RCPT)
+			tail[tn++] = QF_REC_RCPT;
+		for (int i = 0; i < QF_CHECK_LEN; i++)
+			tail[tn++] = (unsigned char)(c >> (8 * i));
+	}
 	/* Large records go straight out instead of through the buffer. */
-	if (str_len(&w->buf) + n + len > WBUF_SIZE && flush_buf(w) < 0)
+	if (str_len(&w->buf) + n + len + tn > WBUF_SIZE && flush_buf(w) < 0)
 		return -1;
 	str_append(&w->buf, hdr, n);
 	if (len > WBUF_SIZE / 2) {
@@ -238,7 +252,8 @@ static int put_rec(qfw_t *w, int type, const void *data, size_t len)
 	} else {
 		str_append(&w->buf, data, len);
 	}
-	w->off += (off_t)(n + len);
+	str_append(&w->buf, tail, tn);
+	w->off += (off_t)(n + len + tn);
 	return 0;
 }
 
@@ -276,7 +291,7 @@ static void make_head(qfw_t *w, char head[QF_HEAD_SIZE])
 
 	*p++ = QF_REC_VERSION;
 	*p++ = 1;
-	*p++ = QF_VERSION[0];
+	*p++ = w->version == 1 ? QF_VERSION_1[0] : QF_VERSION[0];
 	*p++ = QF_REC_SIZES;
 	*p++ = QF_SIZES_LEN;
 	qf_slot_encode(p, w->sizes, 4);
@@ -304,6 +319,7 @@ qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
 	}
 	w = xcalloc(1, sizeof(*w));
 	w->fd = -1;
+	w->version = qfw_version == 1 ? 1 : 2;
 	bcopy_str(w->queue, sizeof(w->queue), queue);
 	w->hashed = queue_is_hashed(ql, queue);
 	str_setf(&w->state_path, "%s/%s", ql->dir, QUEUE_DIRSYNC_STATE);
@@ -811,4 +827,54 @@ int qfile_tmp_is_stale(const char *path, time_t min_age)
 out:
 	close(fd);
 	return r;
+}
+
+const char *const qfile_tmp_queues[] = { QUEUE_INCOMING, QUEUE_ACTIVE,
+	QUEUE_DEFERRED, QUEUE_HOLD, NULL };
+
+long qfile_tmp_purge(const queue_layout_t *ql, time_t min_age)
+{
+	str_t dir = STR_INIT, path = STR_INIT;
+	long removed = 0;
+
+	for (int q = 0; qfile_tmp_queues[q] != NULL; q++) {
+		DIR *d;
+		struct dirent *de;
+
+		/* Writers create their temporary files in the queue's top
+		 * directory, hashed or not. */
+		str_setf(&dir, "%s/%s", ql->dir, qfile_tmp_queues[q]);
+		if ((d = opendir(str_cstr(&dir))) == NULL) {
+			if (errno != ENOENT)
+				log_warning("cannot look for stale temporary files "
+				    "in %s: %s", str_cstr(&dir), strerror(errno));
+			continue;
+		}
+		while ((de = readdir(d)) != NULL) {
+			int r;
+			if (!qfile_tmp_name(de->d_name))
+				continue;
+			str_setf(&path, "%s/%s", str_cstr(&dir), de->d_name);
+			r = qfile_tmp_is_stale(str_cstr(&path), min_age);
+			if (r < 0)
+				log_warning("cannot check temporary file %s: %s",
+				    str_cstr(&path), strerror(errno));
+			if (r != 1)
+				continue;
+			if (unlink(str_cstr(&path)) < 0) {
+				if (errno != ENOENT)
+					log_warning("cannot remove stale temporary "
+					    "file %s: %s", str_cstr(&path),
+					    strerror(errno));
+				continue;
+			}
+			log_info("removed stale temporary file %s/%s",
+			    qfile_tmp_queues[q], de->d_name);
+			removed++;
+		}
+		closedir(d);
+	}
+	str_release(&dir);
+	str_release(&path);
+	return removed;
 }

@@ -21,6 +21,7 @@
 #include "pconfig.h"
 #include "petrel_check.h"
 #include "pidfile.h"
+#include "qfile.h"
 #include "server.h"
 #include "str.h"
 
@@ -87,6 +88,25 @@ static int cmd_check(void)
 	return 0;
 }
 
+/* Temporary files left by writers that died (a crash, a kill): nothing
+ * of this instance writes now, but postdrop may; the lock tells
+ * (doc/queue-file.md §4).  maildrop/ is pickup's. */
+static void purge_temp_files(void)
+{
+	queue_layout_t ql;
+	str_t err = STR_INIT;
+
+	if (queue_layout_from_config(&ql, &err) < 0) {
+		log_warning("not looking for stale temporary files: %s",
+		    str_cstr(&err));
+		str_release(&err);
+		return;
+	}
+	(void)qfile_tmp_purge(&ql, (time_t)config_get_time("temp_file_max_age"));
+	queue_layout_free(&ql);
+	str_release(&err);
+}
+
 static int cmd_start(bool foreground)
 {
 	pid_t pid = running(), child;
@@ -102,6 +122,7 @@ static int cmd_start(bool foreground)
 		log_error("not starting the mail system");
 		return 1;
 	}
+	purge_temp_files();
 	prog = master_path();
 	if (foreground) {
 		log_info("starting the Petrel mail system in the foreground");

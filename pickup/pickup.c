@@ -216,7 +216,7 @@ static enum result pickup_file(const entry_t *e)
 	}
 	if ((qf = qfile_open_path(e->path, 0, &qerr)) == NULL) {
 		if (qerr.damaged) {
-			qfile_move_corrupt(&ql, QUEUE_MAILDROP, e->id, qerr.reason);
+			qfile_move_damaged(&ql, QUEUE_MAILDROP, e->id, &qerr);
 			return R_DONE;
 		}
 		if (qerr.errnum == ENOENT)
@@ -317,8 +317,7 @@ damaged:
 	/* The file changed under us (it was valid when opened). */
 	cleanup_abort(cln, NULL);
 	if (qfile_error(qf)->damaged)
-		qfile_move_corrupt(&ql, QUEUE_MAILDROP, e->id,
-		    qfile_error(qf)->reason);
+		qfile_move_damaged(&ql, QUEUE_MAILDROP, e->id, qfile_error(qf));
 	else {
 		log_warning("%s: %s; will try again", e->id,
 		    qfile_error(qf)->reason);

@@ -235,7 +235,8 @@ static int postcat(const char *path, const char *label, enum mode mode)
 			break;
 		case QF_REC_RCPT:
 			if (env)
-				field("recipient", d, n);
+				field(rec.half_marked ? "half_marked_recipient"
+				    : "recipient", d, n);
 			break;
 		case QF_REC_DONE:
 			if (env)

@@ -195,6 +195,7 @@ void qmgr_conf_init(void)
 		log_fatal("%s", str_cstr(&err));
 	Q.active_limit = config_get_int("qmgr_message_active_limit");
 	Q.queue_run_delay = config_get_time("queue_run_delay");
+	Q.temp_max_age = config_get_time("temp_file_max_age");
 	Q.clog_warn_time = config_get_time("qmgr_clog_warn_time");
 	Q.ipc_timeout = config_get_time("qmgr_ipc_timeout");
 	Q.transport_retry_time = config_get_time("transport_retry_time");

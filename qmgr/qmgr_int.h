@@ -143,6 +143,7 @@ typedef struct qmgr {
 	/* Parameters. */
 	long active_limit;		/* qmgr_message_active_limit (effective) */
 	long queue_run_delay;
+	long temp_max_age;		/* temp_file_max_age */
 	long clog_warn_time;
 	long ipc_timeout;		/* qmgr_ipc_timeout */
 	long transport_retry_time;
@@ -163,6 +164,7 @@ typedef struct qmgr {
 	event_timer_t pump_timer;	/* run qmgr_pump() soon */
 	event_timer_t wake_timer;	/* sched_next_wakeup */
 	event_timer_t run_timer;	/* deferred queue scan */
+	event_timer_t purge_timer;	/* stale temporary files */
 	bool pumping;
 	bool exiting;			/* no new work; no notices */
 	/* DSN of deferrals without an agent verdict while set (agent
@@ -170,6 +172,7 @@ typedef struct qmgr {
 	const char *nodlv_dsn;
 	/* Statistics (and the test hooks). */
 	unsigned long loaded, removed, deferred_msgs, expired;
+	unsigned long tmp_purged;
 } qmgr_t;
 
 extern qmgr_t Q;

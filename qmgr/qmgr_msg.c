@@ -344,7 +344,7 @@ void qmgr_msg_load(const char *id)
 	qf = qfile_open(&Q.ql, QUEUE_ACTIVE, id, QF_OPEN_RDWR, &err);
 	if (qf == NULL) {
 		if (err.damaged) {
-			(void)qfile_move_corrupt(&Q.ql, QUEUE_ACTIVE, id, err.reason);
+			(void)qfile_move_damaged(&Q.ql, QUEUE_ACTIVE, id, &err);
 		} else if (err.errnum != ENOENT) {
 			log_warning("%s: cannot open queue file: %s; retrying "
 			    "later", id, err.reason);
@@ -368,8 +368,10 @@ void qmgr_msg_load(const char *id)
 
 	/* The defer log tells why mail is waiting now: it starts afresh
 	 * with each pass.  On the first pass it can only be a partial one
-	 * of a qmgr that crashed, at the configured place. */
-	msg->old_logs = qfile_attempts(qf) > 0;
+	 * of a qmgr that crashed, at the configured place.  A torn attempts
+	 * slot (read as 0) may hide earlier passes: look for their logs. */
+	msg->old_logs = qfile_attempts(qf) > 0
+	    || (qfile_torn_slots(qf) & QF_TORN_ATTEMPTS);
 	if ((msg->old_logs ? statuslog_remove : statuslog_discard)(&Q.ql,
 	    SL_DEFER, id, &e) < 0)
 		log_warning("%s: %s", id, str_cstr(&e));

@@ -107,6 +107,17 @@ static void run_timer_event(void *ctx)
 	qmgr_kick();
 }
 
+/* Stale temporary files (a writer killed in mid-write): removed at start
+ * and every temp_file_max_age (doc/queue-file.md §4). */
+static void purge_timer_event(void *ctx)
+{
+	long age = Q.temp_max_age > 0 ? Q.temp_max_age : 1;
+
+	(void)ctx;
+	Q.tmp_purged += (unsigned long)qfile_tmp_purge(&Q.ql, (time_t)age);
+	event_timer_start(Q.loop, &Q.purge_timer, (int64_t)age * 1000);
+}
+
 void qmgr_trigger(const char *buf, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
@@ -147,10 +158,12 @@ void qmgr_init(event_loop_t *loop)
 	event_timer_init(&Q.pump_timer, pump_event, NULL);
 	event_timer_init(&Q.wake_timer, pump_event, NULL);
 	event_timer_init(&Q.run_timer, run_timer_event, NULL);
+	event_timer_init(&Q.purge_timer, purge_timer_event, NULL);
 	qmgr_conf_init();
 	qmgr_scan_init(&Q.incoming, Q.ql.dir, QUEUE_INCOMING);
 	qmgr_scan_init(&Q.deferred, Q.ql.dir, QUEUE_DEFERRED);
 	qmgr_active_recover();
+	purge_timer_event(NULL);
 	qmgr_scan_incoming();
 	qmgr_scan_deferred(false);
 	event_timer_start(Q.loop, &Q.run_timer, Q.queue_run_delay * 1000);

@@ -39,10 +39,10 @@ good_file_body() {
 	atf_check -s exit:0 -o save:out -e empty $POSTCAT q/incoming/$ID
 	cat > want <<EOF
 *** ENVELOPE RECORDS q/incoming/$ID ***
-version: 1
+version: 2
 message_size: 43
-content_offset: 296
-extracted_offset: 351
+content_offset: 346
+extracted_offset: 425
 recipient_count: 3
 attempts: 3
 next_warning_time: 1700086400 (Wed, 15 Nov 2023 22:13:20 +0000)
@@ -68,6 +68,15 @@ recipient: dave@example.net
 *** MESSAGE FILE END q/incoming/$ID ***
 EOF
 	atf_check -s exit:0 cmp want out
+	# A file of version 1 (before the record checks) shows the same,
+	# with its own version and offsets.
+	ID1=$ID
+	mkmsg -V 1
+	atf_check -s exit:0 -o save:out1 -e empty $POSTCAT q/incoming/$ID
+	sed -e "s,$ID1,$ID," -e 's/^version: 2$/version: 1/' \
+	    -e 's/^content_offset: 346$/content_offset: 296/' \
+	    -e 's/^extracted_offset: 425$/extracted_offset: 351/' want > want1
+	atf_check -s exit:0 cmp want1 out1
 }
 
 atf_test_case parts
@@ -132,7 +141,7 @@ damaged_body() {
 	f=q/incoming/$ID
 	size=$(wc -c < $f)
 	# cut inside the content: the envelope is shown in full
-	head -c 335 $f > cut
+	head -c 395 $f > cut
 	atf_check -s exit:1 -o save:out -e match:'damaged queue file: at offset 3[0-9][0-9]: truncated line record' \
 	    $POSTCAT cut
 	atf_check -s exit:0 -o match:'^done_recipient: carol@example.net$' cat out
@@ -140,9 +149,9 @@ damaged_body() {
 	atf_check -s exit:0 -o match:'^Subject: hi' cat out
 	atf_check -s exit:0 -o match:'^\*\*\* DAMAGED FILE cut: at offset 3[0-9][0-9]: truncated line record \([0-9]+ of [0-9]+ data bytes present\) \*\*\*$' cat out
 	atf_check -s exit:1 -o empty grep 'MESSAGE FILE END' out
-	# the end record missing
-	head -c $((size - 18)) $f > noend
-	atf_check -s exit:1 -o match:"DAMAGED FILE noend: at offset $((size - 18)): missing end record" \
+	# the end record (22 bytes) missing
+	head -c $((size - 22)) $f > noend
+	atf_check -s exit:1 -o match:"DAMAGED FILE noend: at offset $((size - 22)): missing end record" \
 	    -e ignore $POSTCAT noend
 	# garbage and an empty file
 	printf 'hello\n' > text
@@ -153,6 +162,22 @@ damaged_body() {
 	cp $f bad
 	printf 'f' | dd of=bad bs=1 seek=10 conv=notrunc 2>/dev/null
 	atf_check -s exit:1 -o match:'at offset 3: damaged sizes slot' -e ignore $POSTCAT bad
+	# a changed byte in a recipient: its record's check fails, at its
+	# offset; what comes before it is shown
+	cp $f bad
+	off=$(grep -boa 'dave@example.net' bad | cut -d: -f1)
+	printf 'X' | dd of=bad bs=1 seek=$off conv=notrunc 2>/dev/null
+	atf_check -s exit:1 -o save:out \
+	    -e match:"damaged queue file: at offset $((off - 2)): recipient record fails its check" \
+	    $POSTCAT bad
+	atf_check -s exit:0 -o match:'^notify: NEVER$' cat out
+	atf_check -s exit:1 -o empty grep 'dave@' out
+	# the type byte of a recipient alone says done: half marked, not done
+	cp $f half
+	off=$(grep -boa 'bob@example.net' half | sed -n 2p | cut -d: -f1)
+	printf 'r' | dd of=half bs=1 seek=$((off - 2)) conv=notrunc 2>/dev/null
+	atf_check -s exit:0 -o match:'^half_marked_recipient: bob@example.net$' \
+	    -e empty $POSTCAT half
 	# several files: the good one is still shown, status 1 overall
 	atf_check -s exit:1 -o match:"MESSAGE FILE END $f" -e ignore $POSTCAT empty $f
 	# unreadable: an error, no damage line

@@ -36,7 +36,8 @@ rcpt_offsets() {
 	python3 - "$1" <<'EOF'
 import sys
 d = open(sys.argv[1], 'rb').read()
-i = 0
+v2 = d[2] == ord('2')   # version 2: a check after each record but the
+i = 0                   # head (129 bytes), a done mark before it in R, r
 while i < len(d):
     start = i
     t = d[i]; i += 1
@@ -47,6 +48,8 @@ while i < len(d):
         if not b & 0x80:
             break
     data = d[i:i + n]; i += n
+    if v2 and start >= 129:
+        i += 4 + (t in (ord('R'), ord('r')))
     if t in (ord('R'), ord('r')):
         sys.stdout.buffer.write(b'%d %s\n' % (start, data))
 EOF

@@ -324,6 +324,59 @@ recover_and_corrupt_cleanup() {
 	stop_instance
 }
 
+atf_test_case changed_byte cleanup
+changed_byte_head() {
+	atf_set descr "a byte changed inside a recipient: the file goes to corrupt/ with the offset logged, nothing is delivered, the done recipient stays done"
+	atf_set require.user unprivileged
+}
+changed_byte_body() {
+	require_test_agent
+	qmgr_instance
+	id=$(inject -r done@t.example -r victim04@t.example -k 0) ||
+	    atf_fail "mkqfile"
+	f=$(qpath incoming $id)
+	off=$(grep -boa 'victim04' $f | cut -d: -f1)
+	printf '3' | dd of=$f bs=1 seek=$((off + 1)) conv=notrunc 2>/dev/null
+	grep -q v3ctim04 $f || atf_fail "the byte was not changed"
+	start_instance
+	WAIT_MAX=100 wait_for in_queue corrupt $id || atf_fail "not moved to corrupt"
+	in_log "$id: damaged queue file in active: at offset $((off - 2)): recipient record fails its check" ||
+	    atf_fail "no damage line with the offset: $(grep $id maillog)"
+	grep -q 'v3ctim04\|victim04' agent.log 2>/dev/null && atf_fail "delivered"
+	atf_check -s exit:1 -o match:'^done_recipient: done@t.example$' \
+	    -e ignore $POSTCAT $(qpath corrupt $id)
+	has_qmgr || atf_fail "qmgr died"
+}
+changed_byte_cleanup() {
+	stop_instance
+}
+
+atf_test_case torn_attempts cleanup
+torn_attempts_head() {
+	atf_set descr "a torn attempts slot (read as 0) does not hide the logs of earlier passes"
+	atf_set require.user unprivileged
+}
+torn_attempts_body() {
+	require_test_agent
+	qmgr_instance
+	id=$(inject -r ok@t.example -A 2) || atf_fail "mkqfile"
+	f=$(qpath incoming $id)
+	# one digit of the attempts slot changed (offset 77 + 2): torn
+	printf '1' | dd of=$f bs=1 seek=79 conv=notrunc 2>/dev/null
+	# a defer log of an earlier pass, where an earlier hash_queue_depth
+	# (0) put it
+	mkdir -p q/defer
+	echo 'from an earlier pass' > q/defer/$id
+	start_instance
+	WAIT_MAX=100 wait_for in_log "$id: removed" || atf_fail "not delivered"
+	in_log "$id: torn attempts slot" || atf_fail "no torn slot warning"
+	test -e q/defer/$id && atf_fail "the earlier pass's defer log was left behind"
+	has_qmgr || atf_fail "qmgr died"
+}
+torn_attempts_cleanup() {
+	stop_instance
+}
+
 atf_test_case congestion cleanup
 congestion_head() {
 	atf_set descr "a full active queue with mail waiting is logged; everything is delivered"
@@ -523,5 +576,7 @@ atf_init_test_cases() {
 	atf_add_test_case flush_deferred
 	atf_add_test_case alternate
 	atf_add_test_case recover_and_corrupt
+	atf_add_test_case changed_byte
+	atf_add_test_case torn_attempts
 	atf_add_test_case congestion
 }

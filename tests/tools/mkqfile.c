@@ -3,11 +3,12 @@
  *	mkqfile -d queue_dir [-H hash_queue_names] [-q queue] [-f sender]
  *	    [-T sec.usec] [-e envid] [-R FULL|HDRS] [-a name=value]...
  *	    [-O orig] [-P orcpt] [-N notify] -r rcpt ...  [-x rcpt]...
- *	    [-k index]... [-A attempts] [-W warn_time]  < content
+ *	    [-k index]... [-A attempts] [-W warn_time] [-V version] < content
  *
  * -O, -P and -N apply to the next -r or -x.  -x recipients are written
  * after the content (extracted).  -k marks the recipient with that index
- * (0-based, file order) done after the commit.  Prints the queue ID. */
+ * (0-based, file order) done after the commit.  -V 1 writes the format
+ * of before the record checks.  Prints the queue ID. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ int main(int argc, char **argv)
 	int nattr = 0, nr = 0, nx = 0, nk = 0, done[MAXR], c;
 	long attempts = -1, warn = -1;
 
-	while ((c = getopt(argc, argv, "d:H:q:f:T:e:R:a:O:P:N:r:x:k:A:W:")) != -1) {
+	while ((c = getopt(argc, argv, "d:H:q:f:T:e:R:a:O:P:N:r:x:k:A:W:V:")) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'H': hashed = optarg; break;
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
 		case 'k': if (nk < MAXR) done[nk++] = atoi(optarg); break;
 		case 'A': attempts = atol(optarg); break;
 		case 'W': warn = atol(optarg); break;
+		case 'V': qfw_version = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: see the comment in mkqfile.c\n");
 			return 2;

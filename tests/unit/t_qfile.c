@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "dirsync.h"
 #include "file.h"
+#include "log.h"
 #include "qfile.h"
 #include "str.h"
 
@@ -836,6 +838,70 @@ ATF_TC_BODY(tmp_stale, tc)
 	queue_layout_free(&ql);
 }
 
+/* qfile_tmp_purge: stale ones go, from the queues it covers; young,
+ * locked, maildrop, spare and queue files stay. */
+ATF_TC_WITHOUT_HEAD(tmp_purge);
+ATF_TC_BODY(tmp_purge, tc)
+{
+	int pfd[2];
+	char path[512];
+	pid_t pid;
+	struct timeval old[2];
+	str_t log = STR_INIT;
+	const char *files[] = { "q/incoming/tmp.1.1.1", "q/incoming/tmp.2.1.1",
+	    "q/maildrop/tmp.3.1.1", "q/spare/1NB6Q3P0B4K7G2",
+	    "q/active/tmp.4.1.1", "q/incoming/1NB6Q3P0B4K7G3", NULL };
+
+	setup("");
+	ATF_REQUIRE(log_to_file("maillog") == 0);
+	gettimeofday(&old[0], NULL);
+	old[0].tv_sec -= 7200;
+	old[1] = old[0];
+	for (int i = 0; files[i] != NULL; i++) {
+		int fd = open(files[i], O_WRONLY | O_CREAT | O_EXCL, 0600);
+		ATF_REQUIRE_MSG(fd >= 0, "%s", files[i]);
+		close(fd);
+		if (i != 1)	/* tmp.2 is young */
+			ATF_REQUIRE(utimes(files[i], old) == 0);
+	}
+	/* A live writer in another process, its file two hours old. */
+	ATF_REQUIRE(pipe(pfd) == 0);
+	if ((pid = fork()) == 0) {
+		str_t err = STR_INIT;
+		/* Not into incoming/: it would take the spare. */
+		qfw_t *w = qfw_create(&ql, QUEUE_HOLD, 0600, &err);
+		if (w == NULL || utimes(qfw_path(w), old) < 0)
+			_exit(1);
+		dprintf(pfd[1], "%s\n", qfw_path(w));
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	FILE *f = fdopen(pfd[0], "r");
+	ATF_REQUIRE(fgets(path, sizeof(path), f) != NULL);
+	path[strcspn(path, "\n")] = '\0';
+	ATF_CHECK_EQ(qfile_tmp_purge(&ql, 3600), 2);
+	ATF_CHECK(access("q/incoming/tmp.1.1.1", F_OK) < 0);
+	ATF_CHECK(access("q/active/tmp.4.1.1", F_OK) < 0);
+	ATF_CHECK(access("q/incoming/tmp.2.1.1", F_OK) == 0);
+	ATF_CHECK(access("q/maildrop/tmp.3.1.1", F_OK) == 0);
+	ATF_CHECK(access("q/spare/1NB6Q3P0B4K7G2", F_OK) == 0);
+	ATF_CHECK(access("q/incoming/1NB6Q3P0B4K7G3", F_OK) == 0);
+	ATF_CHECK_MSG(access(path, F_OK) == 0, "locked %s removed", path);
+	ATF_REQUIRE(file_read_all("maillog", &log, 1 << 20) == 0);
+	ATF_CHECK(strstr(str_cstr(&log), "removed stale temporary file "
+	    "incoming/tmp.1.1.1\n") != NULL);
+	/* The writer dies: its file is stale now. */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fclose(f);
+	ATF_CHECK_EQ(qfile_tmp_purge(&ql, 3600), 1);
+	ATF_CHECK(access(path, F_OK) < 0);
+	ATF_CHECK_EQ(qfile_tmp_purge(&ql, 3600), 0);
+	str_release(&log);
+	queue_layout_free(&ql);
+}
+
 /* Every visible file in dir (recursively one level) is a valid queue
  * file; returns how many there were. */
 static int check_visible(const char *dir, int *tmps)
@@ -1186,6 +1252,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, recycle_bound);
 	ATF_TP_ADD_TC(tp, recycle_contended);
 	ATF_TP_ADD_TC(tp, tmp_stale);
+	ATF_TP_ADD_TC(tp, tmp_purge);
 	ATF_TP_ADD_TC(tp, killed_writer);
 	ATF_TP_ADD_TC(tp, shared_directory_fsync);
 	ATF_TP_ADD_TC(tp, concurrent_kill);
