@@ -76,6 +76,7 @@ pl_instance() {
 	mcf "$smtpport inet n - n - - smtpd" "$@"
 }
 
+# services: master.cf with the whole system (the smtpd line as before).
 ALL_SERVICES="cleanup unix n - n - 0 cleanup|qmgr unix-dgram n - n 3600 1 qmgr|smtp unix - - n - - smtp|scache unix - - n - 1 scache|bounce unix - - n - 0 bounce|defer unix - - n - 0 bounce|local unix - n n - - local"
 
 services() {
@@ -267,6 +268,7 @@ flow_body() {
 	check_delivered
 	[ "$lost" = 0 ] || atf_fail "$lost messages that got a 250 were lost by the power cut"
 	[ "$corrupt" = 0 ] || atf_fail "files in corrupt/ after the power cut"
+	stop_instance
 	finish
 }
 flow_cleanup() {
