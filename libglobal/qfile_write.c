@@ -171,6 +171,19 @@ int qfile_recycle(const queue_layout_t *ql, const char *path, const char *id)
 		 * old content, which the writer that takes it truncates);
 		 * then emptied: a spare holds no blocks and no old mail. */
 		if (rename(path, str_cstr(&spare)) == 0) {
+			/* A second name for the file is a queue entry a power
+			 * cut brought back (a rename out of a queue that never
+			 * reached the disk, while the file went round again):
+			 * emptying the file would empty that message too, so
+			 * only this name goes (doc/queue-file.md, "Power
+			 * loss, simulated"). */
+			struct stat st;
+			if (lstat(str_cstr(&spare), &st) == 0 && st.st_nlink > 1) {
+				rc = unlink(str_cstr(&spare));
+				str_release(&dir);
+				str_release(&spare);
+				return rc;
+			}
 			(void)truncate(str_cstr(&spare), 0);
 			estimate++;
 			qfile_recycled++;

@@ -269,7 +269,7 @@ int file_read_all_follow(const char *path, str_t *out, size_t limit)
 	return read_path(file_open_read_follow(path, FILE_ANY_OWNER), out, limit);
 }
 
-int file_mkdirs(const char *dir, mode_t mode)
+static int mkdirs(const char *dir, mode_t mode, bool durable)
 {
 	struct stat st;
 	if (*dir == 0) {
@@ -295,6 +295,24 @@ int file_mkdirs(const char *dir, mode_t mode)
 				errno = err;
 				return -1;
 			}
+		} else if (durable) {
+			/* Made here: its entry is durable once its parent is
+			 * fsynced. */
+			char *slash = strrchr(buf, '/');
+			int r;
+			if (slash == NULL)
+				r = file_fsync_dir(".");
+			else if (slash == buf)
+				r = file_fsync_dir("/");
+			else {
+				*slash = 0;
+				r = file_fsync_dir(buf);
+				*slash = '/';
+			}
+			if (r < 0) {
+				KEEP_ERRNO(free(buf));
+				return -1;
+			}
 		}
 		*p = saved;
 		if (saved == 0)
@@ -304,6 +322,16 @@ int file_mkdirs(const char *dir, mode_t mode)
 	}
 	free(buf);
 	return 0;
+}
+
+int file_mkdirs(const char *dir, mode_t mode)
+{
+	return mkdirs(dir, mode, false);
+}
+
+int file_mkdirs_durable(const char *dir, mode_t mode)
+{
+	return mkdirs(dir, mode, true);
 }
 
 int file_rename_durable(const char *from, const char *to)

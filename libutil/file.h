@@ -75,6 +75,9 @@ int file_read_all_follow(const char *path, str_t *out, size_t limit);
 /* Creates dir and any missing parents with mode (subject to the umask);
  * an existing directory is fine, an existing non-directory is ENOTDIR. */
 int file_mkdirs(const char *dir, mode_t mode);
+/* The same, and each directory it creates survives a crash: its parent
+ * is fsynced right after the mkdir (nothing is fsynced when all exist). */
+int file_mkdirs_durable(const char *dir, mode_t mode);
 
 /* Renames from to to and fsyncs the directory of to (and of from when it
  * differs), so the rename survives a crash. */

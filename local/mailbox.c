@@ -165,6 +165,15 @@ static int mbox_open(const char *path, const mbox_opts_t *o, lstatus_t *st)
 				mailbox_error_status(st, e, "set the owner of", path);
 				return -1;
 			}
+			/* A new mailbox's name must survive a crash like the
+			 * message that will be in it (once, at creation). */
+			if (fd >= 0 && file_fsync_parent(path) < 0) {
+				int e = errno;
+				(void)unlink(path);
+				close(fd);
+				mailbox_error_status(st, e, "sync the directory of", path);
+				return -1;
+			}
 		}
 		break;
 	}
@@ -290,7 +299,9 @@ static int maildir_make(const str_t *base, str_t *sub, lstatus_t *st)
 
 	for (size_t i = 0; i < 3; i++) {
 		str_setf(sub, "%s/%s", str_cstr(base), subs[i]);
-		if (file_mkdirs(str_cstr(sub), 0700) < 0) {
+		/* Durable: a message linked into new/ is only as durable as
+		 * new/ itself, and the Maildir above it. */
+		if (file_mkdirs_durable(str_cstr(sub), 0700) < 0) {
 			mailbox_error_status(st, errno, "create maildir directory",
 			    str_cstr(sub));
 			return -1;

@@ -93,7 +93,8 @@ typedef struct qmgr_msg {
 	/* Status logs.  A message on its first pass has none but the ones
 	 * this pass writes, at the configured hash level: no need to look
 	 * for them elsewhere, or at all when this pass wrote none. */
-	bool old_logs;			/* attempts > 0: earlier passes' logs */
+	bool old_logs;			/* attempts > 0, or a recipient was
+					 * already done: earlier passes' logs */
 	bool wrote_defer, wrote_bounce, wrote_trace;
 	unsigned long rcpt_in_core;	/* offered, no outcome yet */
 	sched_msg_result_t res;

@@ -246,6 +246,12 @@ static size_t cb_read_more(void *ctx, sched_msg_t *m, double now)
 		}
 		r = &msg->batch.rcpt[msg->bpos];
 		if (r->done) {
+			/* Done on a first pass: a qmgr before us worked on
+			 * it and was killed, and may have left a bounce or
+			 * trace log (a bounced recipient is marked done
+			 * once its record is on disk) whose notice is still
+			 * to be sent. */
+			msg->old_logs = true;
 			msg->bpos++;
 			msg->consumed++;
 			continue;

@@ -250,7 +250,69 @@ notice_retry_cleanup() {
 	stop_instance
 }
 
+atf_test_case notice_after_qmgr_kill cleanup
+notice_after_qmgr_kill_head() {
+	atf_set descr "qmgr killed after a bounced recipient was logged and marked done, before the notice went out: the next qmgr sends the notice (first pass: attempts still 0)"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+notice_after_qmgr_kill_body() {
+	require_notices
+	# qmgr waits for the stopped bounce daemon longer than the test;
+	# one bounce daemon at most, so that master starts no other
+	dsn_instance "qmgr_ipc_timeout = 60s"
+	sed 's|^bounce unix - n n - 0 |bounce unix - n n - 1 |' etc/master.cf > etc/master.cf.new
+	mv etc/master.cf.new etc/master.cf
+	grep -q '^bounce unix - n n - 1 ' etc/master.cf || atf_fail "master.cf edit"
+	start_instance
+	# A first bounce starts a bounce daemon, which then waits for more.
+	m0=$(inject -f sender@s.example -r bounce@t.example) || atf_fail "mkqfile"
+	flush
+	WAIT_MAX=150 wait_for in_log "$m0: removed" || atf_fail "$m0 not removed"
+	bp=$(pgrep -P "$(master_pid)" -f -- "bin/bounce -c $PWD/etc" | head -n 1)
+	test -n "$bp" || atf_fail "no bounce daemon"
+	# Stopped, it never takes the next notice request.
+	kill -STOP $bp
+	m1=$(inject -f sender@s.example -r bounce@t.example) || atf_fail "mkqfile"
+	flush
+	WAIT_MAX=100 wait_for in_log "$m1: to=<bounce@t.example>.*status=bounced" ||
+	    atf_fail "$m1 not bounced"
+	# the bounce log is synced and the recipient marked done at the end
+	# of that event; the notice request waits for the stopped daemon
+	WAIT_MAX=20 wait_for test -n "$(find q/bounce -type f -name $m1)" ||
+	    atf_fail "no bounce log"
+	sleep 0.3
+	in_log "$m1: removed" && atf_fail "the notice went out before qmgr could be killed"
+	kill -9 $(qmgr_pid)
+	# Without the bounce service the request qmgr left unanswered is
+	# dropped (a new daemon would otherwise still take it).
+	grep -v '^bounce ' etc/master.cf > etc/master.cf.new
+	cp etc/master.cf etc/master.cf.saved
+	mv etc/master.cf.new etc/master.cf
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	kill -9 $bp
+	WAIT_MAX=50 wait_for test ! -S q/private/bounce || atf_fail "bounce service still there"
+	atf_check -s exit:0 -o save:cat.out $POSTCAT $(qpath active $m1)
+	grep -q '^done_recipient: bounce@t.example$' cat.out || atf_fail "not done before the kill"
+	in_log "$m1: removed" && atf_fail "removed before qmgr was killed"
+	# The bounce service is back; a new qmgr finds the message in
+	# active/ on its first pass (attempts still 0).
+	mv etc/master.cf.saved etc/master.cf
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	WAIT_MAX=50 wait_for test -S q/private/bounce || atf_fail "no bounce service"
+	flush
+	WAIT_MAX=150 wait_for in_log "$m1: removed" || atf_fail "$m1 not removed"
+	notice_of $m1 "sender non-delivery"
+	status_part
+	test "$(rcpt_field bounce@t.example Action)" = failed || atf_fail "action"
+	assert_log_clean
+}
+notice_after_qmgr_kill_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case notice_after_qmgr_kill
 	atf_add_test_case notice_retry
 	atf_add_test_case nondelivery
 	atf_add_test_case expired

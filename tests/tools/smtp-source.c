@@ -36,7 +36,9 @@
 
 static struct {
 	unsigned long sessions, messages, per_session, rcpts, size;
+	unsigned long first;		/* -N: number of the first message - 1 */
 	const char *sender, *rcpt_pattern, *helo, *bind_addr;
+	int accepted_fd;		/* -o: one line per accepted message */
 	bool no_pipelining, starttls, accept_failures, use_helo;
 	unsigned long timeout;		/* seconds, per reply */
 } cf = {
@@ -49,6 +51,7 @@ static struct {
 	.rcpt_pattern = "user%d@example.com",
 	.helo = "smtp-source.test",
 	.timeout = 30,
+	.accepted_fd = -1,
 };
 
 static struct addrinfo *target;
@@ -84,7 +87,7 @@ static unsigned long claim(void)
 	unsigned long n = 0;
 	pthread_mutex_lock(&claim_lock);
 	if (claimed < cf.messages)
-		n = ++claimed;
+		n = ++claimed + cf.first;
 	pthread_mutex_unlock(&claim_lock);
 	return n;
 }
@@ -470,6 +473,14 @@ static int send_message(struct session *s, unsigned long n)
 		if (flush_out(s) < 0 || (code = read_reply(s, false)) < 0)
 			goto out;
 		accepted = ok > 0 && code / 100 == 2;
+		if (accepted && cf.accepted_fd >= 0) {
+			/* One write of one line (O_APPEND), after the reply
+			 * was read: a line means the client saw the 2xx. */
+			char line[600];
+			bfmt(line, sizeof(line), "%lu %s\n", n, s->last);
+			if (file_write_all(cf.accepted_fd, line, strlen(line)) < 0)
+				log_fatal("-o: %s", strerror(errno));
+		}
 		if (!accepted)
 			log_info("session %lu: message %lu not accepted: %s", s->id, n, s->last);
 		rc = 0;
@@ -595,6 +606,8 @@ static void usage(void)
 	    "  -b ADDR     bind to this local address (e.g. 127.0.0.2)\n"
 	    "  -w SECS     timeout for connecting and for each reply (default 30)\n"
 	    "  -a          exit 0 even if some messages were not accepted\n"
+	    "  -N N        number the messages from N (default 1)\n"
+	    "  -o FILE     append a line per accepted message: its number and the reply\n"
 	    "  -v          log the dialogue to stderr\n");
 	exit(2);
 }
@@ -607,7 +620,7 @@ int main(int argc, char **argv)
 	int c;
 
 	log_init("smtp-source");
-	while ((c = getopt(argc, argv, "ab:EH:f:l:m:M:Pr:s:t:Tvw:")) != -1) {
+	while ((c = getopt(argc, argv, "ab:EH:f:l:m:M:N:o:Pr:s:t:Tvw:")) != -1) {
 		switch (c) {
 		case 'a': cf.accept_failures = true; break;
 		case 'b': cf.bind_addr = optarg; break;
@@ -617,6 +630,12 @@ int main(int argc, char **argv)
 		case 'l': cf.size = num_arg("-l", optarg, 0, 1UL << 30); break;
 		case 'm': cf.messages = num_arg("-m", optarg, 1, 100000000); break;
 		case 'M': cf.per_session = num_arg("-M", optarg, 0, 100000000); break;
+		case 'N': cf.first = num_arg("-N", optarg, 1, 1000000000) - 1; break;
+		case 'o':
+			cf.accepted_fd = open(optarg, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			if (cf.accepted_fd < 0)
+				log_fatal("%s: %s", optarg, strerror(errno));
+			break;
 		case 'P': cf.no_pipelining = true; break;
 		case 'r': cf.rcpts = num_arg("-r", optarg, 1, 100000); break;
 		case 's': cf.sessions = num_arg("-s", optarg, 1, 10000); break;

@@ -395,6 +395,29 @@ ATF_TC_BODY(mkdirs, tc)
 	ATF_CHECK_EQ(file_mkdirs("", 0700), -1);
 }
 
+/* The durable variant makes the same directories (that it fsyncs each
+ * new one's parent is what t_powerloss checks). */
+ATF_TC_WITHOUT_HEAD(mkdirs_durable);
+ATF_TC_BODY(mkdirs_durable, tc)
+{
+	struct stat st;
+	char cwd[4096], abs[4200];
+
+	ATF_CHECK_EQ(file_mkdirs_durable("d/e/f", 0700), 0);
+	ATF_CHECK(stat("d/e/f", &st) == 0 && S_ISDIR(st.st_mode));
+	ATF_CHECK_EQ(file_mkdirs_durable("d/e/f", 0700), 0);
+	ATF_CHECK_EQ(file_mkdirs_durable("g", 0700), 0);
+	ATF_CHECK(stat("g", &st) == 0 && S_ISDIR(st.st_mode));
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(abs, sizeof(abs), "%s/h/i", cwd);
+	ATF_CHECK_EQ(file_mkdirs_durable(abs, 0700), 0);
+	ATF_CHECK(stat("h/i", &st) == 0 && S_ISDIR(st.st_mode));
+	put_file("d/file", "");
+	errno = 0;
+	ATF_CHECK_EQ(file_mkdirs_durable("d/file/x", 0700), -1);
+	ATF_CHECK_EQ(errno, ENOTDIR);
+}
+
 ATF_TC_WITHOUT_HEAD(fsync_and_rename);
 ATF_TC_BODY(fsync_and_rename, tc)
 {
@@ -439,6 +462,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, lock_wait);
 	ATF_TP_ADD_TC(tp, read_all_limit);
 	ATF_TP_ADD_TC(tp, mkdirs);
+	ATF_TP_ADD_TC(tp, mkdirs_durable);
 	ATF_TP_ADD_TC(tp, fsync_and_rename);
 	return atf_no_error();
 }

@@ -726,6 +726,34 @@ ATF_TC_BODY(recycle_reuse, tc)
 	queue_layout_free(&ql);
 }
 
+/* A finished file with a second name (a queue entry a power cut
+ * brought back) is not emptied: only its own name goes, and the other
+ * name keeps the content. */
+ATF_TC_WITHOUT_HEAD(recycle_linked);
+ATF_TC_BODY(recycle_linked, tc)
+{
+	char id[QUEUE_ID_SIZE];
+	str_t path = STR_INIT, got = STR_INIT;
+	struct stat st;
+	const char msg[] = "Subject: linked\n\nstill here\n";
+
+	setup("");
+	write_msg(id, msg, strlen(msg), 1);
+	incoming_path(id, &path);
+	ATF_REQUIRE(link(str_cstr(&path), "q/" QUEUE_INCOMING "/other") == 0);
+	unsigned long before = qfile_recycled;
+	ATF_REQUIRE(qfile_recycle(&ql, str_cstr(&path), id) == 0);
+	ATF_CHECK_EQ(qfile_recycled, before);
+	ATF_CHECK(access(str_cstr(&path), F_OK) < 0);
+	ATF_CHECK_EQ(count_spares(), 0);
+	ATF_REQUIRE(stat("q/" QUEUE_INCOMING "/other", &st) == 0);
+	ATF_CHECK_EQ(st.st_nlink, 1);
+	ATF_CHECK(st.st_size > (off_t)strlen(msg));
+	str_release(&path);
+	str_release(&got);
+	queue_layout_free(&ql);
+}
+
 /* spare/ holds at most QFILE_SPARE_MAX files; what does not fit is
  * removed.  Entries that are not plain files are left alone. */
 ATF_TC_WITHOUT_HEAD(recycle_bound);
@@ -1249,6 +1277,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, hashed_incoming);
 	ATF_TP_ADD_TC(tp, open_after_layout_change);
 	ATF_TP_ADD_TC(tp, recycle_reuse);
+	ATF_TP_ADD_TC(tp, recycle_linked);
 	ATF_TP_ADD_TC(tp, recycle_bound);
 	ATF_TP_ADD_TC(tp, recycle_contended);
 	ATF_TP_ADD_TC(tp, tmp_stale);
