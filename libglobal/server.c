@@ -52,6 +52,7 @@ static struct {
 				 * trigger connections being read */
 	bool retiring;		/* no new work; exit when idle */
 	pid_t master_pid;	/* our parent at start (master) */
+	bool check_only;	/* -C: check the configuration, exit */
 	int sig_pipe[2];
 	int last_status;
 	int32_t pid;		/* for status reports */
@@ -751,6 +752,39 @@ static void check_listen_fds(int n)
 	S.nlisten = n;
 }
 
+/* -C (petrel check): the configuration with the -o settings has loaded;
+ * the daemon's own check says whether it would start.  A message that
+ * names a parameter ("name: ...") gets the place that set it. */
+__attribute__((noreturn))
+static void check_and_exit(const server_spec_t *spec)
+{
+	str_t err = STR_INIT;
+	const char *qdir = config_get_str("queue_directory");
+
+	/* Relative table paths are relative to the queue, as in service. */
+	if (chdir(qdir) < 0)
+		log_fatal("queue_directory %s: %s", qdir, strerror(errno));
+	if (spec->check && spec->check(spec->ctx, &err) < 0) {
+		const char *msg = str_cstr(&err);
+		size_t n = strcspn(msg, ": ");
+		char *name = xstrndup(msg, n);
+		config_item_t it;
+
+		if (msg[n] == ':' && config_item(name, &it) &&
+		    it.origin == CONFIG_FILE && it.file)
+			log_error("%s:%d: %s", it.file, it.line, msg);
+		else if (msg[n] == ':' && config_item(name, &it) &&
+		    it.origin == CONFIG_OVERRIDE)
+			log_error("%s (set with -o)", msg);
+		else
+			log_error("%s", msg);
+		free(name);
+		exit(1);
+	}
+	str_release(&err);
+	exit(0);
+}
+
 void server_main(int argc, char **argv, const server_spec_t *spec)
 {
 	const char *config_dir = getenv("MAIL_CONFIG");
@@ -774,9 +808,10 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	log_init(S.progname);
 
 	opterr = 0;
-	while ((c = getopt(argc, argv, "+c:Dn:o:s:t:ujv")) != -1) {
+	while ((c = getopt(argc, argv, "+c:CDn:o:s:t:ujv")) != -1) {
 		switch (c) {
 		case 'c': config_dir = optarg; break;
+		case 'C': S.check_only = true; break;
 		case 'D': debug = true; break;
 		case 'n': S.service = optarg; break;
 		case 'o':
@@ -805,7 +840,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 		S.type_name = "unix";
 	if (!mastercf_type_parse(S.type_name, &S.type))
 		log_fatal("bad service type '%s'", S.type_name);
-	if (nfds < 0)
+	if (nfds < 0 && !S.check_only)
 		log_fatal("%s is a Petrel daemon: it runs under master(8) "
 		    "(petrel start), not by hand", S.progname);
 
@@ -833,6 +868,9 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 		str_release(&err);
 	}
 	str_release(&overrides);
+	/* Check mode logs to standard error only (petrel passes it on). */
+	if (S.check_only)
+		check_and_exit(spec);
 	setup_logging();
 	log_verbose += verbose;
 	S.under_master = true;

@@ -40,7 +40,12 @@
  * the current mail transaction, with 421); master's status pipe and the
  * signals are watched by the event loop and by every stream wait
  * (stream_watch_add), so a daemon busy with a client notices at once.
- * SIGKILL (petrel abort, or stop_drain_timeout passed) ends it at once. */
+ * SIGKILL (petrel abort, or stop_drain_timeout passed) ends it at once.
+ *
+ * Check mode (-C, run by petrel check for every master.cf service): the
+ * configuration and the -o settings are loaded, spec->check (if any)
+ * validates what the daemon would refuse at start-up, and the process
+ * exits 0 or 1 (messages on standard error) without serving. */
 #ifndef PETREL_SERVER_H
 #define PETREL_SERVER_H
 #include <signal.h>
@@ -49,6 +54,7 @@
 #include <stdint.h>
 #include "event.h"
 #include "log.h"
+#include "str.h"
 #include "stream.h"
 
 /* The descriptors master gives a child. */
@@ -96,6 +102,10 @@ typedef struct server_spec {
 	void (*connect)(int fd, void *ctx);			/* MULTI */
 	void (*trigger)(const char *buf, size_t len, void *ctx); /* TRIGGER */
 	void (*pre_exit)(void *ctx);	/* before a voluntary exit */
+	/* -C: validate the configuration as start-up would, without opening
+	 * anything for service; -1 with a message in err.  A message that
+	 * starts with "parameter_name:" gets that parameter's file:line. */
+	int (*check)(void *ctx, str_t *err);
 } server_spec_t;
 
 __attribute__((noreturn))

@@ -51,6 +51,19 @@ static void pre_jail(void *ctx)
 	str_release(&err);
 }
 
+/* petrel check: what pre_jail would refuse (restriction lists, networks,
+ * domain lists, the open-relay guard). */
+static int check(void *ctx, str_t *err)
+{
+	smtpd_cfg_t *c;
+
+	(void)ctx;
+	if ((c = smtpd_cfg_load(err)) == NULL)
+		return -1;
+	smtpd_cfg_free(c);
+	return 0;
+}
+
 static void serve(stream_t *client, void *ctx)
 {
 	smtpd_session_opts_t opts = { 0 };
@@ -183,6 +196,7 @@ int main(int argc, char **argv)
 		.pre_jail = pre_jail,
 		.serve = serve,
 		.pre_exit = pre_exit,
+		.check = check,
 	};
 
 	/* -S selects the stand-alone mode (master never passes it). */
