@@ -25,6 +25,13 @@ static void pre_jail(void *ctx)
 	str_release(&err);
 }
 
+/* petrel check: what pre_jail would refuse. */
+static int check(void *ctx, str_t *err)
+{
+	(void)ctx;
+	return cln_cfg_load(&cfg, err) < 0 ? -1 : 0;
+}
+
 static void serve(stream_t *client, void *ctx)
 {
 	(void)ctx;
@@ -37,6 +44,7 @@ int main(int argc, char **argv)
 		.model = SERVER_SINGLE,
 		.pre_jail = pre_jail,
 		.serve = serve,
+		.check = check,
 	};
 
 	server_main(argc, argv, &spec);

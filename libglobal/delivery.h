@@ -224,6 +224,8 @@ typedef struct dlv_agent {
 	void (*pre_jail)(void *ctx);	/* as in server_spec_t; may be NULL */
 	void (*post_jail)(void *ctx);
 	void (*pre_exit)(void *ctx);
+	/* petrel check (server_spec_t.check); may be NULL. */
+	int (*check)(void *ctx, str_t *err);
 	void *ctx;
 	/* Requests one connection may carry before the agent closes it
 	 * (0: no limit). */

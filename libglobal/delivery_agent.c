@@ -214,6 +214,12 @@ static void agent_post_jail(void *ctx)
 	agent_hook(the_agent->post_jail, the_agent->ctx);
 }
 
+static int agent_check(void *ctx, str_t *err)
+{
+	(void)ctx;
+	return the_agent->check ? the_agent->check(the_agent->ctx, err) : 0;
+}
+
 static void agent_pre_exit(void *ctx)
 {
 	(void)ctx;
@@ -233,5 +239,6 @@ void dlv_agent_main(int argc, char **argv, const dlv_agent_t *agent)
 	spec.pre_jail = agent_pre_jail;
 	spec.post_jail = agent_post_jail;
 	spec.pre_exit = agent_pre_exit;
+	spec.check = agent_check;
 	server_main(argc, argv, &spec);
 }

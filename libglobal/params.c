@@ -203,6 +203,8 @@ static const param_def_t table[] = {
 	    "Default maxproc of master.cf services."),
 	P_TIMER("service_throttle_time", "60s", 's', 1, 0,
 	    "How long master waits before restarting a service that fails at start-up."),
+	P_TIMER("stop_drain_timeout", "5s", 's', 0, 0,
+	    "petrel stop: how long deliveries and SMTP transactions in progress get to finish (qmgr records their results) before what is left is killed; 0 kills at once."),
 	P_TIMER("max_idle", "100s", 's', 1, 0,
 	    "How long a daemon waits for a client before exiting."),
 	P_INT("max_use", "100", 0, UNL, 0,

@@ -27,6 +27,15 @@
 #include "sock.h"
 #include "str.h"
 
+/* Sanitizer (test) builds. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PETREL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PETREL_ASAN 1
+#endif
+#endif
+
 /* Bytes of one trigger read at a time. */
 #define TRIGGER_BUF 1024
 
@@ -52,6 +61,8 @@ static struct {
 	int clients;		/* MULTI: open clients; TRIGGER: stream
 				 * trigger connections being read */
 	bool retiring;		/* no new work; exit when idle */
+	pid_t master_pid;	/* our parent at start (master) */
+	bool check_only;	/* -C: check the configuration, exit */
 	bool jailed;		/* chroots (or did) into queue_directory */
 	int sig_pipe[2];
 	int last_status;
@@ -60,7 +71,10 @@ static struct {
 	time_t watchdog_sec;	/* when (coarse monotonic seconds) */
 } S = { .sig_pipe = { -1, -1 } };
 
-static volatile sig_atomic_t got_hup;
+static volatile sig_atomic_t got_hup, got_term;
+/* Set once the daemon is stopping (SIGTERM from master, or master gone);
+ * streams given it with stream_set_cancel() stop waiting for input. */
+static volatile sig_atomic_t stop_flag;
 
 const char *server_service_name(void) { return S.service; }
 const char *server_service_type(void) { return S.type_name; }
@@ -80,6 +94,8 @@ bool server_jail_has(const char *path, const char *needed_for)
 char **server_argv(void) { return S.argv; }
 event_loop_t *server_loop(void) { return S.loop; }
 unsigned long server_use_count(void) { return S.use_count; }
+bool server_stopping(void) { return stop_flag != 0; }
+const volatile sig_atomic_t *server_stop_flag(void) { return &stop_flag; }
 
 /* ---- status messages to master ---- */
 
@@ -144,6 +160,14 @@ static void server_exit(const char *why)
 	log_debug("exiting: %s (%lu requests served)", why, S.use_count);
 	if (S.spec->pre_exit)
 		S.spec->pre_exit(S.spec->ctx);
+#ifdef PETREL_ASAN
+	/* Test builds only: LeakSanitizer's check at exit needs /proc,
+	 * which a chroot jail does not have (it would report a fatal error
+	 * instead).  Such a daemon used to be killed at stop and was never
+	 * checked either. */
+	if (S.jailed)
+		_exit(0);
+#endif
 	exit(0);
 }
 
@@ -219,7 +243,7 @@ static void listen_on(void);
  * interrupts the wait (the handler's wake-up byte then retires us). */
 static void accept_lock_wait(void)
 {
-	struct sigaction sa, old;
+	struct sigaction sa, old, oldterm;
 	int r;
 
 	alarm(0);
@@ -228,12 +252,14 @@ static void accept_lock_wait(void)
 	sa = old;
 	sa.sa_flags &= ~SA_RESTART;
 	sigaction(SIGHUP, &sa, NULL);
-	r = got_hup ? -1 : flock(accept_lock_fd, LOCK_EX);
+	sigaction(SIGTERM, &sa, &oldterm);
+	r = got_hup || got_term ? -1 : flock(accept_lock_fd, LOCK_EX);
 	sigaction(SIGHUP, &old, NULL);
+	sigaction(SIGTERM, &oldterm, NULL);
 	if (r == 0) {
 		accept_lock_held = true;
 		listen_on();
-	} else if (errno != EINTR && !got_hup) {
+	} else if (errno != EINTR && !got_hup && !got_term) {
 		log_fatal("accept lock: %s", strerror(errno));
 	}
 }
@@ -312,10 +338,24 @@ static void retire(const char *why)
 	listen_off(true);
 }
 
-/* Decides after each round or request whether to go on. */
-static void check_exit(void)
+/* Stopping: a retirement that also asks the daemon to end what it
+ * serves at the next boundary (smtpd: after the current transaction;
+ * see server_stopping()).  master's watch and the signal pipe are of no
+ * more use to the streams then. */
+static void stop(const char *why)
 {
-	/* A SIGHUP during the request: act before taking the next. */
+	if (!stop_flag)
+		log_debug("stopping: %s", why);
+	stop_flag = 1;
+	retire(why);
+}
+
+static void signals_pending(void)
+{
+	if (got_term) {
+		got_term = 0;
+		stop("SIGTERM from master");
+	}
 	if (got_hup) {
 		got_hup = 0;
 		retire("SIGHUP from master");
@@ -324,6 +364,13 @@ static void check_exit(void)
 		table_changed = false;
 		retire("a lookup table changed (chroot)");
 	}
+}
+
+/* Decides after each round or request whether to go on. */
+static void check_exit(void)
+{
+	/* A signal during the request: act before taking the next. */
+	signals_pending();
 	if (S.spec->model != SERVER_SINGLE) {
 		if (S.clients > 0) {
 			/* Finish them first; take no new ones if leaving. */
@@ -345,11 +392,13 @@ static void check_exit(void)
 
 /* ---- signals ---- */
 
-static void on_hup(int sig)
+static void on_signal(int sig)
 {
 	int saved = errno;
-	(void)sig;
-	got_hup = 1;
+	if (sig == SIGTERM)
+		got_term = 1;
+	else
+		got_hup = 1;
 	if (S.sig_pipe[1] >= 0 && write(S.sig_pipe[1], "H", 1) < 0) {
 		/* full pipe: a wakeup is pending anyway */
 	}
@@ -363,20 +412,48 @@ static void sig_pipe_event(int fd, int events, void *ctx)
 	(void)ctx;
 	while (read(fd, buf, sizeof(buf)) > 0)
 		;
-	if (got_hup) {
-		got_hup = 0;
-		retire("SIGHUP from master");
-	}
+	signals_pending();
 }
 
-/* Master closed its end of the status pipe: it is gone or stopped this
- * service.  Finish what we do and leave. */
+/* Master closed its end of the status pipe: it dropped or replaced this
+ * service (a reload: finish and leave, as on SIGHUP), or it is gone
+ * (nobody will start, watch or stop us: stop, as on SIGTERM, so that
+ * the clients we serve end soon and a new master finds the endpoints
+ * free).  A reload sends SIGHUP before it closes the pipe, and the
+ * handler has run before we see the pipe's error; our parent's id is
+ * no proof of life, since a dying master's descriptors close before its
+ * children are given to another parent. */
 static void status_event(int fd, int events, void *ctx)
 {
 	(void)ctx;
 	if (events & EVENT_ERROR) {
 		event_remove(S.loop, fd);
-		retire("master disconnected");
+		stream_watch_remove(fd);
+		if (getppid() == S.master_pid && (got_hup || S.retiring))
+			retire("master disconnected");
+		else
+			stop("master is gone");
+	}
+}
+
+/* The same two descriptors, polled by every stream wait: a daemon busy
+ * with a client notices a stop or master's death at once, not when the
+ * client is done. */
+static void stream_watch_event(int fd, short revents, void *ctx)
+{
+	(void)ctx;
+	if ((int32_t)getpid() != S.pid) {
+		/* A child of ours (forked, not yet executed) shares our event
+		 * loop's kernel object and our status pipe: not its business. */
+		stream_watch_remove(S.sig_pipe[0]);
+		stream_watch_remove(SERVER_STATUS_FD);
+		return;
+	}
+	if (fd == SERVER_STATUS_FD) {
+		if (revents & (POLLERR | POLLHUP | POLLNVAL))
+			status_event(fd, EVENT_ERROR, NULL);
+	} else {
+		sig_pipe_event(fd, EVENT_READ, NULL);
 	}
 }
 
@@ -719,6 +796,39 @@ static void check_listen_fds(int n)
 	S.nlisten = n;
 }
 
+/* -C (petrel check): the configuration with the -o settings has loaded;
+ * the daemon's own check says whether it would start.  A message that
+ * names a parameter ("name: ...") gets the place that set it. */
+__attribute__((noreturn))
+static void check_and_exit(const server_spec_t *spec)
+{
+	str_t err = STR_INIT;
+	const char *qdir = config_get_str("queue_directory");
+
+	/* Relative table paths are relative to the queue, as in service. */
+	if (chdir(qdir) < 0)
+		log_fatal("queue_directory %s: %s", qdir, strerror(errno));
+	if (spec->check && spec->check(spec->ctx, &err) < 0) {
+		const char *msg = str_cstr(&err);
+		size_t n = strcspn(msg, ": ");
+		char *name = xstrndup(msg, n);
+		config_item_t it;
+
+		if (msg[n] == ':' && config_item(name, &it) &&
+		    it.origin == CONFIG_FILE && it.file)
+			log_error("%s:%d: %s", it.file, it.line, msg);
+		else if (msg[n] == ':' && config_item(name, &it) &&
+		    it.origin == CONFIG_OVERRIDE)
+			log_error("%s (set with -o)", msg);
+		else
+			log_error("%s", msg);
+		free(name);
+		exit(1);
+	}
+	str_release(&err);
+	exit(0);
+}
+
 void server_main(int argc, char **argv, const server_spec_t *spec)
 {
 	const char *config_dir = getenv("MAIL_CONFIG");
@@ -735,15 +845,17 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	fd_sane_stdio();
 	S.spec = spec;
 	S.pid = (int32_t)getpid();
+	S.master_pid = getppid();
 	slash = argv[0] ? strrchr(argv[0], '/') : NULL;
 	snprintf(S.progname, sizeof(S.progname), "%s",
 	    slash ? slash + 1 : argv[0] ? argv[0] : "daemon");
 	log_init(S.progname);
 
 	opterr = 0;
-	while ((c = getopt(argc, argv, "+c:Dn:o:s:t:ujv")) != -1) {
+	while ((c = getopt(argc, argv, "+c:CDn:o:s:t:ujv")) != -1) {
 		switch (c) {
 		case 'c': config_dir = optarg; break;
+		case 'C': S.check_only = true; break;
 		case 'D': debug = true; break;
 		case 'n': S.service = optarg; break;
 		case 'o':
@@ -772,7 +884,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 		S.type_name = "unix";
 	if (!mastercf_type_parse(S.type_name, &S.type))
 		log_fatal("bad service type '%s'", S.type_name);
-	if (nfds < 0)
+	if (nfds < 0 && !S.check_only)
 		log_fatal("%s is a Petrel daemon: it runs under master(8) "
 		    "(petrel start), not by hand", S.progname);
 
@@ -800,6 +912,9 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 		str_release(&err);
 	}
 	str_release(&overrides);
+	/* Check mode logs to standard error only (petrel passes it on). */
+	if (S.check_only)
+		check_and_exit(spec);
 	setup_logging();
 	log_verbose += verbose;
 	S.under_master = true;
@@ -843,10 +958,15 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	if (geteuid() == 0 && unpriv)
 		drop_privileges(uid, gid, owner);
 
-	/* Signals: SIGTERM keeps its default (end now); SIGHUP retires. */
+	/* Signals: SIGHUP retires, SIGTERM stops (retires and ends the
+	 * clients' sessions at their next boundary); SIGKILL ends at once. */
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* A terminal's Ctrl-C reaches every process of a foreground master
+	 * (petrel start-fg, make run): master turns it into a stop, which
+	 * reaches us as SIGTERM, drained. */
+	signal(SIGINT, SIG_IGN);
 	if (pipe(S.sig_pipe) < 0)
 		log_fatal("pipe: %s", strerror(errno));
 	for (int i = 0; i < 2; i++) {
@@ -856,8 +976,9 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
-	sa.sa_handler = on_hup;
+	sa.sa_handler = on_signal;
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = watchdog_fire;
 	sigaction(SIGALRM, &sa, NULL);
 
@@ -883,6 +1004,10 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	accept_lock_decide();
 	listen_on();
 	event_add(S.loop, SERVER_STATUS_FD, EVENT_READ, status_event, NULL);
+	stream_watch_add(S.sig_pipe[0], POLLIN, stream_watch_event, NULL);
+	stream_watch_add(SERVER_STATUS_FD, 0, stream_watch_event, NULL);
+	/* Master may have died before we watched: then the status pipe has
+	 * no reader and the first round notices. */
 	if (S.daemon_timeout > 0)
 		keepalive(NULL);
 	log_debug("ready: service %s type %s, %d listening descriptor%s",

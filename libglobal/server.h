@@ -34,14 +34,27 @@
  * SERVER_F_UNLIMITED (qmgr).  A watchdog (daemon_timeout) kills a daemon
  * stuck in one request.  SIGHUP makes a daemon retire: it stops taking
  * new work, finishes what it is doing and exits (master then starts a
- * fresh one with the new configuration).  SIGTERM ends it at once. */
+ * fresh one with the new configuration).  SIGTERM (petrel stop), or
+ * master's death, makes it stop: it retires, and server_stopping() tells
+ * the daemon to end what it serves at the next boundary (smtpd: after
+ * the current mail transaction, with 421); master's status pipe and the
+ * signals are watched by the event loop and by every stream wait
+ * (stream_watch_add), so a daemon busy with a client notices at once.
+ * SIGKILL (petrel abort, or stop_drain_timeout passed) ends it at once.
+ *
+ * Check mode (-C, run by petrel check for every master.cf service): the
+ * configuration and the -o settings are loaded, spec->check (if any)
+ * validates what the daemon would refuse at start-up, and the process
+ * exits 0 or 1 (messages on standard error) without serving. */
 #ifndef PETREL_SERVER_H
 #define PETREL_SERVER_H
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "event.h"
 #include "log.h"
+#include "str.h"
 #include "stream.h"
 
 /* The descriptors master gives a child. */
@@ -89,6 +102,10 @@ typedef struct server_spec {
 	void (*connect)(int fd, void *ctx);			/* MULTI */
 	void (*trigger)(const char *buf, size_t len, void *ctx); /* TRIGGER */
 	void (*pre_exit)(void *ctx);	/* before a voluntary exit */
+	/* -C: validate the configuration as start-up would, without opening
+	 * anything for service; -1 with a message in err.  A message that
+	 * starts with "parameter_name:" gets that parameter's file:line. */
+	int (*check)(void *ctx, str_t *err);
 } server_spec_t;
 
 __attribute__((noreturn))
@@ -115,6 +132,12 @@ event_loop_t *server_loop(void);
 void server_disconnect(int fd);
 /* Requests served so far. */
 unsigned long server_use_count(void);
+/* True once the daemon is stopping (SIGTERM from master, or master is
+ * gone): finish the current transaction, take no new one.  The flag can
+ * be given to stream_set_cancel() so that a wait for a client's next
+ * command ends at once. */
+bool server_stopping(void);
+const volatile sig_atomic_t *server_stop_flag(void);
 /* Re-arms the watchdog (a request that legitimately takes long). */
 void server_watchdog_pet(void);
 

@@ -39,7 +39,49 @@ struct stream {
 	unsigned char *wbuf;
 	size_t wsize, woff, wlen;	/* unflushed output is wbuf[woff..wlen) */
 	str_t fmt;		/* scratch for long stream_printf() output */
+	const volatile sig_atomic_t *cancel;	/* reads that wait fail */
 };
+
+/* The process's watched descriptors (see stream.h). */
+static struct watch {
+	int fd;
+	short events;
+	void (*fn)(int fd, short revents, void *ctx);
+	void *ctx;
+} watches[STREAM_WATCH_MAX];
+static int nwatch;
+
+int stream_watch_add(int fd, short events,
+    void (*fn)(int fd, short revents, void *ctx), void *ctx)
+{
+	int i;
+
+	for (i = 0; i < nwatch && watches[i].fd != fd; i++)
+		;
+	if (i == STREAM_WATCH_MAX) {
+		errno = ENOSPC;
+		return -1;
+	}
+	watches[i] = (struct watch){ fd, events, fn, ctx };
+	if (i == nwatch)
+		nwatch++;
+	return 0;
+}
+
+void stream_watch_remove(int fd)
+{
+	for (int i = 0; i < nwatch; i++) {
+		if (watches[i].fd == fd) {
+			watches[i] = watches[--nwatch];
+			return;
+		}
+	}
+}
+
+void stream_set_cancel(stream_t *s, const volatile sig_atomic_t *flag)
+{
+	s->cancel = flag;
+}
 
 static int64_t now_ms(void)
 {
@@ -189,34 +231,61 @@ static int broken(stream_t *s)
 
 /* Waits until the descriptor is ready for want or the deadline (0 = none)
  * passes.  Readiness includes hang-up and error conditions: the following
- * read or write reports those. */
-static int wait_ready(stream_t *s, int want, int64_t deadline)
+ * read or write reports those.  The process's watches are polled too;
+ * a read (cancelable) ends with ECANCELED once the stream's cancel flag
+ * is set. */
+static int wait_ready(stream_t *s, int want, int64_t deadline, bool cancelable)
 {
-	struct pollfd pfd;
-	int timeout, r;
+	struct pollfd pfd[1 + STREAM_WATCH_MAX];
+	struct watch fired[STREAM_WATCH_MAX];
+	short frev[STREAM_WATCH_MAX];
+	int timeout, r, n, nf;
 
 	if (s->fd < 0)		/* poll() would ignore it and time out */
 		return fail(s, F_ERR, EBADF);
-	pfd.fd = s->fd;
-	pfd.events = want == STREAM_WANT_WRITE ? POLLOUT : POLLIN;
 	for (;;) {
+		if (cancelable && s->cancel && *s->cancel)
+			return fail(s, F_ERR, ECANCELED);
 		if (deadline) {
 			int64_t left = deadline - now_ms();
 			timeout = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
 		} else {
 			timeout = -1;
 		}
-		pfd.revents = 0;
-		r = poll(&pfd, 1, timeout);
-		if (r > 0) {
-			if (pfd.revents & POLLNVAL)
+		pfd[0].fd = s->fd;
+		pfd[0].events = want == STREAM_WANT_WRITE ? POLLOUT : POLLIN;
+		pfd[0].revents = 0;
+		n = 1;
+		for (int i = 0; i < nwatch; i++, n++) {
+			pfd[n].fd = watches[i].fd;
+			pfd[n].events = watches[i].events;
+			pfd[n].revents = 0;
+		}
+		r = poll(pfd, (nfds_t)n, timeout);
+		if (r < 0) {
+			if (errno != EINTR)
+				return fail(s, F_ERR, errno);
+			continue;
+		}
+		/* Watches first; a function may change the list, so act on a
+		 * copy of what fired. */
+		nf = 0;
+		for (int i = 1; i < n; i++) {
+			if (pfd[i].revents != 0 && i - 1 < nwatch &&
+			    watches[i - 1].fd == pfd[i].fd) {
+				frev[nf] = pfd[i].revents;
+				fired[nf++] = watches[i - 1];
+			}
+		}
+		for (int i = 0; i < nf; i++)
+			fired[i].fn(fired[i].fd, frev[i], fired[i].ctx);
+		if (pfd[0].revents != 0) {
+			if (pfd[0].revents & POLLNVAL)
 				return fail(s, F_ERR, EBADF);
 			return 0;
 		}
 		if (r == 0)
 			return fail(s, F_TIMEOUT, ETIMEDOUT);
-		if (errno != EINTR)
-			return fail(s, F_ERR, errno);
 	}
 }
 
@@ -240,7 +309,7 @@ static ssize_t do_write1(stream_t *s, const void *buf, size_t len)
 	ssize_t n;
 
 	for (;;) {
-		if (poll_first && wait_ready(s, STREAM_WANT_WRITE, deadline) < 0)
+		if (poll_first && wait_ready(s, STREAM_WANT_WRITE, deadline, false) < 0)
 			return -1;
 		want = STREAM_WANT_WRITE;
 		if (s->io)
@@ -257,7 +326,7 @@ static ssize_t do_write1(stream_t *s, const void *buf, size_t len)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return fail(s, F_ERR, errno);
-		if (wait_ready(s, want, deadline) < 0)
+		if (wait_ready(s, want, deadline, false) < 0)
 			return -1;
 	}
 }
@@ -317,7 +386,7 @@ static ssize_t do_read(stream_t *s, void *buf, size_t len)
 	if (!s->io && !s->nonblock && stream_flush(s) < 0)
 		return -1;
 	for (;;) {
-		if (poll_first && wait_ready(s, STREAM_WANT_READ, deadline) < 0)
+		if (poll_first && wait_ready(s, STREAM_WANT_READ, deadline, true) < 0)
 			return -1;
 		want = STREAM_WANT_READ;
 		if (s->io)
@@ -336,7 +405,7 @@ static ssize_t do_read(stream_t *s, void *buf, size_t len)
 			return fail(s, F_ERR, errno);
 		if (stream_flush(s) < 0)
 			return -1;
-		if (wait_ready(s, want, deadline) < 0)
+		if (wait_ready(s, want, deadline, true) < 0)
 			return -1;
 	}
 }

@@ -32,9 +32,20 @@
  * STREAM_WANT_READ or STREAM_WANT_WRITE to say which direction to wait for
  * (a TLS read can need the socket writable).  With a layer the stream never
  * polls before calling it (a layer may hold buffered data of its own), so
- * timeouts require the descriptor to be non-blocking. */
+ * timeouts require the descriptor to be non-blocking.
+ *
+ * Watches.  A process may name a few descriptors (stream_watch_add) that
+ * every wait of every stream polls too, at no extra system call: a
+ * daemon's signal pipe and master's status pipe, so that a stop request
+ * or master's death is noticed even while a request blocks on a client.
+ * When a watched descriptor reports an event its function runs (inside
+ * the wait) and the wait goes on.  A stream may also be given a cancel
+ * flag (stream_set_cancel): once the flag is set, a read that has to wait
+ * fails at once with ECANCELED (error flag), whatever its timeout;
+ * buffered input is still returned first. */
 #ifndef PETREL_STREAM_H
 #define PETREL_STREAM_H
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -95,6 +106,19 @@ bool stream_timedout(const stream_t *s);
 /* errno of the failure that set the error/timeout flag, else 0. */
 int stream_errno(const stream_t *s);
 void stream_clearerr(stream_t *s);
+
+/* Watches, for the whole process (at most STREAM_WATCH_MAX).  events
+ * are poll() events; 0 watches only error and hang-up conditions.  fn
+ * gets the revents; it may remove watches (its own too) and must not use
+ * a stream.  Adding a descriptor again replaces its entry.  -1 with
+ * ENOSPC when full. */
+#define STREAM_WATCH_MAX 4
+int stream_watch_add(int fd, short events,
+    void (*fn)(int fd, short revents, void *ctx), void *ctx);
+void stream_watch_remove(int fd);
+/* Reads that would wait fail with ECANCELED while *flag is non-zero (NULL:
+ * never).  The flag is read again after every watch function ran. */
+void stream_set_cancel(stream_t *s, const volatile sig_atomic_t *flag);
 
 /* Reading. */
 /* Next byte (0..255) or STREAM_EOF. */

@@ -70,6 +70,8 @@ int master_services_start(bool fatal);
 /* SIGHUP: re-reads main.cf and master.cf and applies the difference. */
 void master_reload(void);
 void master_service_free(master_service_t *s);
+/* Closes the service's listening descriptors (stop); the paths stay. */
+void master_close_endpoint(master_service_t *s);
 
 /* master_spawn.c */
 void master_update_listen(master_service_t *s);
@@ -81,7 +83,9 @@ void master_wakeup_arm(master_service_t *s, bool now);
 /* Tells the children to finish and exit (SIGHUP); with detach they
  * stop counting for their service (it is going away). */
 void master_retire_children(master_service_t *s, bool detach);
-/* SIGTERM (graceful) or SIGQUIT (abort): ends every child, then exits. */
+/* SIGTERM (graceful: children finish their transaction, at most
+ * stop_drain_timeout) or SIGQUIT (abort: killed at once); exits once
+ * every child is gone. */
 void master_stop(bool abort_now);
 
 /* Environment handed to children (built once). */

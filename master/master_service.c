@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "file.h"
 #include "log.h"
@@ -222,6 +223,31 @@ static void add_fd(master_service_t *s, int fd)
 	s->fds[s->nfds++] = fd;
 }
 
+/* At start-up an address in use may still be held by the processes of a
+ * master that has just died: they close their copies of the listening
+ * sockets within moments of noticing (doc/master.md).  So a start
+ * retries for up to BIND_WAIT_MS before it gives up; a reload does not
+ * wait.  True if another try is due (errno is kept). */
+#define BIND_WAIT_MS	3000
+#define BIND_STEP_MS	100
+static int bind_waited = -1;	/* ms so far; -1: do not wait */
+
+static bool bind_wait(void)
+{
+	struct timespec ts = { 0, BIND_STEP_MS * 1000000L };
+	int saved = errno;
+
+	if (saved != EADDRINUSE || bind_waited < 0 || bind_waited >= BIND_WAIT_MS)
+		return false;
+	if (bind_waited == 0)
+		log_info("address in use; waiting up to %d s for it",
+		    BIND_WAIT_MS / 1000);
+	nanosleep(&ts, NULL);
+	bind_waited += BIND_STEP_MS;
+	errno = saved;
+	return true;
+}
+
 static int open_endpoint(master_service_t *s, struct sockaddr_storage *addrs,
     int naddr, bool wildcard, int port, str_t *err)
 {
@@ -238,7 +264,10 @@ static int open_endpoint(master_service_t *s, struct sockaddr_storage *addrs,
 			protocols(&v4, &v6);
 			snprintf(spec, sizeof(spec), "%s:%d",
 			    v4 && v6 ? "*" : v4 ? "0.0.0.0" : "[::]", port);
-			if ((n = sock_tcp_listen(spec, LISTEN_BACKLOG, fds)) < 0) {
+			while ((n = sock_tcp_listen(spec, LISTEN_BACKLOG, fds)) < 0 &&
+			    bind_wait())
+				;
+			if (n < 0) {
 				str_catf(err, "listen on %s: %s", spec, strerror(errno));
 				return -1;
 			}
@@ -247,7 +276,11 @@ static int open_endpoint(master_service_t *s, struct sockaddr_storage *addrs,
 		}
 		if (naddr > 0) {
 			int *f = xcalloc((size_t)naddr, sizeof(int));
-			if (sock_tcp_listen_addrs(addrs, naddr, LISTEN_BACKLOG, f) < 0) {
+			int r;
+			while ((r = sock_tcp_listen_addrs(addrs, naddr,
+			    LISTEN_BACKLOG, f)) < 0 && bind_wait())
+				;
+			if (r < 0) {
 				str_catf(err, "listen on %s: %s", s->endpoint, strerror(errno));
 				free(f);
 				return -1;
@@ -299,6 +332,11 @@ static void close_endpoint(master_service_t *s, bool unlink_path)
 	s->nfds = 0;
 	if (unlink_path && s->path)
 		clear_path(s->path, true);
+}
+
+void master_close_endpoint(master_service_t *s)
+{
+	close_endpoint(s, false);
 }
 
 static int open_status_pipe(master_service_t *s)
@@ -426,6 +464,8 @@ int master_services_start(bool fatal)
 	str_t err = STR_INIT;
 	int failed = 0;
 
+	bind_waited = fatal ? 0 : -1;
+
 	for (size_t i = 0; i < master.mcf->count; i++) {
 		const mastercf_entry_t *e = master.mcf->entries[i];
 		master_service_t *s;
@@ -445,6 +485,7 @@ int master_services_start(bool fatal)
 		master_update_listen(s);
 		master_wakeup_arm(s, true);
 	}
+	bind_waited = -1;
 	str_release(&err);
 	return failed ? -1 : 0;
 }

@@ -17,8 +17,10 @@
 #include "pconfig.h"
 #include "sock.h"
 
-/* How long a graceful stop waits before it kills what is left. */
-#define STOP_GRACE_MS 5000
+/* A graceful stop kills what is left this long after stop_drain_timeout:
+ * qmgr stops waiting for deliveries at stop_drain_timeout and needs a
+ * moment to record the last results and exit by itself. */
+#define STOP_KILL_GRACE_MS 2000
 
 extern char **environ;
 
@@ -412,14 +414,26 @@ static void kill_all(int sig)
 static void kill_stragglers(void *ctx)
 {
 	(void)ctx;
-	log_warning("processes still running %d s after SIGTERM; killing them",
-	    STOP_GRACE_MS / 1000);
+	if (master.children > 0)
+		log_warning("%d process%s still running after stop_drain_timeout "
+		    "(%ld s); killing %s", master.children,
+		    master.children == 1 ? "" : "es",
+		    config_get_time("stop_drain_timeout"),
+		    master.children == 1 ? "it" : "them");
 	kill_all(SIGKILL);
 }
 
+/* A stop drains: the endpoints close at once (new clients are refused
+ * instead of waiting in a listen queue nobody serves, and a request
+ * waiting for a delivery agent that will never take it fails at once),
+ * every child gets SIGTERM and finishes what it is in the middle of --
+ * an SMTP transaction, a delivery, whose result qmgr records -- and
+ * exits; what is left after stop_drain_timeout is killed.  An abort
+ * kills everything at once. */
 void master_stop(bool abort_now)
 {
 	list_node_t *n;
+	long drain = config_get_time("stop_drain_timeout");
 
 	if (!master.stopping)
 		log_info("%s", abort_now ? "abort: killing every process" :
@@ -430,14 +444,16 @@ void master_stop(bool abort_now)
 		event_timer_cancel(&s->wakeup_timer);
 		event_timer_cancel(&s->throttle_timer);
 		master_update_listen(s);
+		master_close_endpoint(s);
 	}
-	if (abort_now) {
+	if (abort_now || drain <= 0) {
 		kill_all(SIGKILL);
 	} else {
 		kill_all(SIGTERM);
 		if (!event_timer_pending(&master.kill_timer)) {
 			event_timer_init(&master.kill_timer, kill_stragglers, NULL);
-			event_timer_start(master.loop, &master.kill_timer, STOP_GRACE_MS);
+			event_timer_start(master.loop, &master.kill_timer,
+			    (int64_t)drain * 1000 + STOP_KILL_GRACE_MS);
 		}
 	}
 	master_reap();

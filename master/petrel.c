@@ -183,7 +183,12 @@ static int cmd_stop(bool abort_now)
 		log_error("kill %ld: %s", (long)pid, strerror(errno));
 		return 1;
 	}
-	if (wait_gone(abort_now ? ABORT_WAIT_MS : STOP_WAIT_MS))
+	/* A stop lets work in progress finish for stop_drain_timeout; master
+	 * kills what is left soon after. */
+	long drain = config_get_time("stop_drain_timeout");
+	int stop_ms = drain > 0 && drain < 3600 && (drain + 10) * 1000 > STOP_WAIT_MS ?
+	    (int)(drain + 10) * 1000 : STOP_WAIT_MS;
+	if (wait_gone(abort_now ? ABORT_WAIT_MS : stop_ms))
 		return 0;
 	if (abort_now) {
 		log_warning("master pid %ld still running; killing it", (long)pid);
@@ -192,7 +197,7 @@ static int cmd_stop(bool abort_now)
 			return 0;
 	}
 	log_error("master pid %ld is still running after %d s", (long)pid,
-	    (abort_now ? 2 * ABORT_WAIT_MS : STOP_WAIT_MS) / 1000);
+	    (abort_now ? 2 * ABORT_WAIT_MS : stop_ms) / 1000);
 	return 1;
 }
 

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "jail.h"
+#include "fdutil.h"
 #include "log.h"
 #include "mastercf.h"
 #include "mem.h"
@@ -21,6 +24,14 @@
 #include "queue_path.h"
 #include "server.h"
 #include "str.h"
+#include <time.h>
+
+/* A daemon's configuration check (-C) must end within this. */
+#define DAEMON_CHECK_MS	10000
+/* Most of a failing check's messages that are passed on. */
+#define DAEMON_CHECK_OUT 8192
+
+extern char **environ;
 
 /* The first of the candidates that exists. */
 static const char *find_prog(const char *const *cands)
@@ -181,6 +192,200 @@ static void stale_dirsync_state(const char *qdir, uid_t mail_uid)
 	str_release(&path);
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What master gives a child: the configuration directory, a fixed PATH,
+ * TZ, and the sanitizer settings of test builds. */
+static char **check_env(const char *config_dir)
+{
+	static const char *const keep[] = { "TZ=", "ASAN_", "LSAN_", "UBSAN_",
+		"MSAN_", "TSAN_" };
+	size_t n = 0, cap = 4;
+	char **env = xcalloc(cap, sizeof(char *));
+	str_t v = STR_INIT;
+
+	str_setf(&v, "MAIL_CONFIG=%s", config_dir);
+	env[n++] = str_steal(&v);
+	env[n++] = xstrdup("PATH=/usr/bin:/bin:/usr/sbin:/sbin");
+	for (char **e = environ; e && *e; e++) {
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+			if (strncmp(*e, keep[i], strlen(keep[i])) != 0)
+				continue;
+			if (n + 2 > cap) {
+				cap *= 2;
+				env = xreallocarray(env, cap, sizeof(char *));
+			}
+			env[n++] = xstrdup(*e);
+			break;
+		}
+	}
+	env[n] = NULL;
+	return env;
+}
+
+static void free_env(char **env)
+{
+	for (char **e = env; *e; e++)
+		free(*e);
+	free(env);
+}
+
+/* Passes on a failed check's messages, each with the service's place in
+ * master.cf (the daemon's own "name[pid]: " prefix dropped). */
+static void relay_lines(const mastercf_entry_t *e, const char *text)
+{
+	while (*text) {
+		size_t len = strcspn(text, "\n");
+		char *line = xstrndup(text, len);
+		const char *msg = strstr(line, "]: ");
+
+		msg = msg ? msg + 3 : line;
+		if (strncmp(msg, "fatal: ", 7) == 0 || strncmp(msg, "error: ", 7) == 0)
+			msg += 7;
+		if (*msg)
+			log_error("%s:%d: service %s/%s: %s: %s", e->file, e->line,
+			    e->service, mastercf_type_name(e->type), e->argv[0], msg);
+		free(line);
+		text += len;
+		if (*text)
+			text++;
+	}
+}
+
+/* Runs the service's program in check mode (server.h: -C) with the
+ * service's arguments, as master would run it; 0 if it accepts the
+ * configuration. */
+static int daemon_check(const mastercf_entry_t *e, const char *cmd,
+    const char *config_dir, char **env)
+{
+	char **argv = xcalloc((size_t)e->argc + 10, sizeof(char *));
+	str_t out = STR_INIT;
+	int p[2], a = 0, st = 0, rc = -1;
+	int64_t deadline = mono_ms() + DAEMON_CHECK_MS;
+	bool timed_out = false;
+	pid_t pid;
+
+	argv[a++] = (char *)cmd;
+	argv[a++] = "-c";
+	argv[a++] = (char *)config_dir;
+	argv[a++] = "-n";
+	argv[a++] = e->service;
+	argv[a++] = "-t";
+	argv[a++] = (char *)mastercf_type_name(e->type);
+	argv[a++] = "-C";
+	for (int i = 1; i < e->argc; i++)
+		argv[a++] = e->argv[i];
+	argv[a] = NULL;
+	if (pipe(p) < 0) {
+		log_error("pipe: %s", strerror(errno));
+		free(argv);
+		return -1;
+	}
+	if ((pid = fork()) < 0) {
+		log_error("fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		free(argv);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(p[1], 2) < 0)
+			_exit(126);
+		fd_close_from(3);
+		execve(cmd, argv, env);
+		_exit(127);
+	}
+	close(p[1]);
+	/* Read what it says until it closes its end, within the bound. */
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		char buf[1024];
+		int64_t left = deadline - mono_ms();
+		ssize_t n;
+
+		if (left <= 0) {
+			timed_out = true;
+			break;
+		}
+		if (poll(&pfd, 1, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd.revents == 0)
+			continue;
+		n = read(p[0], buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (str_len(&out) < DAEMON_CHECK_OUT)
+			str_append(&out, buf, (size_t)n);
+	}
+	close(p[0]);
+	if (timed_out)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (timed_out) {
+		log_error("%s:%d: service %s/%s: %s did not finish its "
+		    "configuration check within %d s", e->file, e->line, e->service,
+		    mastercf_type_name(e->type), cmd, DAEMON_CHECK_MS / 1000);
+	} else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		rc = 0;
+	} else {
+		relay_lines(e, str_cstr(&out));
+		log_error("%s:%d: service %s/%s: %s refuses this configuration "
+		    "(%s %d)", e->file, e->line, e->service,
+		    mastercf_type_name(e->type), cmd,
+		    WIFEXITED(st) ? "exit status" : "signal",
+		    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	}
+	str_release(&out);
+	free(argv);
+	return rc;
+}
+
+/* Every master.cf service, used yet or not: master offers each one and
+ * starts its program when a client comes, so a program that is missing
+ * or refuses its configuration (main.cf with the service's -o settings)
+ * is refused now rather than found out by the first client. */
+static int check_services(const mastercf_t *m, const char *config_dir)
+{
+	char **env = check_env(config_dir);
+	str_t cmd = STR_INIT;
+	int problems = 0;
+
+	for (size_t i = 0; i < m->count; i++) {
+		const mastercf_entry_t *e = m->entries[i];
+		if (e->argv[0][0] == '/')
+			str_set(&cmd, e->argv[0]);
+		else
+			str_setf(&cmd, "%s/%s", config_get_str("daemon_directory"),
+			    e->argv[0]);
+		if (access(str_cstr(&cmd), X_OK) < 0) {
+			log_error("%s:%d: service %s/%s: %s: %s", e->file, e->line,
+			    e->service, mastercf_type_name(e->type), str_cstr(&cmd),
+			    strerror(errno));
+			problems++;
+			continue;
+		}
+		if (daemon_check(e, str_cstr(&cmd), config_dir, env) < 0)
+			problems++;
+	}
+	str_release(&cmd);
+	free_env(env);
+	return problems;
+}
+
 int petrel_check(const char *config_dir)
 {
 	const char *qdir = config_get_str("queue_directory");
@@ -229,6 +434,9 @@ int petrel_check(const char *config_dir)
 	stale_dirsync_state(qdir, o.mail_uid);
 	if (geteuid() == 0 && jail_wanted(m))
 		problems += jail_refresh(qdir, config_get_str("chroot_files"));
+	/* The daemons check from the queue directory, as they run. */
+	if (m && r == 0)
+		problems += check_services(m, config_dir);
 	if (m)
 		mastercf_free(m);
 	str_release(&path);

@@ -73,6 +73,18 @@ static void dlv_fail(qmgr_dlv_t *d, bool agent_fault, const char *fmt, ...)
 	str_vcatf(&d->reason, fmt, ap);
 	va_end(ap);
 	d->failed = true;
+	if (Q.exiting) {
+		/* Stopping: most likely the request never reached an agent
+		 * (it waited in a listen queue that closed).  Not a failure
+		 * of the destination or the agent: the recipients stay as
+		 * they are in the active queue, and the next qmgr delivers
+		 * them without a back-off. */
+		log_info("%s: delivery abandoned while stopping (%s); the "
+		    "message stays in the active queue", d->msg->id,
+		    str_cstr(&d->reason));
+		detach(d);
+		return;
+	}
 	log_warning("%s: %s", d->msg->id, str_cstr(&d->reason));
 	detach(d);
 	if (agent_fault)

@@ -171,19 +171,18 @@ void qmgr_init(event_loop_t *loop)
 }
 
 
-/* Retired by master (a reload) or master is gone: record the replies
- * of deliveries in flight for a few seconds, finish the messages that
- * need nothing more, and leave the rest in the active queue for the
- * next qmgr (which recovers it). */
-#define QMGR_DRAIN_TIME 10.0
-
+/* Stopped or retired by master (petrel stop, a reload) or master is
+ * gone: start nothing new, record the replies of deliveries in flight
+ * for up to stop_drain_timeout (master kills what is left a little
+ * later), finish the messages that need nothing more, and leave the
+ * rest in the active queue for the next qmgr (which recovers it). */
 void qmgr_shutdown(void)
 {
 	size_t left;
 
 	Q.exiting = true;
 	event_timer_cancel(&Q.pump_timer);
-	left = qmgr_dlv_drain(QMGR_DRAIN_TIME);
+	left = qmgr_dlv_drain((double)config_get_time("stop_drain_timeout"));
 	qmgr_msg_finish_run();
 	if (left > 0)
 		log_info("exiting with %zu deliveries in flight; their messages "

@@ -243,6 +243,20 @@ static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 	cache_tick(NULL);
 }
 
+/* petrel check: what pre_jail would refuse. */
+static int check(void *ctx, str_t *err)
+{
+	smtp_config_t cfg;
+	int rc;
+
+	(void)ctx;
+	if (smtp_config_load(&cfg, err) < 0)
+		return -1;
+	rc = smtp_own_addresses(&cfg, err);
+	smtp_config_release(&cfg);
+	return rc < 0 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	dlv_agent_t agent;
@@ -252,5 +266,6 @@ int main(int argc, char **argv)
 	agent.pre_jail = pre_jail;
 	agent.post_jail = post_jail;
 	agent.pre_exit = pre_exit;
+	agent.check = check;
 	dlv_agent_main(argc, argv, &agent);
 }

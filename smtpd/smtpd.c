@@ -68,6 +68,19 @@ static void post_jail(void *ctx)
 		    "(smtpd_peername_lookup)");
 }
 
+/* petrel check: what pre_jail would refuse (restriction lists, networks,
+ * domain lists, the open-relay guard). */
+static int check(void *ctx, str_t *err)
+{
+	smtpd_cfg_t *c;
+
+	(void)ctx;
+	if ((c = smtpd_cfg_load(err)) == NULL)
+		return -1;
+	smtpd_cfg_free(c);
+	return 0;
+}
+
 static void serve(stream_t *client, void *ctx)
 {
 	smtpd_session_opts_t opts = { 0 };
@@ -201,6 +214,7 @@ int main(int argc, char **argv)
 		.post_jail = post_jail,
 		.serve = serve,
 		.pre_exit = pre_exit,
+		.check = check,
 	};
 
 	/* -S selects the stand-alone mode (master never passes it). */

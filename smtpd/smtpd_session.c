@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "mem.h"
+#include "server.h"
 #include "smtpd.h"
 
 /* Content is handed on in pieces of at most this size (BDAT). */
@@ -1091,13 +1092,36 @@ static void dispatch(sess_t *ss, const smtpd_cmd_t *c)
 	}
 }
 
-/* Reads, checks and runs commands until the session ends. */
+/* The daemon is stopping (petrel stop, or master died) and no mail
+ * transaction is open: say goodbye.  The client will come back. */
+static bool shutting_down(sess_t *ss)
+{
+	if (!server_stopping() || ss->in_mail || ss->dest_open)
+		return false;
+	log_info("disconnect from %s after %s: the mail system is stopping",
+	    ss->namaddr, ss->where);
+	stream_clearerr(ss->s);
+	reply(ss, 421, "4.3.2", "%s Service shutting down, closing "
+	    "transmission channel", ss->cfg->myhostname);
+	(void)stream_flush(ss->s);
+	ss->stop = true;
+	return true;
+}
+
+/* Reads, checks and runs commands until the session ends.  Outside a
+ * mail transaction a wait for the next command ends as soon as the
+ * daemon stops (the cancel flag); inside one the transaction is
+ * finished first. */
 static void command_loop(sess_t *ss)
 {
 	smtpd_cmd_t c;
 	bool crlf;
 
 	while (!ss->stop) {
+		if (shutting_down(ss))
+			break;
+		stream_set_cancel(ss->s, ss->in_mail || ss->dest_open ? NULL :
+		    server_stop_flag());
 		if (ss->errors >= ss->cfg->hard_limit) {
 			log_info("too many errors after %s from %s", ss->where,
 			    ss->namaddr);
@@ -1116,6 +1140,8 @@ static void command_loop(sess_t *ss)
 			bare_lf(ss);
 			continue;
 		default:
+			if (stream_errno(ss->s) == ECANCELED && shutting_down(ss))
+				continue;
 			lost(ss, read_status(ss), "");
 			continue;
 		}

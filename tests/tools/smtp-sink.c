@@ -61,7 +61,7 @@ static struct config {
 	bool hide[EXT_COUNT];
 	bool no_ehlo;
 	unsigned long max_sessions;	/* 0: no limit */
-	unsigned long cmd_delay_ms, rcpt_delay_ms;
+	unsigned long cmd_delay_ms, rcpt_delay_ms, dot_delay_ms;
 	long drop_at[ST_COUNT];		/* 0 off, -1 always, N: the Nth time */
 	enum greet_mode greet;
 	unsigned long tempfail_pct, permfail_pct, seed;
@@ -823,6 +823,10 @@ static void end_of_data(struct session *s)
 		stats[S_RECIPIENTS] += s->rcpt_ok;
 		pthread_mutex_unlock(&stat_lock);
 		stat_add(S_MESSAGES, 0);	/* writes the file */
+		/* -y: a server slow to confirm what it has already taken (a
+		 * client that gives up meanwhile sends it again later). */
+		if (cf.dot_delay_ms)
+			sleep_ms(cf.dot_delay_ms);
 		reply(s, 250, "2.0.0", "Ok: queued as S%lu.%lu", s->id, s->msgs);
 	}
 	txn_reset(s);
@@ -1307,6 +1311,7 @@ static void usage(void)
 	    "  -S N         at most N concurrent sessions, 421 beyond\n"
 	    "  -w MS        delay every reply by MS ms\n"
 	    "  -W MS        delay every RCPT reply by MS ms more\n"
+	    "  -y MS        delay the reply to an accepted message's final dot by MS ms\n"
 	    "  -D STAGE[:N] drop the connection at STAGE (greeting, ehlo, mail,\n"
 	    "               rcpt, data, body, dot), every time or only the Nth\n"
 	    "  --greeting=421|hang  421 at connect, or no greeting at all\n"
@@ -1340,7 +1345,7 @@ int main(int argc, char **argv)
 	int c, lfd, one = 1;
 
 	log_init("smtp-sink");
-	while ((c = getopt_long(argc, argv, "Ac:d:D:e:h:i:k:L:n:p:P:r:s:S:t:T:vw:W:x:z:",
+	while ((c = getopt_long(argc, argv, "Ac:d:D:e:h:i:k:L:n:p:P:r:s:S:t:T:vw:W:x:y:z:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case 'A': cf.allow_any = true; break;
@@ -1348,6 +1353,7 @@ int main(int argc, char **argv)
 		case 'd': cf.savedir = optarg; break;
 		case 'D': set_drop(optarg); break;
 		case 'e': cf.error_limit = num_arg("-e", optarg, 1000000); break;
+		case 'y': cf.dot_delay_ms = num_arg("-y", optarg, 3600000); break;
 		case 'h': cf.hostname = optarg; break;
 		case 'i': cf.stats_interval_ms = num_arg("-i", optarg, 3600000); break;
 		case 'k': cf.key = optarg; break;

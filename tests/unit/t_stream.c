@@ -5,6 +5,7 @@
 #include <atf-c.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -678,6 +679,121 @@ ATF_TC_BODY(bad_fd, tc)
 	str_release(&line);
 }
 
+/* ---- watches and cancellation ---- */
+
+static int watch_calls;
+static short watch_revents;
+static volatile sig_atomic_t cancel_flag;
+
+static void watch_fn(int fd, short revents, void *ctx)
+{
+	(void)ctx;
+	watch_calls++;
+	watch_revents = revents;
+	stream_watch_remove(fd);
+	cancel_flag = 1;
+}
+
+/* A watched pipe whose reader goes away (master's status pipe when
+ * master dies) is noticed by a read that waits on another descriptor;
+ * with the cancel flag the read then ends with ECANCELED, without its
+ * (long) timeout. */
+ATF_TC_WITHOUT_HEAD(watch_cancels_read);
+ATF_TC_BODY(watch_cancels_read, tc)
+{
+	int sv[2], p[2];
+	stream_t *s;
+	str_t line = STR_INIT;
+
+	mkpair(sv, SOCK_STREAM);
+	nonblock(sv[0]);
+	ATF_REQUIRE_EQ(pipe(p), 0);
+	watch_calls = 0;
+	cancel_flag = 0;
+	ATF_REQUIRE_EQ(stream_watch_add(p[1], 0, watch_fn, NULL), 0);
+	s = stream_open(sv[0]);
+	stream_set_timeouts(s, 60000, 0);
+	stream_set_cancel(s, &cancel_flag);
+	/* Buffered input comes first; the wait for more is what ends. */
+	put(sv[1], "one\r\n");
+	close(p[0]);
+	ATF_REQUIRE_EQ(stream_getline(s, &line, 100), STREAM_LINE_CRLF);
+	ATF_REQUIRE_STREQ(str_cstr(&line), "one");
+	ATF_REQUIRE_EQ(stream_getline(s, &line, 100), STREAM_LINE_NONE);
+	ATF_REQUIRE(stream_error(s));
+	ATF_REQUIRE(!stream_timedout(s));
+	ATF_REQUIRE_EQ(stream_errno(s), ECANCELED);
+	ATF_REQUIRE_EQ(watch_calls, 1);
+	ATF_REQUIRE(watch_revents & (POLLERR | POLLHUP));
+	/* Once set, the flag ends a wait at once; data still gets through. */
+	stream_clearerr(s);
+	put(sv[1], "two\r\n");
+	ATF_REQUIRE_EQ(stream_getline(s, &line, 100), STREAM_LINE_CRLF);
+	ATF_REQUIRE_STREQ(str_cstr(&line), "two");
+	ATF_REQUIRE_EQ(stream_getline(s, &line, 100), STREAM_LINE_NONE);
+	ATF_REQUIRE_EQ(stream_errno(s), ECANCELED);
+	/* Writes are never cancelled. */
+	stream_clearerr(s);
+	ATF_REQUIRE_EQ(stream_puts(s, "bye\r\n"), 0);
+	ATF_REQUIRE_EQ(stream_flush(s), 0);
+	stream_close(s);
+	close(sv[1]);
+	close(p[1]);
+	str_release(&line);
+}
+
+/* Without a cancel flag a watch only runs its function: the read goes on
+ * waiting and gets the data that comes later. */
+ATF_TC_WITHOUT_HEAD(watch_without_cancel);
+ATF_TC_BODY(watch_without_cancel, tc)
+{
+	int sv[2], p[2];
+	stream_t *s;
+	str_t line = STR_INIT;
+	pid_t pid;
+
+	mkpair(sv, SOCK_STREAM);
+	nonblock(sv[0]);
+	ATF_REQUIRE_EQ(pipe(p), 0);
+	watch_calls = 0;
+	cancel_flag = 0;
+	ATF_REQUIRE_EQ(stream_watch_add(p[1], 0, watch_fn, NULL), 0);
+	s = stream_open(sv[0]);
+	stream_set_timeouts(s, 10000, 0);
+	close(p[0]);
+	pid = fork();
+	ATF_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		usleep(200000);
+		put(sv[1], "late\n");
+		_exit(0);
+	}
+	ATF_REQUIRE_EQ(stream_getline(s, &line, 100), STREAM_LINE_LF);
+	ATF_REQUIRE_STREQ(str_cstr(&line), "late");
+	ATF_REQUIRE_EQ(watch_calls, 1);
+	ATF_REQUIRE(waitpid(pid, NULL, 0) == pid);
+	stream_close(s);
+	close(sv[1]);
+	close(p[1]);
+	str_release(&line);
+}
+
+/* The watch list is bounded and replaces an entry for the same fd. */
+ATF_TC_WITHOUT_HEAD(watch_list_bounds);
+ATF_TC_BODY(watch_list_bounds, tc)
+{
+	for (int i = 0; i < STREAM_WATCH_MAX; i++)
+		ATF_REQUIRE_EQ(stream_watch_add(100 + i, POLLIN, watch_fn, NULL), 0);
+	ATF_REQUIRE_EQ(stream_watch_add(100, POLLIN, watch_fn, NULL), 0);
+	ATF_REQUIRE_EQ(stream_watch_add(200, POLLIN, watch_fn, NULL), -1);
+	ATF_REQUIRE_EQ(errno, ENOSPC);
+	stream_watch_remove(100);
+	ATF_REQUIRE_EQ(stream_watch_add(200, POLLIN, watch_fn, NULL), 0);
+	for (int i = 1; i < STREAM_WATCH_MAX; i++)
+		stream_watch_remove(100 + i);
+	stream_watch_remove(200);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, lines_and_terminators);
@@ -701,5 +817,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, io_layer);
 	ATF_TP_ADD_TC(tp, close_and_detach);
 	ATF_TP_ADD_TC(tp, bad_fd);
+	ATF_TP_ADD_TC(tp, watch_cancels_read);
+	ATF_TP_ADD_TC(tp, watch_without_cancel);
+	ATF_TP_ADD_TC(tp, watch_list_bounds);
 	return atf_no_error();
 }
