@@ -22,6 +22,10 @@ static const struct dict_type {
 	{ "texthash", dict_texthash_open },
 	{ "inline", dict_inline_open },
 	{ "static", dict_static_open },
+	{ "cidr", dict_cidr_open },
+	{ "regexp", dict_regexp_open },
+	{ "pcre", dict_pcre_open },
+	{ "unix", dict_unix_open },
 };
 
 #define NTYPES (sizeof(dict_types) / sizeof(dict_types[0]))

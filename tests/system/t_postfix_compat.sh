@@ -1,5 +1,5 @@
 #! /usr/bin/env atf-sh
-# Tables shared with Postfix: hash: files built by Postfix's
+# Tables shared with Postfix: hash: (and lmdb:) files built by Postfix's
 # own postmap/postalias are read by Petrel unchanged (Postfix stores keys
 # and values with a trailing NUL), and Petrel's are read by Postfix.
 # Postfix's tools run with -c on a private main.cf in the test directory;
@@ -21,6 +21,11 @@ need_postfix() {
 	mkdir -p pf
 	printf '# private configuration for Postfix tools in a test\ncompatibility_level = 3.6\n' > pf/main.cf
 	PFC="-c $PWD/pf"
+}
+
+# pf_supports TYPE: Postfix was built with (or has the plugin for) TYPE.
+pf_supports() {
+	/usr/sbin/postconf $PFC -m 2>/dev/null | grep -qx "$1"
 }
 
 atf_test_case postfix_hash_read_by_petrel
@@ -99,8 +104,52 @@ petrel_tables_read_by_postfix_body() {
 	atf_check -s exit:0 -o inline:"alice, bob\n" $PF_POSTALIAS $PFC -q staff hash:aliases
 }
 
+atf_test_case regexp_cidr_same_answers
+regexp_cidr_same_answers_head() {
+	atf_set descr "regexp:, pcre: and cidr: tables give the answers Postfix gives for the same file"
+}
+regexp_cidr_same_answers_body() {
+	need_postfix
+	cat > re <<'EOF2'
+# rules
+/^(.*)@(example)\.com$/   user=$1 domain=${2}
+!/@example\.org$/i        not-org
+if /^a/
+/b@/                      a-and-b
+endif
+/^postmaster@/            $$literal
+EOF2
+	cat > net <<'EOF2'
+10.0.0.0/8        ten
+192.168.1.0/24    lan
+if 172.16.0.0/12
+172.16.5.0/24     inner
+endif
+2001:db8::/32     doc6
+0.0.0.0/0         any4
+EOF2
+	keys_re="Bob@EXAMPLE.com x@example.org X@EXAMPLE.ORG ab@example.org postmaster@example.org"
+	types=regexp
+	pf_supports pcre && types="$types pcre"
+	for t in $types; do
+		for k in $keys_re; do
+			want=$($PF_POSTMAP $PFC -q "$k" $t:re) ; wrc=$?
+			got=$($PM -q "$k" $t:re) ; grc=$?
+			[ "$want" = "$got" ] && [ $wrc = $grc ] ||
+			    atf_fail "$t: $k: Postfix says '$want' ($wrc), Petrel '$got' ($grc)"
+		done
+	done
+	for k in 10.1.2.3 192.168.1.9 192.168.2.9 172.16.5.1 172.17.0.1 2001:db8::5 2001:db9::1 8.8.8.8; do
+		want=$($PF_POSTMAP $PFC -q "$k" cidr:net) ; wrc=$?
+		got=$($PM -q "$k" cidr:net) ; grc=$?
+		[ "$want" = "$got" ] && [ $wrc = $grc ] ||
+		    atf_fail "cidr: $k: Postfix says '$want' ($wrc), Petrel '$got' ($grc)"
+	done
+}
+
 atf_init_test_cases() {
 	atf_add_test_case postfix_hash_read_by_petrel
 	atf_add_test_case postfix_aliases_read_by_petrel
 	atf_add_test_case petrel_tables_read_by_postfix
+	atf_add_test_case regexp_cidr_same_answers
 }
