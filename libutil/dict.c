@@ -25,6 +25,7 @@ static const struct dict_type {
 	{ "cidr", dict_cidr_open },
 	{ "regexp", dict_regexp_open },
 	{ "pcre", dict_pcre_open },
+	{ "lmdb", dict_lmdb_open },
 	{ "unix", dict_unix_open },
 };
 
@@ -545,7 +546,9 @@ dict_writer_t *dict_writer_open(const char *spec, int flags, str_t *err)
 	tlen = (size_t)(colon - spec);
 	if (tlen == 4 && strncmp(spec, "hash", 4) == 0)
 		return dict_hash_writer_open(spec, colon + 1, flags, err);
-	str_setf(err, "%s: cannot write tables of type \"%.*s\" (only hash:)",
+	if (tlen == 4 && strncmp(spec, "lmdb", 4) == 0)
+		return dict_lmdb_writer_open(spec, colon + 1, flags, err);
+	str_setf(err, "%s: cannot write tables of type \"%.*s\" (only hash: and lmdb:)",
 	    spec, (int)tlen, spec);
 	return NULL;
 }

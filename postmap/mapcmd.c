@@ -67,9 +67,11 @@ static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
 	struct stat st;
 	int rc = MAPCMD_EX_FAIL;
 
-	if (tlen != 4 || strncmp(tspec, "hash", 4) != 0) {
+	if (tlen != 4 || (strncmp(tspec, "hash", 4) != 0
+	    && strncmp(tspec, "lmdb", 4) != 0)) {
 		log_error("%s: cannot build tables of type \"%.*s\": only hash: "
-		    "tables are built (texthash: reads the text file directly)",
+		    "and lmdb: tables are built (texthash:, cidr:, regexp: and "
+		    "pcre: read the text file directly)",
 		    tspec, (int)tlen, tspec);
 		goto out;
 	}

@@ -104,6 +104,24 @@ petrel_tables_read_by_postfix_body() {
 	atf_check -s exit:0 -o inline:"alice, bob\n" $PF_POSTALIAS $PFC -q staff hash:aliases
 }
 
+atf_test_case lmdb_both_ways
+lmdb_both_ways_head() {
+	atf_set descr "lmdb: tables built by Postfix are read by Petrel and the reverse (when Postfix has lmdb:)"
+}
+lmdb_both_ways_body() {
+	need_postfix
+	pf_supports lmdb || atf_skip "this Postfix has no lmdb: support (Debian: package postfix-lmdb)"
+	$PM -q x lmdb:/nonexistent 2>&1 | grep -q "not supported by this build" &&
+	    atf_skip "Petrel was built without LMDB"
+	printf 'Key1 value one\nkey2 value two\n' > t
+	atf_check -s exit:0 -o empty $PF_POSTMAP $PFC lmdb:t
+	atf_check -s exit:0 -o inline:"value one\n" $PM -q key1 lmdb:t
+	atf_check -s exit:0 -o inline:"value two\n" $PM -q KEY2 lmdb:t
+	printf 'Key3 value three\n' > u
+	atf_check -s exit:0 -o empty $PM lmdb:u
+	atf_check -s exit:0 -o inline:"value three\n" $PF_POSTMAP $PFC -q key3 lmdb:u
+}
+
 atf_test_case regexp_cidr_same_answers
 regexp_cidr_same_answers_head() {
 	atf_set descr "regexp:, pcre: and cidr: tables give the answers Postfix gives for the same file"
@@ -151,5 +169,6 @@ atf_init_test_cases() {
 	atf_add_test_case postfix_hash_read_by_petrel
 	atf_add_test_case postfix_aliases_read_by_petrel
 	atf_add_test_case petrel_tables_read_by_postfix
+	atf_add_test_case lmdb_both_ways
 	atf_add_test_case regexp_cidr_same_answers
 }
