@@ -5,7 +5,7 @@
  * sensitive) and the value the table value, both without a trailing NUL;
  * doc/lookup-tables.md has the details.  Files built by Postfix store
  * both with a trailing NUL: the reader finds out which kind it has from
- * the first record (trying both ways while the table is empty) and
+ * the first records (trying both ways while the table is empty) and
  * strips the NUL from what it returns.
  *
  * Readers never lock: writers build a new file and rename it over the old
@@ -86,8 +86,13 @@ static void close_db(DB *db)
 }
 
 /* Postfix writes "key\0" -> "value\0", Petrel and db_load "key" ->
- * "value".  The first record tells which (1: with NUL, 0: without); -1
- * for an empty or unreadable table (lookups then try both). */
+ * "value".  Postfix's alias tables also hold YP_LAST_MODIFIED and
+ * YP_MASTER_NAME records without NUL, so one record does not tell: any
+ * of the first few with a NUL-terminated key means Postfix's form (1),
+ * none means Petrel's (0); -1 for an empty or unreadable table (lookups
+ * then try both). */
+#define STYLE_SAMPLE 16
+
 static int key_style(DB *db)
 {
 	DBC *c;
@@ -96,10 +101,17 @@ static int key_style(DB *db)
 
 	if (db->cursor(db, NULL, &c, 0) != 0)
 		return -1;
-	memset(&k, 0, sizeof(k));
-	memset(&v, 0, sizeof(v));
-	if (c->get(c, &k, &v, DB_NEXT) == 0 && k.size > 0)
-		style = ((const char *)k.data)[k.size - 1] == 0;
+	for (int i = 0; i < STYLE_SAMPLE; i++) {
+		memset(&k, 0, sizeof(k));
+		memset(&v, 0, sizeof(v));
+		if (c->get(c, &k, &v, DB_NEXT) != 0)
+			break;
+		if (k.size > 0 && ((const char *)k.data)[k.size - 1] == 0) {
+			style = 1;
+			break;
+		}
+		style = 0;
+	}
 	c->close(c);
 	return style;
 }

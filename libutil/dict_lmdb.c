@@ -127,10 +127,18 @@ static int open_handle(const char *path, struct lmdb_handle *h,
 		goto fail;
 	if ((ret = mdb_dbi_open(h->txn, NULL, 0, &h->dbi)) != 0)
 		goto fail;
-	/* Postfix writes "key\0": the first record tells. */
+	/* Postfix writes "key\0" (but its YP_* alias records without):
+	 * any of the first records with a NUL tells, as for hash:. */
 	if (mdb_cursor_open(h->txn, h->dbi, &c) == 0) {
-		if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size > 0)
-			h->nul = ((const char *)k.mv_data)[k.mv_size - 1] == 0;
+		MDB_cursor_op op = MDB_FIRST;
+		for (int i = 0; i < 16 && mdb_cursor_get(c, &k, &v, op) == 0; i++) {
+			op = MDB_NEXT;
+			if (k.mv_size > 0 && ((const char *)k.mv_data)[k.mv_size - 1] == 0) {
+				h->nul = 1;
+				break;
+			}
+			h->nul = 0;
+		}
 		mdb_cursor_close(c);
 	}
 	mdb_txn_reset(h->txn);

@@ -516,6 +516,30 @@ ATF_TC_BODY(postfix_nul_records, tc)
 	ATF_CHECK_STREQ(str_cstr(&out), "@=@;alice@example.org=local:alice;postmaster=root;");
 	dict_close(d);
 
+	/* Postfix's alias tables mix in YP_* records without NUL: however
+	 * the records fall in the file, the NUL form is found. */
+	for (int order = 0; order < 2; order++) {
+		char name[32];
+		bfmt(name, sizeof(name), "mixed%d.db", order);
+		db = raw_open(name, DB_CREATE);
+		if (order == 0) {
+			raw_put(db, "YP_LAST_MODIFIED", 16, "1795688052", 10);
+			raw_put(db, "YP_MASTER_NAME", 14, "host", 4);
+		}
+		raw_put(db, "@", 2, "@", 2);
+		raw_put(db, "postmaster", 11, "root", 5);
+		if (order == 1) {
+			raw_put(db, "YP_LAST_MODIFIED", 16, "1795688052", 10);
+			raw_put(db, "YP_MASTER_NAME", 14, "host", 4);
+		}
+		db->close(db, 0);
+		bfmt(name, sizeof(name), "hash:mixed%d", order);
+		d = open_ok(name, 0);
+		check_value(d, "postmaster", "root");
+		check_value(d, "PostMaster", "root");
+		dict_close(d);
+	}
+
 	/* A value with a NUL inside (not just at the end) is still damage. */
 	db = raw_open("pfbad.db", DB_CREATE);
 	raw_put(db, "k", 2, "a\0b", 4);

@@ -143,6 +143,14 @@ ATF_TC_BODY(postfix_nul_records, tc)
 	ATF_CHECK_EQ(dict_walk(d, collect, &out), 0);
 	ATF_CHECK_STREQ(str_cstr(&out), "alice=local:alice;");
 	dict_close(d);
+	/* A Postfix alias table: "@\0" and "YP_*" (no NUL) sort first. */
+	raw_build("al.lmdb", "YP_LAST_MODIFIED", 16, "1795688052", 10);
+	raw_build("al.lmdb", "@", 2, "@", 2);
+	raw_build("al.lmdb", "YP_MASTER_NAME", 14, "host", 4);
+	raw_build("al.lmdb", "postmaster", 11, "root", 5);
+	d = open_ok("lmdb:al", 0);
+	check_value(d, "postmaster", "root");
+	dict_close(d);
 	raw_build("bad.lmdb", "k", 1, "a\0b", 3);
 	d = open_ok("lmdb:bad", 0);
 	ATF_CHECK_EQ(dict_get(d, "k", NULL), DICT_STAT_ERROR);
