@@ -2,6 +2,7 @@
  * in-memory table shared by texthash: and inline:, and the text format
  * reader shared by texthash: and postmap. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "lines.h"
 #include "log.h"
 #include "mem.h"
+#include <unistd.h>
 
 static const struct dict_type {
 	const char *name;
@@ -20,6 +22,11 @@ static const struct dict_type {
 	{ "texthash", dict_texthash_open },
 	{ "inline", dict_inline_open },
 	{ "static", dict_static_open },
+	{ "cidr", dict_cidr_open },
+	{ "regexp", dict_regexp_open },
+	{ "pcre", dict_pcre_open },
+	{ "lmdb", dict_lmdb_open },
+	{ "unix", dict_unix_open },
 };
 
 #define NTYPES (sizeof(dict_types) / sizeof(dict_types[0]))
@@ -176,7 +183,11 @@ enum dict_status dict_get(dict_t *d, const char *key, const char **value)
 	str_reset(&d->errmsg);
 	if (key == NULL)
 		return DICT_STAT_NOTFOUND;
-	if (!d->any_key) {
+	if (d->raw_key) {
+		size_t len = strnlen(key, DICT_KEY_MAX + 1);
+		if (len == 0 || len > DICT_KEY_MAX)
+			return DICT_STAT_NOTFOUND;
+	} else if (!d->any_key) {
 		/* Keys that no table can hold are not looked up at all: this
 		 * also bounds the work an attacker's key can cause. */
 		if (!dict_fold_key(&d->keybuf, key, d->flags))
@@ -517,4 +528,154 @@ int dict_text_parse(const char *path, dict_pair_fn fn, void *ctx, str_t *err)
 	struct pair_ctx pc = { fn, ctx };
 
 	return dict_text_lines(path, split_pair, &pc, err);
+}
+
+/* ---- Writers ---- */
+
+dict_writer_t *dict_writer_open(const char *spec, int flags, str_t *err)
+{
+	const char *colon = spec ? strchr(spec, ':') : NULL;
+	size_t tlen;
+
+	str_reset(err);
+	if (colon == NULL || colon == spec || colon[1] == 0) {
+		str_setf(err, "malformed lookup table \"%s\": expected hash:/path/file",
+		    spec ? spec : "");
+		return NULL;
+	}
+	tlen = (size_t)(colon - spec);
+	if (tlen == 4 && strncmp(spec, "hash", 4) == 0)
+		return dict_hash_writer_open(spec, colon + 1, flags, err);
+	if (tlen == 4 && strncmp(spec, "lmdb", 4) == 0)
+		return dict_lmdb_writer_open(spec, colon + 1, flags, err);
+	str_setf(err, "%s: cannot write tables of type \"%.*s\" (only hash: and lmdb:)",
+	    spec, (int)tlen, spec);
+	return NULL;
+}
+
+enum dict_put_status dict_writer_put(dict_writer_t *w, const char *key,
+    const char *value, str_t *err)
+{
+	str_reset(err);
+	if (!dict_writer_check(key, value, err))
+		return DICT_PUT_ERROR;
+	return w->put(w, key, value, err);
+}
+
+int dict_writer_commit(dict_writer_t *w, str_t *err)
+{
+	str_reset(err);
+	return w->commit(w, err);
+}
+
+void dict_writer_abort(dict_writer_t *w)
+{
+	if (w != NULL)
+		w->abort(w);
+}
+
+const char *dict_writer_path(const dict_writer_t *w)
+{
+	return w->tmp;
+}
+
+const char *dict_writer_target(const dict_writer_t *w)
+{
+	return w->path;
+}
+
+bool dict_writer_check(const char *key, const char *value, str_t *err)
+{
+	size_t klen, vlen;
+
+	if (key == NULL || *key == 0) {
+		str_set(err, "empty key");
+		return false;
+	}
+	if (value == NULL || *value == 0) {
+		str_set(err, "missing value for key \"");
+		str_quote_printable(err, key, strlen(key));
+		str_cat(err, "\"");
+		return false;
+	}
+	if ((klen = strlen(key)) > DICT_KEY_MAX) {
+		str_setf(err, "key too long (%zu bytes, at most %d)", klen, DICT_KEY_MAX);
+		return false;
+	}
+	if ((vlen = strlen(value)) > DICT_VALUE_MAX) {
+		str_setf(err, "value too long (%zu bytes, at most %d)", vlen, DICT_VALUE_MAX);
+		return false;
+	}
+	return true;
+}
+
+/* fsync a file or directory by name. */
+static int sync_path(const char *path, int flags, str_t *err)
+{
+	int fd = open(path, O_RDONLY | flags);
+
+	if (fd < 0) {
+		str_setf(err, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fsync(fd) < 0) {
+		str_setf(err, "cannot fsync %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int dict_writer_install(const char *tmp, const char *final, str_t *err)
+{
+	const char *slash;
+	char *dir;
+	int ret;
+
+	/* Data on disk before the name points at it. */
+	if (sync_path(tmp, 0, err) < 0)
+		return -1;
+	if (rename(tmp, final) < 0) {
+		str_setf(err, "cannot rename %s to %s: %s", tmp, final,
+		    strerror(errno));
+		return -1;
+	}
+	/* And the rename itself survives a crash. */
+	slash = strrchr(final, '/');
+	if (slash == NULL)
+		dir = xstrdup(".");
+	else if (slash == final)
+		dir = xstrdup("/");
+	else
+		dir = xstrndup(final, (size_t)(slash - final));
+	ret = sync_path(dir, O_DIRECTORY, err);
+	free(dir);
+	return ret;
+}
+
+bool dict_same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino
+	    && a->st_size == b->st_size
+	    && a->st_mtim.tv_sec == b->st_mtim.tv_sec
+	    && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+void dict_jail_check(dict_t *d, int fd, const struct stat *old,
+    const char *path, bool *reported)
+{
+	struct stat st;
+
+	/* The path means nothing after the chroot: look at the open file.
+	 * A rebuilt table was renamed over it (no links left) or rewritten
+	 * in place (size or mtime). */
+	if (*reported || fstat(fd, &st) < 0)
+		return;
+	if (st.st_nlink == 0 || !dict_same_file(&st, old)) {
+		*reported = true;
+		log_info("%s: %s changed; this process keeps the old "
+		    "contents and is replaced", d->spec, path);
+		dict_report_changed(d->spec);
+	}
 }

@@ -5,6 +5,11 @@
  *   texthash:/path/file  "key value" text file read into memory
  *   inline:{ k=v, { k = v with spaces } }
  *   static:value, static:{ value with spaces }
+ *   cidr:/path/file      "network/prefix result" rules, first match wins
+ *   regexp:/path/file    "/pattern/flags result" POSIX regular expressions
+ *   pcre:/path/file      the same with PCRE2 (Perl) expressions
+ *   lmdb:/path/file      LMDB file /path/file.lmdb (reopened like hash:)
+ *   unix:passwd.byname, unix:group.byname   the system's users and groups
  *
  * Keys are NUL-terminated strings; they fold ASCII case unless the table is
  * opened with DICT_FLAG_CASE_SENSITIVE (tables must be built and read with
@@ -16,6 +21,7 @@
 #define PETREL_DICT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include "str.h"
 
 /* Longest key and value any table stores or returns.  A longer lookup key
@@ -105,7 +111,8 @@ enum dict_put_status {
 	DICT_PUT_REPLACED = 1,	/* key existed, DICT_FLAG_DUP_REPLACE */
 };
 
-/* spec is "hash:/path/file"; flags: DICT_FLAG_CASE_SENSITIVE,
+/* spec is "hash:/path/file" (writes /path/file.db) or "lmdb:/path/file"
+ * (/path/file.lmdb); flags: DICT_FLAG_CASE_SENSITIVE,
  * DICT_FLAG_DUP_REPLACE.  Mode 0644 less the umask. */
 dict_writer_t *dict_writer_open(const char *spec, int flags, str_t *err);
 enum dict_put_status dict_writer_put(dict_writer_t *w, const char *key,
@@ -119,6 +126,8 @@ int dict_writer_commit(dict_writer_t *w, str_t *err);
 void dict_writer_abort(dict_writer_t *w);
 /* The temporary file being written (for messages). */
 const char *dict_writer_path(const dict_writer_t *w);
+/* The file commit will replace ("/path/file.db"). */
+const char *dict_writer_target(const dict_writer_t *w);
 
 /* The text format of texthash: and of postmap's input: logical lines as
  * in lines.h, with LINES_ANY_SPACE | LINES_VERBATIM.  Comment lines
@@ -154,6 +163,10 @@ struct dict {
 	void (*free)(dict_t *d);
 	/* static: answers any key, even one no table could hold. */
 	bool any_key;
+	/* get receives the key as the caller wrote it (length-checked but
+	 * not folded): regexp:/pcre: match case-insensitively themselves
+	 * and substitute the original text, cidr: parses an address. */
+	bool raw_key;
 };
 
 /* Allocates size bytes (a back end struct starting with struct dict) and
@@ -176,6 +189,34 @@ dict_t *dict_hash_open(const char *spec, const char *name, int flags, str_t *err
 dict_t *dict_texthash_open(const char *spec, const char *name, int flags, str_t *err);
 dict_t *dict_inline_open(const char *spec, const char *name, int flags, str_t *err);
 dict_t *dict_static_open(const char *spec, const char *name, int flags, str_t *err);
+dict_t *dict_cidr_open(const char *spec, const char *name, int flags, str_t *err);
+dict_t *dict_regexp_open(const char *spec, const char *name, int flags, str_t *err);
+dict_t *dict_pcre_open(const char *spec, const char *name, int flags, str_t *err);
+dict_t *dict_lmdb_open(const char *spec, const char *name, int flags, str_t *err);
+dict_t *dict_unix_open(const char *spec, const char *name, int flags, str_t *err);
+
+/* Writers: each writable type fills in these operations. */
+struct dict_writer {
+	enum dict_put_status (*put)(dict_writer_t *w, const char *key,
+	    const char *value, str_t *err);
+	int (*commit)(dict_writer_t *w, str_t *err);
+	void (*abort)(dict_writer_t *w);
+	char *path;		/* final file */
+	char *tmp;		/* what is written */
+};
+dict_writer_t *dict_hash_writer_open(const char *spec, const char *name,
+    int flags, str_t *err);
+dict_writer_t *dict_lmdb_writer_open(const char *spec, const char *name,
+    int flags, str_t *err);
+/* Checks a pair for a writer (err set, false when refused). */
+bool dict_writer_check(const char *key, const char *value, str_t *err);
+/* fsync a file, rename it over final, fsync the directory (writers). */
+int dict_writer_install(const char *tmp, const char *final, str_t *err);
+/* When a file opened before a chroot changed (jailed readers): fd is the
+ * open file, st what it was when opened.  Reports once (*reported). */
+void dict_jail_check(dict_t *d, int fd, const struct stat *st,
+    const char *path, bool *reported);
+bool dict_same_file(const struct stat *a, const struct stat *b);
 
 /* Folds (unless DICT_FLAG_CASE_SENSITIVE) into buf; false for a key that
  * no table can hold (empty or longer than DICT_KEY_MAX). */

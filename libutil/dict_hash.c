@@ -3,7 +3,10 @@
  * hash:/path/file reads /path/file.db.  Records are plain BDB hash
  * records: the key is the table key (lower-cased unless the table is case
  * sensitive) and the value the table value, both without a trailing NUL;
- * doc/lookup-tables.md has the details.
+ * doc/lookup-tables.md has the details.  Files built by Postfix store
+ * both with a trailing NUL: the reader finds out which kind it has from
+ * the first records (trying both ways while the table is empty) and
+ * strips the NUL from what it returns.
  *
  * Readers never lock: writers build a new file and rename it over the old
  * one, so an open handle keeps reading the old, complete file.  A reader
@@ -64,6 +67,7 @@ typedef struct dict_hash {
 	time_t checked;		/* monotonic second of the last check */
 	bool walking;		/* no reopen under a cursor */
 	bool changed;		/* jailed: the change was reported */
+	int nul;		/* keys end in NUL: 0 no, 1 yes, -1 unknown */
 	str_t why;		/* why db is NULL */
 	str_t val;		/* lookup result */
 	str_t wkey, wval;	/* walk results */
@@ -81,8 +85,39 @@ static void close_db(DB *db)
 	db->close(db, 0);
 }
 
+/* Postfix writes "key\0" -> "value\0", Petrel and db_load "key" ->
+ * "value".  Postfix's alias tables also hold YP_LAST_MODIFIED and
+ * YP_MASTER_NAME records without NUL, so one record does not tell: any
+ * of the first few with a NUL-terminated key means Postfix's form (1),
+ * none means Petrel's (0); -1 for an empty or unreadable table (lookups
+ * then try both). */
+#define STYLE_SAMPLE 16
+
+static int key_style(DB *db)
+{
+	DBC *c;
+	DBT k, v;
+	int style = -1;
+
+	if (db->cursor(db, NULL, &c, 0) != 0)
+		return -1;
+	for (int i = 0; i < STYLE_SAMPLE; i++) {
+		memset(&k, 0, sizeof(k));
+		memset(&v, 0, sizeof(v));
+		if (c->get(c, &k, &v, DB_NEXT) != 0)
+			break;
+		if (k.size > 0 && ((const char *)k.data)[k.size - 1] == 0) {
+			style = 1;
+			break;
+		}
+		style = 0;
+	}
+	c->close(c);
+	return style;
+}
+
 /* Opens path read-only and records what file it is. */
-static DB *open_db(const char *path, struct stat *st, str_t *why)
+static DB *open_db(const char *path, struct stat *st, int *nul, str_t *why)
 {
 	str_t detail = STR_INIT;
 	char what[64 + 4096];
@@ -104,17 +139,11 @@ static DB *open_db(const char *path, struct stat *st, str_t *why)
 		bdb_error(why, what, ret, &detail);
 		close_db(db);
 		db = NULL;
+	} else {
+		*nul = key_style(db);
 	}
 	str_release(&detail);
 	return db;
-}
-
-static bool same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino
-	    && a->st_size == b->st_size
-	    && a->st_mtim.tv_sec == b->st_mtim.tv_sec
-	    && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
 /* Reopens the file if it changed; -1 (with the error set) when the table
@@ -125,23 +154,18 @@ static int hash_check(dict_hash_t *h, bool force)
 	struct stat st;
 	time_t now;
 	DB *db;
+	int nul;
 
 	if (h->walking)
 		return 0;
 	now = now_seconds();
 	if (dict_jailed()) {
 		/* The path means nothing after the chroot: look at the open
-		 * file.  A rebuilt table was renamed over it (no links left)
-		 * or rewritten in place (size or mtime). */
+		 * file. */
 		int fd;
-		if (h->db != NULL && !h->changed && (force || now != h->checked) &&
-		    h->db->fd(h->db, &fd) == 0 && fstat(fd, &st) == 0 &&
-		    (st.st_nlink == 0 || !same_file(&st, &h->st))) {
-			h->changed = true;
-			log_info("%s: %s changed; this process keeps the old "
-			    "contents and is replaced", h->d.spec, h->path);
-			dict_report_changed(h->d.spec);
-		}
+		if (h->db != NULL && (force || now != h->checked) &&
+		    h->db->fd(h->db, &fd) == 0)
+			dict_jail_check(&h->d, fd, &h->st, h->path, &h->changed);
 		h->checked = now;
 	} else if (force || (h->d.flags & DICT_FLAG_RECHECK_ALWAYS) || now != h->checked) {
 		h->checked = now;
@@ -153,8 +177,8 @@ static int hash_check(dict_hash_t *h, bool force)
 				close_db(h->db);
 				h->db = NULL;
 			}
-		} else if (h->db == NULL || !same_file(&st, &h->st)) {
-			if ((db = open_db(h->path, &st, &h->why)) != NULL) {
+		} else if (h->db == NULL || !dict_same_file(&st, &h->st)) {
+			if ((db = open_db(h->path, &st, &nul, &h->why)) != NULL) {
 				if (h->db) {
 					close_db(h->db);
 					log_info("%s: reopened rebuilt file %s",
@@ -162,6 +186,7 @@ static int hash_check(dict_hash_t *h, bool force)
 				}
 				h->db = db;
 				h->st = st;
+				h->nul = nul;
 			} else if (h->db) {
 				close_db(h->db);
 				h->db = NULL;
@@ -183,6 +208,13 @@ static bool record_ok(const DBT *t, size_t max, bool empty_ok)
 	    && (t->size == 0 || memchr(t->data, 0, t->size) == NULL);
 }
 
+/* Postfix's values (and keys) end in one NUL that is not data. */
+static void strip_nul(DBT *t)
+{
+	if (t->size > 0 && ((const char *)t->data)[t->size - 1] == 0)
+		t->size--;
+}
+
 static enum dict_status hash_get(dict_t *d, const char *key, const char **value)
 {
 	dict_hash_t *h = (dict_hash_t *)d;
@@ -195,9 +227,15 @@ static enum dict_status hash_get(dict_t *d, const char *key, const char **value)
 	memset(&k, 0, sizeof(k));
 	memset(&v, 0, sizeof(v));
 	k.data = (void *)key;
-	k.size = (u_int32_t)strlen(key);
+	/* The key is NUL-terminated, so "with NUL" is one byte more. */
+	k.size = (u_int32_t)strlen(key) + (h->nul == 1);
 	bdb_sink = &detail;
 	ret = h->db->get(h->db, NULL, &k, &v, 0);
+	if (ret == DB_NOTFOUND && h->nul < 0) {
+		k.size++;
+		memset(&v, 0, sizeof(v));
+		ret = h->db->get(h->db, NULL, &k, &v, 0);
+	}
 	bdb_sink = NULL;
 	if (ret == DB_NOTFOUND) {
 		str_release(&detail);
@@ -212,6 +250,7 @@ static enum dict_status hash_get(dict_t *d, const char *key, const char **value)
 		return DICT_STAT_ERROR;
 	}
 	str_release(&detail);
+	strip_nul(&v);
 	if (!record_ok(&v, DICT_VALUE_MAX, true)) {
 		/* The key may come from the network: quote it for the log. */
 		str_t q = STR_INIT;
@@ -261,6 +300,8 @@ static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 			rc = -1;
 			break;
 		}
+		strip_nul(&k);
+		strip_nul(&v);
 		if (!record_ok(&k, DICT_KEY_MAX, false) || !record_ok(&v, DICT_VALUE_MAX, true)) {
 			dict_set_error(d, "%s: %s: damaged record (key %u bytes, value %u bytes)",
 			    d->spec, h->path, (unsigned)k.size, (unsigned)v.size);
@@ -319,8 +360,9 @@ dict_t *dict_hash_open(const char *spec, const char *name, int flags,
 	struct stat st;
 	str_t why = STR_INIT;
 	DB *db;
+	int nul;
 
-	if ((db = open_db(path, &st, &why)) == NULL) {
+	if ((db = open_db(path, &st, &nul, &why)) == NULL) {
 		str_setf(err, "%s: %s", spec, str_cstr(&why));
 		str_release(&why);
 		free(path);
@@ -331,6 +373,7 @@ dict_t *dict_hash_open(const char *spec, const char *name, int flags,
 	h->path = path;
 	h->db = db;
 	h->st = st;
+	h->nul = nul;
 	h->checked = now_seconds();
 	h->d.get = hash_get;
 	h->d.walk = hash_walk;
@@ -341,41 +384,38 @@ dict_t *dict_hash_open(const char *spec, const char *name, int flags,
 
 /* ---- Writer ---- */
 
-struct dict_writer {
-	char *path;		/* final name.db */
-	char *tmp;		/* what we write */
+typedef struct hash_writer {
+	dict_writer_t w;
 	DB *db;
 	int flags;
 	str_t key;
-};
+} hash_writer_t;
 
-dict_writer_t *dict_writer_open(const char *spec, int flags, str_t *err)
+static enum dict_put_status hw_put(dict_writer_t *, const char *,
+    const char *, str_t *);
+static int hw_commit(dict_writer_t *, str_t *);
+static void hw_abort(dict_writer_t *);
+
+dict_writer_t *dict_hash_writer_open(const char *spec, const char *name,
+    int flags, str_t *err)
 {
 	static unsigned serial;
-	const char *colon = spec ? strchr(spec, ':') : NULL;
 	str_t detail = STR_INIT, tmp = STR_INIT;
-	dict_writer_t *w;
+	hash_writer_t *hw;
 	DB *db = NULL;
 	int ret = 0;
 
-	str_reset(err);
-	if (colon == NULL || colon == spec || colon[1] == 0) {
-		str_setf(err, "malformed lookup table \"%s\": expected hash:/path/file",
-		    spec ? spec : "");
-		return NULL;
-	}
-	if ((size_t)(colon - spec) != 4 || strncmp(spec, "hash", 4) != 0) {
-		str_setf(err, "%s: cannot write tables of type \"%.*s\" (only hash:)",
-		    spec, (int)(colon - spec), spec);
-		return NULL;
-	}
-	w = xcalloc(1, sizeof(*w));
-	w->path = db_path(colon + 1);
-	w->flags = flags;
+	(void)spec;
+	hw = xcalloc(1, sizeof(*hw));
+	hw->w.path = db_path(name);
+	hw->w.put = hw_put;
+	hw->w.commit = hw_commit;
+	hw->w.abort = hw_abort;
+	hw->flags = flags;
 	/* A fresh name each time: DB_EXCL refuses to reuse a leftover of a
 	 * crashed run, and two writers of one table do not collide. */
 	for (int tries = 0; tries < 100; tries++) {
-		str_setf(&tmp, "%s.tmp.%ld.%u", w->path, (long)getpid(), serial++);
+		str_setf(&tmp, "%s.tmp.%ld.%u", hw->w.path, (long)getpid(), serial++);
 		if ((ret = db_create(&db, NULL, 0)) != 0)
 			break;
 		db->set_errcall(db, bdb_errcall);
@@ -397,71 +437,48 @@ dict_writer_t *dict_writer_open(const char *spec, int flags, str_t *err)
 		bdb_error(err, what, ret, &detail);
 		str_release(&detail);
 		str_release(&tmp);
-		free(w->path);
-		free(w);
+		free(hw->w.path);
+		free(hw);
 		return NULL;
 	}
 	str_release(&detail);
-	w->db = db;
-	w->tmp = str_steal(&tmp);
-	return w;
+	hw->db = db;
+	hw->w.tmp = str_steal(&tmp);
+	return &hw->w;
 }
 
-const char *dict_writer_path(const dict_writer_t *w)
-{
-	return w->tmp;
-}
-
-enum dict_put_status dict_writer_put(dict_writer_t *w, const char *key,
+static enum dict_put_status hw_put(dict_writer_t *w, const char *key,
     const char *value, str_t *err)
 {
+	hash_writer_t *hw = (hash_writer_t *)w;
 	str_t detail = STR_INIT;
-	size_t klen, vlen;
+	size_t klen = strlen(key), vlen = strlen(value);
 	DBT k, v, old;
 	int ret;
 	bool existed = false;
 
-	str_reset(err);
-	if (key == NULL || *key == 0) {
-		str_set(err, "empty key");
-		return DICT_PUT_ERROR;
-	}
-	if (value == NULL || *value == 0) {
-		str_set(err, "missing value for key \"");
-		str_quote_printable(err, key, strlen(key));
-		str_cat(err, "\"");
-		return DICT_PUT_ERROR;
-	}
-	if ((klen = strlen(key)) > DICT_KEY_MAX) {
-		str_setf(err, "key too long (%zu bytes, at most %d)", klen, DICT_KEY_MAX);
-		return DICT_PUT_ERROR;
-	}
-	if ((vlen = strlen(value)) > DICT_VALUE_MAX) {
-		str_setf(err, "value too long (%zu bytes, at most %d)", vlen, DICT_VALUE_MAX);
-		return DICT_PUT_ERROR;
-	}
-	dict_fold_key(&w->key, key, w->flags);
+	dict_fold_key(&hw->key, key, hw->flags);
 	memset(&k, 0, sizeof(k));
 	memset(&v, 0, sizeof(v));
 	memset(&old, 0, sizeof(old));
-	k.data = w->key.buf;
+	k.data = hw->key.buf;
 	k.size = (u_int32_t)klen;
 	v.data = (void *)value;
 	v.size = (u_int32_t)vlen;
 	bdb_sink = &detail;
-	if (w->flags & DICT_FLAG_DUP_REPLACE) {
-		ret = w->db->get(w->db, NULL, &k, &old, 0);
+	if (hw->flags & DICT_FLAG_DUP_REPLACE) {
+		ret = hw->db->get(hw->db, NULL, &k, &old, 0);
 		if (ret == 0)
 			existed = true;
 		if (ret == 0 || ret == DB_NOTFOUND)
-			ret = w->db->put(w->db, NULL, &k, &v, 0);
+			ret = hw->db->put(hw->db, NULL, &k, &v, 0);
 	} else {
-		ret = w->db->put(w->db, NULL, &k, &v, DB_NOOVERWRITE);
+		ret = hw->db->put(hw->db, NULL, &k, &v, DB_NOOVERWRITE);
 	}
 	bdb_sink = NULL;
 	if (ret == DB_KEYEXIST) {
 		str_set(err, "duplicate key \"");
-		str_quote_printable(err, w->key.buf, klen);
+		str_quote_printable(err, hw->key.buf, klen);
 		str_cat(err, "\": keeping the first value");
 		str_release(&detail);
 		return DICT_PUT_DUPLICATE;
@@ -477,85 +494,50 @@ enum dict_put_status dict_writer_put(dict_writer_t *w, const char *key,
 	return existed ? DICT_PUT_REPLACED : DICT_PUT_NEW;
 }
 
-static void writer_free(dict_writer_t *w)
+static void hw_free(hash_writer_t *hw)
 {
-	free(w->path);
-	free(w->tmp);
-	str_release(&w->key);
-	free(w);
+	free(hw->w.path);
+	free(hw->w.tmp);
+	str_release(&hw->key);
+	free(hw);
 }
 
-void dict_writer_abort(dict_writer_t *w)
+static void hw_abort(dict_writer_t *w)
 {
-	if (w == NULL)
-		return;
-	if (w->db)
-		close_db(w->db);
+	hash_writer_t *hw = (hash_writer_t *)w;
+
+	if (hw->db)
+		close_db(hw->db);
 	unlink(w->tmp);
-	writer_free(w);
+	hw_free(hw);
 }
 
-/* fsync a file or directory by name. */
-static int sync_path(const char *path, int flags, str_t *err)
+static int hw_commit(dict_writer_t *w, str_t *err)
 {
-	int fd = open(path, O_RDONLY | flags);
-
-	if (fd < 0) {
-		str_setf(err, "cannot open %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fsync(fd) < 0) {
-		str_setf(err, "cannot fsync %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
-
-int dict_writer_commit(dict_writer_t *w, str_t *err)
-{
+	hash_writer_t *hw = (hash_writer_t *)w;
 	str_t detail = STR_INIT;
-	const char *slash;
-	char *dir;
 	int ret;
 
-	str_reset(err);
 	/* close writes every dirty page back to the file. */
 	bdb_sink = &detail;
-	ret = w->db->close(w->db, 0);
+	ret = hw->db->close(hw->db, 0);
 	bdb_sink = NULL;
-	w->db = NULL;
+	hw->db = NULL;
 	if (ret != 0) {
 		char what[64 + 4096];
 		bfmt(what, sizeof(what), "cannot write %s", w->tmp);
 		bdb_error(err, what, ret, &detail);
 		goto fail;
 	}
-	/* Data on disk before the name points at it. */
-	if (sync_path(w->tmp, 0, err) < 0)
+	if ((ret = dict_writer_install(w->tmp, w->path, err)) < 0
+	    && access(w->tmp, F_OK) == 0)
 		goto fail;
-	if (rename(w->tmp, w->path) < 0) {
-		str_setf(err, "cannot rename %s to %s: %s", w->tmp, w->path,
-		    strerror(errno));
-		goto fail;
-	}
-	/* And the rename itself survives a crash. */
-	slash = strrchr(w->path, '/');
-	if (slash == NULL)
-		dir = xstrdup(".");
-	else if (slash == w->path)
-		dir = xstrdup("/");
-	else
-		dir = xstrndup(w->path, (size_t)(slash - w->path));
-	ret = sync_path(dir, O_DIRECTORY, err);
-	free(dir);
 	str_release(&detail);
-	writer_free(w);
+	hw_free(hw);
 	return ret;
 fail:
 	str_release(&detail);
 	unlink(w->tmp);
-	writer_free(w);
+	hw_free(hw);
 	return -1;
 }

@@ -62,14 +62,17 @@ static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
 	const char *colon = strchr(tspec, ':');
 	const char *path = colon + 1;
 	str_t err = STR_INIT, db = STR_INIT;
+	size_t tlen = (size_t)(colon - tspec);
 	mapcmd_build_t b = { .spec = spec };
 	struct stat st;
 	int rc = MAPCMD_EX_FAIL;
 
-	if ((size_t)(colon - tspec) != 4 || strncmp(tspec, "hash", 4) != 0) {
+	if (tlen != 4 || (strncmp(tspec, "hash", 4) != 0
+	    && strncmp(tspec, "lmdb", 4) != 0)) {
 		log_error("%s: cannot build tables of type \"%.*s\": only hash: "
-		    "tables are built (texthash: reads the text file directly)",
-		    tspec, (int)(colon - tspec), tspec);
+		    "and lmdb: tables are built (texthash:, cidr:, regexp: and "
+		    "pcre: read the text file directly)",
+		    tspec, (int)tlen, tspec);
 		goto out;
 	}
 	if (*path == 0) {
@@ -88,9 +91,10 @@ static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
 		log_error("%s", str_cstr(&err));
 		goto out;
 	}
+	str_set(&db, dict_writer_target(b.w));
 	if (spec->load(path, &b, &err) < 0) {
 		log_error("%s", str_cstr(&err));
-		log_error("%s.db not changed", path);
+		log_error("%s not changed", str_cstr(&db));
 		dict_writer_abort(b.w);
 		goto out;
 	}
@@ -101,7 +105,6 @@ static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
 	/* Built by root for a file someone else owns: the table belongs to
 	 * that owner too (local runs alias commands with the rights of the
 	 * table's owner). */
-	str_setf(&db, "%s.db", path);
 	if (geteuid() == 0 && st.st_uid != 0
 	    && lchown(str_cstr(&db), st.st_uid, st.st_gid) < 0) {
 		log_error("chown %s: %s", str_cstr(&db), strerror(errno));

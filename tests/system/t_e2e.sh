@@ -215,6 +215,45 @@ aliases_cleanup() {
 	stop_instance
 }
 
+atf_test_case postfix_aliases cleanup
+postfix_aliases_head() {
+	atf_set descr "an aliases.db built by Postfix's own postalias (keys and values with a NUL) works unchanged: list, pipe, file"
+	atf_set require.user unprivileged
+}
+postfix_aliases_body() {
+	[ -x /usr/sbin/postalias ] ||
+	    atf_skip "Postfix is not installed (/usr/sbin/postalias; tools/install-deps installs Debian's postfix)"
+	e2e_instance "home_mailbox = Maildir/"
+	# Rebuilt by Postfix, with a private main.cf (never /etc/postfix).
+	mkdir pf
+	printf 'compatibility_level = 3.6\n' > pf/main.cf
+	rm -f etc/aliases.db
+	atf_check -s exit:0 -o empty /usr/sbin/postalias -c $PWD/pf etc/aliases
+	if command -v db5.3_dump >/dev/null 2>&1; then
+		db5.3_dump -p etc/aliases.db | grep -q 'staff\\00' ||
+		    atf_fail "Postfix did not write keys with a NUL"
+	fi
+	start_instance
+	msg list | send -f alice@host.test staff
+	wait_mail alice 1
+	wait_mail bob 1
+	wait_mail carol 1
+	has "$(mail_with carol "hello list")" '^Delivered-To: staff@host.test$'
+	msg pipe | send -f alice@host.test pipe
+	WAIT_MAX=100 wait_for test -s pipe.env || atf_fail "the pipe did not run: $(tail -3 maillog | tr '\n' ' ')"
+	has pipe.env '^pipe@host.test$'
+	msg file | send -f alice@host.test file
+	WAIT_MAX=100 wait_for grep -q '^hello file$' file.mbox || atf_fail "file.mbox"
+	# postmaster -> alice through MAILER-DAEMON's chain
+	msg pm | send -f bob@host.test mailer-daemon
+	wait_mail alice 2
+	wait_queue_empty
+	assert_log_clean
+}
+postfix_aliases_cleanup() {
+	stop_instance
+}
+
 atf_test_case alias_loop cleanup
 alias_loop_head() {
 	atf_set descr "loop1 -> loop2 -> loop1 is caught by Delivered-To and bounced once to the sender"
@@ -532,6 +571,7 @@ atf_init_test_cases() {
 	atf_add_test_case maildir
 	atf_add_test_case mbox
 	atf_add_test_case aliases
+	atf_add_test_case postfix_aliases
 	atf_add_test_case alias_loop
 	atf_add_test_case unknown_user
 	atf_add_test_case owner_alias

@@ -103,7 +103,8 @@ errors_head() {
 errors_body() {
 	atf_check -s exit:1 -e match:"nosuch: No such file" $PM nosuch
 	printf 'a b\n' > t
-	atf_check -s exit:1 -e match:"only hash: tables are built" $PM texthash:t
+	atf_check -s exit:1 -e match:"only hash: and lmdb: tables are built" $PM texthash:t
+	atf_check -s exit:1 -e match:"only hash: and lmdb: tables are built" $PM cidr:t
 	# texthash: can be queried, though
 	atf_check -s exit:0 -o inline:"b\n" $PM -q a texthash:t
 	# a table that was never built: an error (2), not "not found"
@@ -145,7 +146,54 @@ rebuild_reader_body() {
 	! grep -E "error|warning|fatal" reader.err || atf_fail "reader errors"
 }
 
+atf_test_case lmdb
+lmdb_head() {
+	atf_set descr "lmdb: tables: build, query, list, rebuild errors leave the old table"
+}
+lmdb_body() {
+	$PM -q x lmdb:/nonexistent 2>&1 | grep -q "not supported by this build" &&
+	    atf_skip "built without LMDB (liblmdb-dev)"
+	printf 'Alice@Example.COM local:alice
+bob  smtp:[relay]
+' > t
+	atf_check -s exit:0 -o empty -e empty $PM lmdb:t
+	test -f t.lmdb || atf_fail "no t.lmdb"
+	test -e t.lmdb-lock && atf_fail "a lock file was left"
+	atf_check -s exit:0 -o inline:"local:alice\n" $PM -q ALICE@example.com lmdb:t
+	atf_check -s exit:1 -o empty $PM -q carol lmdb:t
+	atf_check -s exit:0 -o inline:"alice@example.com local:alice\nbob smtp:[relay]\n" $PM -s lmdb:t
+	printf 'k v\nbroken\n' > t
+	atf_check -s exit:1 -e match:"t:2: missing value" -e match:"t.lmdb not changed" $PM lmdb:t
+	atf_check -s exit:0 -o inline:"smtp:[relay]\n" $PM -q bob lmdb:t
+	atf_check -s exit:1 -o empty sh -c 'ls | grep tmp'
+	# lmdb: beside hash:, the first table with the key answers
+	printf 'bob other\n' > u
+	atf_check -s exit:0 $PM u
+	atf_check -s exit:0 -o inline:"other\n" $PM -q bob hash:u lmdb:t
+}
+
+atf_test_case pattern_tables
+pattern_tables_head() {
+	atf_set descr "-q on cidr:, regexp:, pcre: and unix: tables; syntax errors as file:line"
+}
+pattern_tables_body() {
+	printf '10.0.0.0/8 ten\n2001:db8::/32 doc\n' > net
+	atf_check -s exit:0 -o inline:"ten\n" $PM -q 10.1.2.3 cidr:net
+	atf_check -s exit:0 -o inline:"doc\n" $PM -q 2001:db8::1 cidr:net
+	atf_check -s exit:1 -o empty $PM -q 11.1.2.3 cidr:net
+	printf '/^(.*)@example\\.com$/ user $1\n' > re
+	atf_check -s exit:0 -o inline:"user Bob\n" $PM -q Bob@Example.COM regexp:re
+	atf_check -s exit:2 -e match:"a cidr: table cannot be listed" $PM -s cidr:net
+	printf '/ok/ fine\n/(broken/ x\n' > bad
+	atf_check -s exit:2 -e match:"bad:2: bad regular expression" $PM -q a regexp:bad
+	printf '10.0.0.1/8 x\n' > badnet
+	atf_check -s exit:2 -e match:"badnet:1: non-zero host bits" $PM -q a cidr:badnet
+	atf_check -s exit:0 -o match:"^root:[^:]*:0:0:" $PM -q root unix:passwd.byname
+}
+
 atf_init_test_cases() {
+	atf_add_test_case lmdb
+	atf_add_test_case pattern_tables
 	atf_add_test_case build_query
 	atf_add_test_case case_sensitive
 	atf_add_test_case query_stdin

@@ -495,6 +495,80 @@ ATF_TC_BODY(bad_records, tc)
 	str_release(&out);
 }
 
+ATF_TC_WITHOUT_HEAD(postfix_nul_records);
+ATF_TC_BODY(postfix_nul_records, tc)
+{
+	/* Postfix's postmap and postalias store "key\0" -> "value\0". */
+	DB *db = raw_open("pf.db", DB_CREATE);
+	raw_put(db, "alice@example.org", 18, "local:alice", 12);
+	raw_put(db, "postmaster", 11, "root", 5);
+	raw_put(db, "@", 2, "@", 2);
+	db->close(db, 0);
+
+	dict_t *d = open_ok("hash:pf", 0);
+	check_value(d, "alice@example.org", "local:alice");
+	check_value(d, "Alice@Example.ORG", "local:alice");
+	check_value(d, "postmaster", "root");
+	check_value(d, "postmaste", NULL);
+	check_value(d, "nobody", NULL);
+	str_t out = STR_INIT;
+	sorted_listing(d, &out);
+	ATF_CHECK_STREQ(str_cstr(&out), "@=@;alice@example.org=local:alice;postmaster=root;");
+	dict_close(d);
+
+	/* Postfix's alias tables mix in YP_* records without NUL: however
+	 * the records fall in the file, the NUL form is found. */
+	for (int order = 0; order < 2; order++) {
+		char name[32];
+		bfmt(name, sizeof(name), "mixed%d.db", order);
+		db = raw_open(name, DB_CREATE);
+		if (order == 0) {
+			raw_put(db, "YP_LAST_MODIFIED", 16, "1795688052", 10);
+			raw_put(db, "YP_MASTER_NAME", 14, "host", 4);
+		}
+		raw_put(db, "@", 2, "@", 2);
+		raw_put(db, "postmaster", 11, "root", 5);
+		if (order == 1) {
+			raw_put(db, "YP_LAST_MODIFIED", 16, "1795688052", 10);
+			raw_put(db, "YP_MASTER_NAME", 14, "host", 4);
+		}
+		db->close(db, 0);
+		bfmt(name, sizeof(name), "hash:mixed%d", order);
+		d = open_ok(name, 0);
+		check_value(d, "postmaster", "root");
+		check_value(d, "PostMaster", "root");
+		dict_close(d);
+	}
+
+	/* A value with a NUL inside (not just at the end) is still damage. */
+	db = raw_open("pfbad.db", DB_CREATE);
+	raw_put(db, "k", 2, "a\0b", 4);
+	db->close(db, 0);
+	d = open_ok("hash:pfbad", 0);
+	ATF_CHECK_EQ(dict_get(d, "k", NULL), DICT_STAT_ERROR);
+	ATF_CHECK(strstr(dict_errmsg(d), "damaged value") != NULL);
+	dict_close(d);
+
+	/* A table rebuilt the other way round is read the new way. */
+	db = raw_open("flip.db", DB_CREATE);
+	raw_put(db, "k", 2, "with", 5);
+	db->close(db, 0);
+	d = open_ok("hash:flip", 0);
+	check_value(d, "k", "with");
+	build("hash:flip", 0, "k", "without", NULL);
+	ATF_CHECK_EQ(dict_refresh(d), 0);
+	check_value(d, "k", "without");
+	dict_close(d);
+
+	/* An empty table (kind unknown) tries both ways without error. */
+	db = raw_open("empty.db", DB_CREATE);
+	db->close(db, 0);
+	d = open_ok("hash:empty", 0);
+	check_value(d, "k", NULL);
+	dict_close(d);
+	str_release(&out);
+}
+
 ATF_TC_WITHOUT_HEAD(corrupted_pages);
 ATF_TC_BODY(corrupted_pages, tc)
 {
@@ -559,5 +633,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, missing_and_damaged);
 	ATF_TP_ADD_TC(tp, bad_records);
 	ATF_TP_ADD_TC(tp, corrupted_pages);
+	ATF_TP_ADD_TC(tp, postfix_nul_records);
 	return atf_no_error();
 }

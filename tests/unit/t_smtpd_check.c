@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "config.h"
 #include "t_dns_pkt.h"
 #include "t_smtpd_harness.h"
 
@@ -140,6 +141,50 @@ ATF_TC_BODY(access_results, tc)
 	EXPECT(cfg, "check_recipient_access texthash:/nonexistent/access", &x,
 	    "451 4.3.0 <u@example.com>: Temporary lookup failure");
 	smtpd_cfg_free(cfg);
+}
+
+/* cidr:, regexp: and pcre: access tables in restrictions and mynetworks;
+ * a table with a syntax error answers 451 (mail waits), never a crash. */
+ATF_TC_WITHOUT_HEAD(pattern_tables);
+ATF_TC_BODY(pattern_tables, tc)
+{
+	smtpd_cfg_t *cfg = cfg_with(NULL);
+	smtpd_check_ctx_t x = { .client_name = "unknown", .client_addr = "192.0.2.77",
+		.rcpt = "Bob@Example.COM" };
+	str_t err = STR_INIT;
+
+	put_file("clients", "192.0.2.0/25 REJECT bad net\n0.0.0.0/0 DUNNO\n");
+	EXPECT(cfg, "check_client_access cidr:clients", &x,
+	    "554 5.7.1 <unknown[192.0.2.77]>: Client host rejected: bad net");
+	x.client_addr = "192.0.2.200";
+	EXPECT(cfg, "check_client_access cidr:clients", &x, "DUNNO");
+	put_file("rcpts", "/^(.*)@example\\.com$/ REJECT no $1 here\n");
+	EXPECT(cfg, "check_recipient_access regexp:rcpts", &x,
+	    "554 5.7.1 <Bob@Example.COM>: Recipient address rejected: no Bob here");
+#ifdef HAVE_PCRE2
+	EXPECT(cfg, "check_recipient_access pcre:rcpts", &x,
+	    "554 5.7.1 <Bob@Example.COM>: Recipient address rejected: no Bob here");
+#endif
+	put_file("broken", "/ok/ OK\n/(broken/ REJECT\n");
+	EXPECT(cfg, "check_recipient_access regexp:broken", &x,
+	    "451 4.3.0 <Bob@Example.COM>: Temporary lookup failure");
+	smtpd_cfg_free(cfg);
+
+	smtpd_netlist_t *l = smtpd_netlist_new("mynetworks", "cidr:clients", &err);
+	ATF_REQUIRE_MSG(l != NULL, "%s", str_cstr(&err));
+	ATF_CHECK_EQ(smtpd_netlist_match(l, "192.0.2.1", &err), 1);
+	/* DUNNO is a value too: found means listed */
+	ATF_CHECK_EQ(smtpd_netlist_match(l, "10.0.0.1", &err), 1);
+	ATF_CHECK_EQ(smtpd_netlist_match(l, "2001:db8::1", &err), 0);
+	smtpd_netlist_free(l);
+	str_reset(&err);
+	put_file("badnet", "10.0.0.1/8 x\n");
+	l = smtpd_netlist_new("mynetworks", "cidr:badnet", &err);
+	ATF_CHECK(l == NULL);
+	ATF_CHECK_MSG(strstr(str_cstr(&err), "badnet:1: non-zero host bits") != NULL,
+	    "%s", str_cstr(&err));
+	smtpd_netlist_free(l);
+	str_release(&err);
 }
 
 /* Which keys each check looks up, in which order (first found wins). */
@@ -512,6 +557,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, netlist);
 	ATF_TP_ADD_TC(tp, access_results);
 	ATF_TP_ADD_TC(tp, lookup_keys);
+	ATF_TP_ADD_TC(tp, pattern_tables);
 	ATF_TP_ADD_TC(tp, destination);
 	ATF_TP_ADD_TC(tp, non_fqdn);
 	ATF_TP_ADD_TC(tp, unknown_domain);
