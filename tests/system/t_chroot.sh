@@ -43,24 +43,7 @@ open_path() {
 	while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null; d=$(dirname "$d"); done
 }
 
-# A temporary account with its home here; its name in ./account.
-mk_account() {
-	U=ptj$$
-	getent passwd $U >/dev/null && atf_skip "account $U exists"
-	echo $U > account
-	atf_check -s exit:0 -o ignore -e ignore useradd -M -d $PWD/home/$U -s /bin/sh $U
-	mkdir -p home/$U
-	chown $U home/$U
-	chmod 755 home/$U
-}
-
-rm_account() {
-	if [ -f account ]; then
-		userdel "$(cat account)" >/dev/null 2>&1
-		groupdel "$(cat account)" >/dev/null 2>&1
-	fi
-	true
-}
+ACCOUNT_PREFIX=ptj
 
 # A test CA; the next hop's certificate (mx.far.test) signed by it; a
 # self-signed one for smtpd.

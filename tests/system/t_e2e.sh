@@ -421,27 +421,6 @@ require_root() {
 	    atf_skip "no useradd"
 }
 
-# A temporary account with its home in the work directory; its name is
-# kept in ./account for the cleanup.
-mk_account() {
-	U=ptl$$
-	getent passwd $U >/dev/null && atf_skip "account $U exists"
-	echo $U > account
-	atf_check -s exit:0 -o ignore -e ignore useradd -M -d $PWD/home/$U -s /bin/sh $U
-	mkdir -p home/$U
-	chown $U home/$U
-	chmod 755 home/$U
-	UID_=$(id -u $U)
-}
-
-rm_account() {
-	if [ -f account ]; then
-		u=$(cat account)
-		userdel $u >/dev/null 2>&1
-		groupdel $u >/dev/null 2>&1
-	fi
-	true
-}
 
 root_instance() {
 	require_path

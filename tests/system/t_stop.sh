@@ -11,28 +11,6 @@ BUILDDIR=@BUILDDIR@
 . @SRCDIR@/tests/system/common.subr
 . @SRCDIR@/tests/system/master.subr
 
-# relay_instance SINKPORT [main.cf lines...]: smtpd on $port (127.0.0.1),
-# cleanup, qmgr, smtp and scache; everything not local goes to the sink.
-relay_instance() {
-	_sp=$1
-	shift
-	port=$(free_port)
-	mk_instance "myhostname = mx.example.test" \
-	    "mydestination = mx.example.test, localhost" \
-	    "local_recipient_maps =" \
-	    "relayhost = [127.0.0.1]:$_sp" \
-	    "smtpd_peername_lookup = no" "smtpd_error_sleep_time = 0" \
-	    "queue_run_delay = 3600s" "qmgr_ipc_timeout = 5s" \
-	    "smtp_connect_timeout = 5s" "smtp_helo_timeout = 10s" \
-	    "inet_protocols = ipv4" "$@"
-	mcf "$port inet n - n - - smtpd" \
-	    "cleanup unix n - n - 0 cleanup" \
-	    "qmgr unix-dgram n - n 3600 1 qmgr" \
-	    "smtp unix - - n - - smtp" \
-	    "scache unix - - n - 1 scache" \
-	    "bounce unix - - n - 0 bounce"
-	start_instance
-}
 
 # Message-IDs the sink saved, and how many of them it got more than once.
 saved_ids() {
