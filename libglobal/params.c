@@ -56,7 +56,7 @@ static const char *compute_mydomain(void);
 
 static const param_def_t table[] = {
 	/* Installation: compiled-in defaults from ./configure. */
-	P_BUILD("config_directory", DEF_CONFIG_DIR, "SYSCONFDIR/petrel (configure --sysconfdir)",
+	P_BUILD("config_directory", DEF_CONFIG_DIR, "SYSCONFDIR (configure --sysconfdir; PREFIX/etc/petrel if not given)",
 	    "Where main.cf and master.cf are; set by -c or MAIL_CONFIG, not in main.cf."),
 	P_BUILD("queue_directory", DEF_QUEUE_DIR, "LOCALSTATEDIR/spool/petrel (configure --localstatedir)",
 	    "The root of the mail queue; also the chroot directory of chrooted daemons."),
