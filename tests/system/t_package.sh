@@ -346,6 +346,13 @@ grep -q '^Subject: package test$' /var/mail/pkgtest || fail "mailbox"
 q=$(su -s /bin/sh pkgtest -c mailq) || fail "mailq as pkgtest"
 echo "$q"
 [ "$q" = "Mail queue is empty" ] || fail "mailq: $q"
+# A message that cannot leave (no network in here) stays in the queue,
+# and mailq (/usr/bin/mailq, as a user) shows it.
+printf 'Subject: stays\n\nno network\n' | /usr/sbin/sendmail someone@remote.example ||
+    fail "sendmail to a remote address"
+inq() { su -s /bin/sh pkgtest -c /usr/bin/mailq > /tmp/mailq.out 2>&1 && grep -q 'someone@remote.example' /tmp/mailq.out; }
+waitfor inq || { cat /tmp/mailq.out; fail "mailq does not show the queued message"; }
+cat /tmp/mailq.out
 
 step "petrel stop"
 petrel stop || fail "petrel stop"
