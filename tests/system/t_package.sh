@@ -53,7 +53,9 @@ port_plist_body() {
 	atf_check -s exit:0 -o ignore $MAKEI install DESTDIR=$PWD/stage $PORT_DIRS
 	tree stage > installed
 	plist_paths > plist
-	atf_check -s exit:0 -o empty diff -u plist installed
+	diff -u plist installed || atf_fail "pkg-plist and make install differ (above); after adding a program or a page: tools/gen-pkg-plist > ports/mail/petrel/pkg-plist"
+	# and the generator writes the committed pkg-plist
+	atf_check -s exit:0 -o file:$PORT/pkg-plist $SRC/tools/gen-pkg-plist
 	$MAKEI install-list $PORT_DIRS | LC_ALL=C sort > listed
 	atf_check -s exit:0 -o empty diff -u listed installed
 	# mailq and newaliases are sendmail, in bindir (Debian's and the
@@ -197,6 +199,8 @@ deb_body() {
 	    sed 's|^\(/usr/share/man/.*\)$|\1.gz|'
 	  printf '%s\n' /lib/systemd/system/petrel.service /lib/systemd/system/petrel@.service \
 	      /usr/lib/sendmail /usr/share/doc/petrel/changelog.gz /usr/share/doc/petrel/copyright
+	  # dh_installlogrotate's file, when debian/ has one
+	  [ ! -f $SRC/debian/petrel.logrotate ] || echo /etc/logrotate.d/petrel
 	} | LC_ALL=C sort > expected.files
 	atf_check -s exit:0 -o empty diff -u expected.files deb.files
 	dpkg-deb -f $deb Provides Conflicts Replaces > fields
