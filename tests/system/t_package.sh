@@ -43,6 +43,24 @@ plist_paths() {
 	    -e 's|^|/usr/local/|' $PORT/pkg-plist | LC_ALL=C sort
 }
 
+atf_test_case port_files
+port_files_head() {
+	atf_set descr "the port's rc.d script parses and has petrel_enable; mailer.conf covers mailwrapper's names"
+}
+port_files_body() {
+	atf_check -s exit:0 sh -n $PORT/files/petrel.in
+	atf_check -s exit:0 -o match:'_enable:=NO' cat $PORT/files/petrel.in
+	atf_check -s exit:0 -o match:'^# PROVIDE: petrel mail$' cat $PORT/files/petrel.in
+	for k in sendmail send-mail mailq newaliases hoststat purgestat; do
+		grep -q "^$k[[:space:]]" $PORT/files/mailer.conf.petrel || atf_fail "mailer.conf: no $k"
+	done
+	# the port's accounts are configure's defaults
+	atf_check -s exit:0 -o match:'with-mail-owner=petrel' -o match:'with-setgid-group=petrdrop' \
+	    cat $PORT/Makefile
+	atf_check -s exit:0 -o match:'mail_owner=petrel$' -o match:'setgid_group=petrdrop$' \
+	    cat $SRC/configure
+}
+
 atf_test_case port_plist
 port_plist_head() {
 	atf_set descr "make install DESTDIR= with the port's directories installs exactly pkg-plist, and install-list says so"
@@ -363,6 +381,11 @@ petrel stop || fail "petrel stop"
 petrel status && fail "still running after stop"
 [ -z "$(petrel_procs)" ] || fail "daemons left after stop: $(petrel_procs)"
 
+step "installed again (an upgrade's path): postinst runs twice, the edited conffile stays"
+dpkg -i /tmp/petrel.deb || fail "dpkg -i again"
+grep -qx 'inet_interfaces = 127.0.0.1' /etc/petrel/main.cf || fail "edited main.cf replaced"
+[ "$(id -u petrel)" = "$uid" ] || fail "petrel's uid changed"
+
 step "removal stops a running Petrel; purge"
 petrel start || fail "petrel start (again)"
 dpkg --purge petrel || fail "dpkg --purge"
@@ -383,6 +406,7 @@ EOF
 
 atf_init_test_cases() {
 	atf_add_test_case port_plist
+	atf_add_test_case port_files
 	atf_add_test_case configure_sysconfdir
 	atf_add_test_case refuses_foreign
 	atf_add_test_case deb
