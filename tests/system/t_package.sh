@@ -149,6 +149,23 @@ refuses_foreign_body() {
 	atf_check -s exit:0 cmp $SRC/conf/main.cf $D/etc/petrel/main.cf.dist
 }
 
+atf_test_case warns_shadowed
+warns_shadowed_head() {
+	atf_set descr "make install under /usr/local warns about the other mail system's commands of the same name in /usr/sbin and /usr/bin"
+}
+warns_shadowed_body() {
+	require_built
+	D=$PWD/stage
+	mkdir -p $D/usr/sbin $D/usr/bin
+	printf 'another sendmail\n' > $D/usr/sbin/sendmail
+	printf 'another mailq\n' > $D/usr/bin/mailq
+	atf_check -s exit:0 -o ignore -e save:err $MAKEI install DESTDIR=$D $PORT_DIRS
+	atf_check -s exit:0 -o match:"same name: /usr/sbin/sendmail /usr/bin/mailq\$" cat err
+	# Petrel's own commands elsewhere are not reported
+	rm -rf $D && mkdir -p $D/usr/sbin && cp $B/bin/sendmail $D/usr/sbin/sendmail
+	atf_check -s exit:0 -o ignore -e empty $MAKEI install DESTDIR=$D $PORT_DIRS
+}
+
 # ---------------------------------------------------------------------
 # The Debian package.
 
@@ -409,5 +426,6 @@ atf_init_test_cases() {
 	atf_add_test_case port_files
 	atf_add_test_case configure_sysconfdir
 	atf_add_test_case refuses_foreign
+	atf_add_test_case warns_shadowed
 	atf_add_test_case deb
 }
