@@ -17,7 +17,8 @@ smtpd_instance() {
 	    "mydestination = mx.example.test, localhost" \
 	    "local_recipient_maps = inline:{ alice=x, bob=x }" \
 	    "smtpd_peername_lookup = no" "smtpd_error_sleep_time = 0" "$@"
-	mcf "$port inet n - n - - smtpd" "cleanup unix n - n - 0 cleanup"
+	mcf "$port inet n - n - - smtpd" "cleanup unix n - n - 0 cleanup" \
+	    "anvil unix - - n - 1 anvil"
 	start_instance
 }
 
