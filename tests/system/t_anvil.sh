@@ -34,9 +34,10 @@ write_tools() {
 	cat > smtpc.py <<'EOF'
 # smtpc.py SRC PORT [CMD...]: connects from SRC, prints the last line of
 # the greeting and of the reply to each CMD, up to a 421 (CLOSED when
-# the server has hung up).  "HOLD NAME" writes the greeting to NAME.banner and keeps the
+# the server has hung up).  A 220 to STARTTLS starts TLS (no
+# verification); READ reads a reply without sending anything.  "HOLD NAME" writes the greeting to NAME.banner and keeps the
 # session open until the file NAME.stop appears (at most 60 s).
-import os, socket, sys, time
+import os, socket, ssl, sys, time
 src, port, cmds = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 s = socket.socket()
 s.settimeout(10)
@@ -66,8 +67,15 @@ for c in cmds:
     if banner == "CLOSED" or banner.startswith("421 "):
         break
     try:
-        s.sendall((c + "\r\n").encode())
+        if c != "READ":
+            s.sendall((c + "\r\n").encode())
         banner = reply()
+        if c.upper() == "STARTTLS" and banner.startswith("220 "):
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            s = ctx.wrap_socket(s)
+            f = s.makefile("rb")
     except OSError:
         banner = "CLOSED"
     print(banner)
@@ -314,6 +322,46 @@ smtpd_killed_cleanup() {
 	stop_instance
 }
 
+atf_test_case new_tls cleanup
+new_tls_head() {
+	atf_set descr "smtpd_client_new_tls_session_rate_limit: a handshake over" \
+	    "the limit gets 421 over TLS, a STARTTLS after that 454; another" \
+	    "client is not affected"
+	atf_set require.progs "python3 openssl"
+}
+new_tls_body() {
+	make_cert
+	anvil_instance "smtpd_client_new_tls_session_rate_limit = 1" \
+	    "smtpd_tls_security_level = may" "smtpd_tls_cert_file = $PWD/cert.pem" \
+	    "smtpd_tls_key_file = $PWD/key.pem"
+	cat > want1 <<EOF
+220 mx.example.test ESMTP Petrel
+220 2.0.0 Ready to start TLS
+250 mx.example.test
+221 2.0.0 Bye
+EOF
+	atf_check -o file:want1 ./smtpc 127.0.0.1 $port STARTTLS "HELO c.test" QUIT
+	cat > want2 <<EOF
+220 mx.example.test ESMTP Petrel
+220 2.0.0 Ready to start TLS
+421 4.7.0 mx.example.test Error: too many new TLS sessions from unknown[127.0.0.1]
+EOF
+	atf_check -o file:want2 ./smtpc 127.0.0.1 $port STARTTLS READ
+	grep_wait maillog "warning: New TLS session rate limit exceeded: 2 from unknown\[127\.0\.0\.1\] for service $(service)\$"
+	cat > want3 <<EOF
+220 mx.example.test ESMTP Petrel
+454 4.7.0 Error: too many new TLS sessions from unknown[127.0.0.1]
+221 2.0.0 Bye
+EOF
+	atf_check -o file:want3 ./smtpc 127.0.0.1 $port STARTTLS QUIT
+	grep_wait maillog "warning: Refusing STARTTLS request from unknown\[127\.0\.0\.1\] for service $(service)\$"
+	atf_check -o file:want1 ./smtpc 127.0.0.2 $port STARTTLS "HELO c.test" QUIT
+	assert_log_clean
+}
+new_tls_cleanup() {
+	stop_instance
+}
+
 atf_test_case anvil_down cleanup
 anvil_down_head() {
 	atf_set descr "without anvil smtpd accepts mail with no limit and warns" \
@@ -430,6 +478,7 @@ atf_init_test_cases() {
 	atf_add_test_case message_recipient
 	atf_add_test_case connection_count
 	atf_add_test_case smtpd_killed
+	atf_add_test_case new_tls
 	atf_add_test_case anvil_down
 	atf_add_test_case protocol
 	atf_add_test_case statistics
