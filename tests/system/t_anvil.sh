@@ -366,7 +366,8 @@ atf_test_case anvil_down cleanup
 anvil_down_head() {
 	atf_set descr "without anvil smtpd accepts mail with no limit and warns" \
 	    "once per process, not per connection; anvil killed -9 is" \
-	    "started again by master and smtpd goes on"
+	    "started again by master and smtpd goes on; a hung anvil" \
+	    "costs a session 2 s, not its mail"
 	atf_set require.progs python3
 }
 anvil_down_body() {
@@ -381,10 +382,19 @@ anvil_down_body() {
 	atf_check -o match:"^220 " ./smtpc 127.0.0.1 $port QUIT
 	atf_check -o match:"^421 4.7.0 " ./smtpc 127.0.0.1 $port QUIT
 
+	# Hung: the session waits 2 s for it, then goes on without limits
+	# (this client is over its rate).
+	apid=$(pids_of anvil)
+	kill -STOP $apid
+	atf_check -o match:"^220 " ./smtpc 127.0.0.1 $port QUIT
+	kill -CONT $apid
+	grep_wait maillog "smtpd\[[0-9]+\]: warning: anvil private/anvil: timed out waiting for a reply; client connection and rate limits are not enforced for 10 s"
+
 	# No anvil service at all (one smtpd process, so that the
 	# warning's rate limit shows): every connection is accepted.
 	stop_instance
 	mcf "$port inet n - n - 1 smtpd" "cleanup unix n - n - 0 cleanup"
+	mv maillog maillog.1
 	start_instance
 	for i in 1 2 3 4; do
 		atf_check -o inline:"220 mx.example.test ESMTP Petrel\n250 2.1.0 Ok\n221 2.0.0 Bye\n" \
@@ -392,6 +402,7 @@ anvil_down_body() {
 	done
 	grep_wait maillog "warning: anvil private/anvil: connect: .*; client connection and rate limits are not enforced for 10 s"
 	atf_check -o inline:"1\n" grep -c "warning: anvil private/anvil" maillog
+	cat maillog.1 >> maillog
 	assert_log_clean
 }
 anvil_down_cleanup() {
