@@ -460,12 +460,14 @@ protocol_cleanup() {
 atf_test_case statistics cleanup
 statistics_head() {
 	atf_set descr "every anvil_status_update_time anvil logs the peaks" \
-	    "as Postfix does; it forgets a client idle for anvil_rate_time_unit"
+	    "as Postfix does; it forgets a client idle for anvil_rate_time_unit," \
+	    "and the idle one unused longest beyond anvil_client_limit"
 	atf_set require.progs python3
 }
 statistics_body() {
 	anvil_instance "smtpd_client_connection_rate_limit = 5" \
-	    "anvil_status_update_time = 1s" "anvil_rate_time_unit = 2s"
+	    "anvil_status_update_time = 1s" "anvil_rate_time_unit = 2s" \
+	    "anvil_client_limit = 2"
 	for i in 1 2 3; do
 		atf_check -o match:"^220 " ./smtpc 127.0.0.1 $port QUIT
 	done
@@ -477,6 +479,22 @@ statistics_body() {
 	    atf_fail "not forgotten: $(./anvilq lookup $(ident 127.0.0.1))"
 	# Over the rate again after the unit passed: a new unit began.
 	atf_check -o match:"^220 " ./smtpc 127.0.0.1 $port QUIT
+	# The cap (2 here): a third client makes the idle one unused
+	# longest go, once said; the statistics count it (two, when our
+	# smtpd client above had not expired yet).
+	cat > want <<EOF
+status=0 count=1 rate=1
+status=0 count=1 rate=1
+status=0 count=1 rate=1
+status=0 count=0 rate=0 message=0 recipient=0 newtls=0 auth=0
+status=0 count=0 rate=1 message=0 recipient=0 newtls=0 auth=0
+EOF
+	atf_check -o file:want ./anvilq connect x:192.0.2.1 disconnect x:192.0.2.1 \
+	    connect x:192.0.2.2 disconnect x:192.0.2.2 \
+	    connect x:192.0.2.3 disconnect x:192.0.2.3 \
+	    lookup x:192.0.2.1 lookup x:192.0.2.2
+	grep_wait maillog "anvil\[[0-9]+\]: warning: more than 2 clients tracked \(anvil_client_limit\): forgetting the idle ones unused longest"
+	grep_wait maillog "anvil\[[0-9]+\]: statistics: [12] idle clients forgotten early \(anvil_client_limit\)"
 	assert_log_clean
 }
 statistics_cleanup() {
