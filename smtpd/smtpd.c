@@ -22,7 +22,7 @@
 #include "smtpd/smtpd.h"
 
 static smtpd_cfg_t *cfg;
-static smtpd_conn_t *conn;
+static smtpd_anvil_t *anvil;
 static smtpd_dest_t *dest;
 
 static void pet(void *ctx)
@@ -31,8 +31,8 @@ static void pet(void *ctx)
 	server_watchdog_pet();
 }
 
-/* Before the chroot: certificates, tables and the count file may live
- * outside the queue directory. */
+/* Before the chroot: certificates and tables may live outside the queue
+ * directory. */
 static void pre_jail(void *ctx)
 {
 	str_t err = STR_INIT;
@@ -41,12 +41,6 @@ static void pre_jail(void *ctx)
 	cfg = smtpd_cfg_load(&err);
 	if (cfg == NULL)
 		log_fatal("%s", str_cstr(&err));
-	if (cfg->conn_limit > 0) {
-		conn = smtpd_conn_open(SMTPD_CONN_FILE, &err);
-		if (conn == NULL)
-			log_warning("smtpd_client_connection_count_limit is not "
-			    "enforced: %s", str_cstr(&err));
-	}
 	dest = smtpd_dest_cleanup(cfg->cleanup_service, (int)cfg->ipc_timeout_ms);
 	str_release(&err);
 }
@@ -63,6 +57,9 @@ static void post_jail(void *ctx)
 			m->broken = xstrdup("/etc/passwd is missing in the "
 			    "chroot jail");
 	}
+	/* anvil's endpoint is relative to the queue directory, in the jail
+	 * or not; nothing is opened until the first client. */
+	anvil = smtpd_anvil_new(cfg, SMTPD_ANVIL_PATH, server_service_name());
 	if (config_get_bool("smtpd_peername_lookup"))
 		(void)server_jail_has("/etc/resolv.conf", "client name lookups "
 		    "(smtpd_peername_lookup)");
@@ -99,7 +96,7 @@ static void serve(stream_t *client, void *ctx)
 	}
 	s = stream_open(fd);
 	smtpd_peer_from_fd(cfg, fd, &peer);
-	opts.conn = conn;
+	opts.anvil = anvil;
 	opts.progress = pet;
 	smtpd_session_run(cfg, s, &peer, dest, &opts);
 }
@@ -109,10 +106,10 @@ static void pre_exit(void *ctx)
 	(void)ctx;
 	if (dest)
 		dest->free(dest);
-	smtpd_conn_close(conn);
+	smtpd_anvil_free(anvil);
 	smtpd_cfg_free(cfg);
 	dest = NULL;
-	conn = NULL;
+	anvil = NULL;
 	cfg = NULL;
 }
 

@@ -10,8 +10,8 @@
  *   smtpd_cfg.c      the configuration snapshot a session runs with
  *   smtpd_dest.c     where accepted mail goes: cleanup(8), or sendmail
  *                    for the stand-alone mode (smtpd -S)
- *   smtpd_conn.c     per-client connection counts shared by all smtpd
- *                    processes (smtpd_client_connection_count_limit)
+ *   smtpd_anvil.c    client connection count and rate limits, counted
+ *                    by anvil(8) for all smtpd processes
  *   smtpd_session.c  one SMTP session: the protocol engine
  *
  * Everything that talks to the client goes through a stream_t, so a
@@ -204,7 +204,9 @@ struct smtpd_cfg {
 	long rcpt_limit, rcpt_overshoot;
 	uint64_t size_limit;		/* 0 = none */
 	size_t line_limit;
-	long conn_limit;
+	long conn_limit;		/* smtpd_client_connection_count_limit */
+	long conn_rate_limit, mail_rate_limit, rcpt_rate_limit,
+	    newtls_rate_limit, auth_rate_limit;	/* smtpd_client_*_rate_limit */
 	bool helo_required, delay_reject, disable_vrfy, reject_unlisted;
 	bool peername_lookup, smtputf8, strict_envelopes, port_logging;
 	bool tls_received;
@@ -284,22 +286,6 @@ smtpd_dest_t *smtpd_dest_cleanup(const char *service, int timeout_ms);
  * status 0 means queued. */
 smtpd_dest_t *smtpd_dest_sendmail(const char *path);
 
-/* ---- Connection counts (smtpd_conn.c) -------------------------------- */
-
-/* A count file (one slot per smtpd process, locked with fcntl while the
- * process serves a client).  NULL with err if it cannot be opened. */
-typedef struct smtpd_conn smtpd_conn_t;
-smtpd_conn_t *smtpd_conn_open(const char *path, str_t *err);
-/* Claims a slot for addr if fewer than limit slots hold addr: 1 claimed
- * (*count: how many others held it), 0 over the limit, -1 error (err;
- * the caller lets the client in). */
-int smtpd_conn_claim(smtpd_conn_t *c, const char *addr, long limit,
-    long *count, str_t *err);
-void smtpd_conn_release(smtpd_conn_t *c);
-void smtpd_conn_close(smtpd_conn_t *c);
-/* Where the daemon keeps the file, relative to queue_directory. */
-#define SMTPD_CONN_FILE "private/smtpd.conncount"
-
 /* ---- Sessions (smtpd_session.c) -------------------------------------- */
 
 /* Who the client is. */
@@ -318,12 +304,48 @@ void smtpd_peer_from_fd(const smtpd_cfg_t *cfg, int fd, smtpd_peer_t *peer);
 /* A local user on stdin/stdout: "localhost", 127.0.0.1. */
 void smtpd_peer_stand_alone(smtpd_peer_t *peer);
 
+/* ---- Client limits (smtpd_anvil.c) ---------------------------------- */
+
+/* The per-process anvil(8) client and the state of the session being
+ * served.  NULL when every limit is off (then no anvil is asked); every
+ * function below takes NULL and then limits nothing. */
+typedef struct smtpd_anvil smtpd_anvil_t;
+/* path: anvil's endpoint (SMTPD_ANVIL_PATH); service: the master.cf
+ * service name, the first half of each ident ("smtp:192.0.2.1"). */
+smtpd_anvil_t *smtpd_anvil_new(const smtpd_cfg_t *cfg, const char *path,
+    const char *service);
+void smtpd_anvil_free(smtpd_anvil_t *a);
+#define SMTPD_ANVIL_PATH "private/anvil"
+
+/* Each returns true when the client is over a limit: the warning is
+ * logged and reply holds the answer Postfix gives.  Clients in
+ * smtpd_client_event_limit_exceptions, local users (smtpd -S) and a
+ * session for which anvil cannot be asked are never over. */
+/* When a session begins (count and rate): 421, then hang up. */
+bool smtpd_anvil_connect(smtpd_anvil_t *a, const smtpd_peer_t *peer,
+    const char *namaddr, smtpd_reply_t *reply);
+/* When it ends, whatever happened. */
+void smtpd_anvil_disconnect(smtpd_anvil_t *a);
+/* MAIL FROM (smtpd_client_message_rate_limit): 450. */
+bool smtpd_anvil_mail(smtpd_anvil_t *a, smtpd_reply_t *reply);
+/* RCPT TO (smtpd_client_recipient_rate_limit): 450. */
+bool smtpd_anvil_rcpt(smtpd_anvil_t *a, smtpd_reply_t *reply);
+/* STARTTLS, before the handshake, counting nothing: 454 when the client
+ * already made too many new TLS sessions. */
+bool smtpd_anvil_starttls(smtpd_anvil_t *a, smtpd_reply_t *reply);
+/* After a handshake (smtpd_client_new_tls_session_rate_limit): 421 over
+ * TLS, then hang up. */
+bool smtpd_anvil_newtls(smtpd_anvil_t *a, smtpd_reply_t *reply);
+/* AUTH (smtpd_client_auth_rate_limit): 450, and the AUTH command is not
+ * run.  For the AUTH command to call first. */
+bool smtpd_anvil_auth(smtpd_anvil_t *a, smtpd_reply_t *reply);
+
 typedef struct smtpd_session_opts {
 	/* Called instead of sleep() for the error delay (tests). */
 	void (*sleep_fn)(unsigned seconds, void *ctx);
 	void *sleep_ctx;
-	/* Connection count file (NULL: no limit is enforced). */
-	smtpd_conn_t *conn;
+	/* Client limits (NULL: none is enforced). */
+	smtpd_anvil_t *anvil;
 	/* Called for every command and every 64 KiB of content: the
 	 * daemon re-arms its watchdog there (a session may legitimately
 	 * last long as long as it moves). */

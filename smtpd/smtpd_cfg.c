@@ -122,6 +122,11 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	cfg->size_limit = (uint64_t)config_get_size("message_size_limit");
 	cfg->line_limit = (size_t)config_get_int("line_length_limit");
 	cfg->conn_limit = config_get_int("smtpd_client_connection_count_limit");
+	cfg->conn_rate_limit = config_get_int("smtpd_client_connection_rate_limit");
+	cfg->mail_rate_limit = config_get_int("smtpd_client_message_rate_limit");
+	cfg->rcpt_rate_limit = config_get_int("smtpd_client_recipient_rate_limit");
+	cfg->newtls_rate_limit = config_get_int("smtpd_client_new_tls_session_rate_limit");
+	cfg->auth_rate_limit = config_get_int("smtpd_client_auth_rate_limit");
 	cfg->helo_required = config_get_bool("smtpd_helo_required");
 	cfg->delay_reject = config_get_bool("smtpd_delay_reject");
 	cfg->disable_vrfy = config_get_bool("disable_vrfy_command");

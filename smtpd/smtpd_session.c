@@ -530,6 +530,10 @@ static void cmd_mail(sess_t *ss, const smtpd_cmd_t *c)
 		reject(ss, "MAIL", &ss->client_reject, NULL);
 		return;
 	}
+	if (ss->opts && smtpd_anvil_mail(ss->opts->anvil, &ss->rp)) {
+		fail_reply(ss, &ss->rp);
+		return;
+	}
 	if (addr_smtp_mail(c->arg, c->arglen, addr_flags(ss), &a, &e) != ADDR_OK) {
 		addr_error(ss, &e, false, "MAIL FROM:<address>");
 		return;
@@ -620,6 +624,10 @@ static void cmd_rcpt(sess_t *ss, const smtpd_cmd_t *c)
 	}
 	if (ss->bdat) {
 		fail(ss, 503, "5.5.1", "Error: RCPT after BDAT");
+		return;
+	}
+	if (ss->opts && smtpd_anvil_rcpt(ss->opts->anvil, &ss->rp)) {
+		fail_reply(ss, &ss->rp);
 		return;
 	}
 	if (addr_smtp_rcpt(c->arg, c->arglen, addr_flags(ss), &a, &e) != ADDR_OK) {
@@ -920,6 +928,8 @@ static void cmd_starttls(sess_t *ss, const smtpd_cmd_t *c)
 	const smtpd_cfg_t *cfg = ss->cfg;
 	str_t err = STR_INIT;
 	size_t junked;
+	bool over;
+	int rc;
 
 	if (cfg->tls_level == SMTPD_TLS_NONE || ss->peer->stand_alone ||
 	    (cfg->ext_discard & SMTPD_EXT_STARTTLS)) {
@@ -942,6 +952,10 @@ static void cmd_starttls(sess_t *ss, const smtpd_cmd_t *c)
 		fail(ss, 454, "4.7.0", "TLS not available due to local problem");
 		return;
 	}
+	if (ss->opts && smtpd_anvil_starttls(ss->opts->anvil, &ss->rp)) {
+		fail_reply(ss, &ss->rp);
+		return;
+	}
 	/* Anything the client sent after STARTTLS, before the handshake,
 	 * was sent in the clear and could have been injected by a man in
 	 * the middle; it must never be taken as protected input (CVE-2011-
@@ -951,8 +965,12 @@ static void cmd_starttls(sess_t *ss, const smtpd_cmd_t *c)
 		log_warning("%s: discarding %zu bytes of input pipelined after "
 		    "STARTTLS", ss->namaddr, junked);
 	reply(ss, 220, "2.0.0", "Ready to start TLS");
-	if (tls_server_start(cfg->tls, ss->s, (int)cfg->starttls_timeout_ms,
-	    &ss->tls, &err) != TLS_OK) {
+	rc = tls_server_start(cfg->tls, ss->s, (int)cfg->starttls_timeout_ms,
+	    &ss->tls, &err);
+	/* Every handshake is a new TLS session (the server keeps no session
+	 * cache and issues no tickets); a failed one counts too. */
+	over = ss->opts && smtpd_anvil_newtls(ss->opts->anvil, &ss->rp);
+	if (rc != TLS_OK) {
 		log_warning("TLS handshake failed for %s: %s", ss->namaddr,
 		    str_cstr(&err));
 		log_info("lost connection after STARTTLS from %s", ss->namaddr);
@@ -963,6 +981,12 @@ static void cmd_starttls(sess_t *ss, const smtpd_cmd_t *c)
 	str_release(&err);
 	stream_set_timeouts(ss->s, (int)cfg->timeout_ms, (int)cfg->timeout_ms);
 	tls_sess_log(ss->tls, ss->namaddr);
+	if (over) {
+		reply(ss, ss->rp.code, ss->rp.dsn, "%s", str_cstr(&ss->rp.text));
+		(void)stream_flush(ss->s);
+		ss->stop = true;
+		return;
+	}
 	str_t info = STR_INIT;
 	str_setf(&info, "using %s", tls_sess_describe(ss->tls));
 	free(ss->tls_info);
@@ -1222,24 +1246,9 @@ int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
 	stream_set_timeouts(s, (int)cfg->timeout_ms, (int)cfg->timeout_ms);
 
 	log_info("connect from %s", ss.namaddr);
-	if (opts && opts->conn && cfg->conn_limit > 0 && !peer->stand_alone) {
-		str_t err = STR_INIT;
-		long count = 0;
-		int rc = smtpd_netlist_match(cfg->limit_exceptions, peer->addr, &err);
-		if (rc == 0)
-			rc = smtpd_conn_claim(opts->conn, peer->addr,
-			    cfg->conn_limit, &count, &err) == 0 ? 2 : 0;
-		if (rc < 0 || str_len(&err) > 0)
-			log_warning("connection count for %s: %s", ss.namaddr,
-			    str_cstr(&err));
-		str_release(&err);
-		if (rc == 2) {
-			log_warning("Connection concurrency limit exceeded: %ld "
-			    "from %s", count + 1, ss.namaddr);
-			reply(&ss, 421, "4.7.0", "%s Error: too many connections "
-			    "from %s", cfg->myhostname, peer->addr);
-			ss.stop = true;
-		}
+	if (opts && smtpd_anvil_connect(opts->anvil, peer, ss.namaddr, &ss.rp)) {
+		reply(&ss, ss.rp.code, ss.rp.dsn, "%s", str_cstr(&ss.rp.text));
+		ss.stop = true;
 	}
 	if (!ss.stop && !cfg->delay_reject && !peer->stand_alone &&
 	    smtpd_check(cfg->client_restr, &ss.chk, SMTPD_ST_CONNECT,
@@ -1256,8 +1265,8 @@ int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
 	(void)stream_flush(s);
 	txn_reset(&ss);
 	log_disconnect(&ss);
-	if (opts && opts->conn)
-		smtpd_conn_release(opts->conn);
+	if (opts)
+		smtpd_anvil_disconnect(opts->anvil);
 	if (ss.tls)
 		tls_close(ss.tls, s, 1000);
 	else

@@ -21,7 +21,7 @@ POSTQ=$B/bin/postq
 SENDMAIL=$B/bin/sendmail
 
 # Chrooted per conf/master.cf, and what is not.
-JAILED="smtpd pickup cleanup qmgr smtp bounce showq scache discard error"
+JAILED="smtpd pickup cleanup qmgr smtp bounce showq scache anvil discard error"
 # Those the whole path uses (scache: not with verified TLS sessions).
 USED="smtpd pickup cleanup qmgr smtp bounce showq"
 UNJAILED="master local"

@@ -17,7 +17,8 @@ smtpd_instance() {
 	    "mydestination = mx.example.test, localhost" \
 	    "local_recipient_maps = inline:{ alice=x, bob=x }" \
 	    "smtpd_peername_lookup = no" "smtpd_error_sleep_time = 0" "$@"
-	mcf "$port inet n - n - - smtpd" "cleanup unix n - n - 0 cleanup"
+	mcf "$port inet n - n - - smtpd" "cleanup unix n - n - 0 cleanup" \
+	    "anvil unix - - n - 1 anvil"
 	start_instance
 }
 
@@ -259,15 +260,6 @@ connection_limit_body() {
 connection_limit_cleanup() {
 	for f in holder*.pid; do [ -f "$f" ] && kill $(cat $f) 2>/dev/null; done
 	stop_instance
-}
-
-# make_cert: a self-signed certificate for mx.example.test (cert.pem,
-# key.pem), made now.
-make_cert() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-	    -nodes -keyout key.pem -out cert.pem -days 2 \
-	    -subj /CN=mx.example.test > pki.log 2>&1 ||
-	    { cat pki.log >&2; atf_fail "cannot make a test certificate"; }
 }
 
 # well_formed FILE: every line of FILE (CR removed) is an SMTP reply.

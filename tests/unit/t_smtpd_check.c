@@ -438,120 +438,6 @@ ATF_TC_BODY(restr_parse, tc)
 	str_release(&warn);
 }
 
-/* ---- connection counts across processes ---- */
-
-/* A child claims a slot for addr, reports through the pipe, then waits
- * to be killed. */
-static pid_t holder(const char *path, const char *addr, long limit, int *result)
-{
-	int p[2];
-	pid_t pid;
-	char c;
-
-	ATF_REQUIRE(pipe(p) == 0);
-	pid = fork();
-	ATF_REQUIRE(pid >= 0);
-	if (pid == 0) {
-		str_t err = STR_INIT;
-		long count;
-		smtpd_conn_t *cn = smtpd_conn_open(path, &err);
-		int rc = cn ? smtpd_conn_claim(cn, addr, limit, &count, &err) : -1;
-		c = (char)('0' + rc + 1);
-		(void)!write(p[1], &c, 1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	ATF_REQUIRE(read(p[0], &c, 1) == 1);
-	close(p[0]);
-	*result = c - '0' - 1;
-	return pid;
-}
-
-static void reap(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
-ATF_TC_WITHOUT_HEAD(conn_count);
-ATF_TC_BODY(conn_count, tc)
-{
-	str_t err = STR_INIT;
-	pid_t kids[4];
-	int rc;
-	long count;
-
-	kids[0] = holder("count", "192.0.2.1", 2, &rc);
-	ATF_CHECK_EQ(rc, 1);
-	kids[1] = holder("count", "192.0.2.1", 2, &rc);
-	ATF_CHECK_EQ(rc, 1);
-	/* A third from the same address is over the limit of 2... */
-	kids[2] = holder("count", "192.0.2.1", 2, &rc);
-	ATF_CHECK_EQ(rc, 0);
-	/* ...another address is not. */
-	kids[3] = holder("count", "192.0.2.2", 2, &rc);
-	ATF_CHECK_EQ(rc, 1);
-
-	smtpd_conn_t *c = smtpd_conn_open("count", &err);
-	ATF_REQUIRE(c != NULL);
-	ATF_CHECK_EQ(smtpd_conn_claim(c, "192.0.2.1", 3, &count, &err), 1);
-	ATF_CHECK_EQ(count, 2);
-	smtpd_conn_release(c);
-	/* A process that dies frees its slot: no stale counts. */
-	reap(kids[0]);
-	ATF_CHECK_EQ(smtpd_conn_claim(c, "192.0.2.1", 2, &count, &err), 1);
-	ATF_CHECK_EQ(count, 1);
-	/* Our own claim is dropped before we claim again. */
-	ATF_CHECK_EQ(smtpd_conn_claim(c, "192.0.2.1", 2, &count, &err), 1);
-	ATF_CHECK_EQ(count, 1);
-	smtpd_conn_close(c);
-	for (int i = 1; i < 4; i++)
-		reap(kids[i]);
-	/* Everybody gone: the count starts from zero again. */
-	c = smtpd_conn_open("count", &err);
-	ATF_CHECK_EQ(smtpd_conn_claim(c, "192.0.2.1", 1, &count, &err), 1);
-	ATF_CHECK_EQ(count, 0);
-	smtpd_conn_close(c);
-	ATF_CHECK(smtpd_conn_open("/nonexistent/dir/count", &err) == NULL);
-	ATF_CHECK_MATCH("cannot open /nonexistent/dir/count", str_cstr(&err));
-	str_release(&err);
-}
-
-/* The session refuses the connection over the limit, but not a client in
- * smtpd_client_event_limit_exceptions. */
-ATF_TC_WITHOUT_HEAD(conn_limit_session);
-ATF_TC_BODY(conn_limit_session, tc)
-{
-	smtpd_cfg_t *cfg = cfg_with("smtpd_client_connection_count_limit = 1\n");
-	smtpd_session_opts_t opts = { 0 };
-	str_t err = STR_INIT;
-	tdest_t td;
-	int rc;
-	pid_t kid = holder("count", "192.0.2.1", 1, &rc);
-	pid_t kid2 = holder("count", "127.0.0.1", 1, &rc);
-
-	opts.conn = smtpd_conn_open("count", &err);
-	ATF_REQUIRE(opts.conn != NULL);
-	td_init(&td);
-	char *t = session_opts(cfg, "192.0.2.1", "QUIT\r\n", 6, &td, &opts, 0);
-	ATF_CHECK_STREQ(t, "421 4.7.0 mx.example.test Error: too many connections "
-	    "from 192.0.2.1\r\n");
-	free(t);
-	t = session_opts(cfg, "192.0.2.2", "QUIT\r\n", 6, &td, &opts, 0);
-	ATF_CHECK_MATCH("^220 .*\r\n221 2.0.0 Bye\r\n$", t);
-	free(t);
-	/* mynetworks is exempt by default. */
-	t = session_opts(cfg, "127.0.0.1", "QUIT\r\n", 6, &td, &opts, 0);
-	ATF_CHECK_MATCH("^220 .*\r\n221 2.0.0 Bye\r\n$", t);
-	free(t);
-	reap(kid);
-	reap(kid2);
-	smtpd_conn_close(opts.conn);
-	smtpd_cfg_free(cfg);
-	str_release(&err);
-}
-
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, netlist);
@@ -562,7 +448,5 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, non_fqdn);
 	ATF_TP_ADD_TC(tp, unknown_domain);
 	ATF_TP_ADD_TC(tp, restr_parse);
-	ATF_TP_ADD_TC(tp, conn_count);
-	ATF_TP_ADD_TC(tp, conn_limit_session);
 	return atf_no_error();
 }
