@@ -255,7 +255,8 @@ exporter_body() {
 	spawn exporter $EXPORTER --web.listen-address=127.0.0.1:$eport \
 	    --postfix.logfile_path=$PWD/maillog \
 	    --postfix.showq_path=$PWD/no-showq
-	retry scrape || { cat exporter.err >&2; atf_fail "the exporter does not answer"; }
+	WAIT_MAX=100 wait_for scrape ||
+	    { cat exporter.err >&2; atf_fail "the exporter does not answer"; }
 	log_instance $port
 	smtp_workload
 	pickup_workload
