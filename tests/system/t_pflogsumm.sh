@@ -28,6 +28,8 @@ BUILDDIR=@BUILDDIR@
 . @SRCDIR@/tests/system/submit.subr
 
 EXPORTER=/usr/bin/prometheus-postfix-exporter
+# Debian puts it in /usr/sbin, which an unprivileged PATH may lack.
+PFLOGSUMM=$(command -v pflogsumm 2>/dev/null || echo /usr/sbin/pflogsumm)
 
 need_tools() {
 	command -v python3 >/dev/null 2>&1 || atf_skip "python3 is not installed"
@@ -147,7 +149,7 @@ pflogsumm_head() {
 	atf_set timeout 120
 }
 pflogsumm_body() {
-	command -v pflogsumm >/dev/null 2>&1 ||
+	[ -x "$PFLOGSUMM" ] ||
 	    atf_skip "pflogsumm is not installed (tools/install-deps installs it)"
 	need_tools
 	start_sink sink
@@ -157,7 +159,7 @@ pflogsumm_body() {
 	WAIT_MAX=200 wait_for settled || { cat maillog >&2; atf_fail "the workload did not settle"; }
 	stop_instance
 
-	pflogsumm --syslog-name=postfix maillog > sum.txt 2> sum.err ||
+	$PFLOGSUMM --syslog-name=postfix maillog > sum.txt 2> sum.err ||
 	    { cat sum.err >&2; atf_fail "pflogsumm failed"; }
 	is sum.txt received 16
 	is sum.txt delivered 14
@@ -189,7 +191,7 @@ pflogsumm_body() {
 
 	# The same log under Petrel's default syslog name.
 	sed 's/ postfix\// petrel\//' maillog > maillog.petrel
-	pflogsumm --syslog-name=petrel maillog.petrel > sum2.txt 2>&1 ||
+	$PFLOGSUMM --syslog-name=petrel maillog.petrel > sum2.txt 2>&1 ||
 	    atf_fail "pflogsumm --syslog-name=petrel failed"
 	is sum2.txt received 16
 	is sum2.txt delivered 14
