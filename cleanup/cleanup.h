@@ -195,6 +195,7 @@ bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply);
 /* Forgets the message (removes the queue file unless committed). */
 void cln_msg_free(cln_msg_t *m);
 const char *cln_msg_queue_id(const cln_msg_t *m);	/* "" if none */
+bool cln_msg_ok(const cln_msg_t *m);	/* no error so far */
 
 /* ---- The session (cleanup_session.c) ------------------------------------ */
 

@@ -416,24 +416,9 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 	m->protocol = dup_opt(env->protocol);
 	m->tls_info = dup_opt(env->tls_info);
 
-	if (env->flags & CLEANUP_FLAG_SMTP) {
-		str_t l = STR_INIT;
-		str_setf(&l, "%s: client=%s[%s]", m->id, env->client_name ?
-		    env->client_name : "unknown", env->client_address ?
-		    env->client_address : "unknown");
-		if (env->client_port != NULL)
-			str_catf(&l, ":%s", env->client_port);
-		if (env->sasl_method != NULL)
-			str_catf(&l, ", sasl_method=%s", env->sasl_method);
-		if (env->sasl_username != NULL)
-			str_catf(&l, ", sasl_username=%s", env->sasl_username);
-		log_info("%s", str_cstr(&l));
-		str_release(&l);
-	}
-	if (env->uid >= 0)
-		log_info("%s: uid=%lld from=<%s>", m->id, (long long)env->uid,
-		    sender);
-
+	/* The client= (smtpd) and uid= from= (pickup) lines are the
+	 * clients' own, as in Postfix: CLEANUP_FLAG_QUEUE_ID gives them the
+	 * queue ID for it (cleanup_session.c). */
 	if (cln_rewrite_sender(cfg, sender, &m->sender, &err) != CLN_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 		goto out;
@@ -467,6 +452,11 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 out:
 	str_release(&err);
 	return m;
+}
+
+bool cln_msg_ok(const cln_msg_t *m)
+{
+	return ok(m);
 }
 
 const char *cln_msg_queue_id(const cln_msg_t *m)
@@ -920,8 +910,8 @@ bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
 		return false;
 	}
 	m->committed = true;
-	log_info("%s: from=<%s>, size=%llu, nrcpt=%zu (queue active)", m->id,
-	    str_cstr(&m->sender), (unsigned long long)m->written, m->nrcpt);
+	/* qmgr logs "from=<...>, size=N, nrcpt=N (queue active)" when it
+	 * takes the message, as Postfix's does: not here too. */
 	cleanup_reply_set(reply, CLEANUP_STAT_OK, "2.0.0", "queued as %s",
 	    m->id);
 	bcopy_str(reply->queue_id, sizeof(reply->queue_id), m->id);

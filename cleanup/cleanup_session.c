@@ -89,6 +89,26 @@ static int send_reply(int fd, const cleanup_reply_t *r, int timeout_ms)
 	return rc;
 }
 
+/* CLEANUP_FLAG_QUEUE_ID: the ID at once, for the client's own log line
+ * about the message ("" when the envelope already failed: the reply at
+ * the end says why).  One small write per message, asked for by smtpd
+ * and pickup only. */
+static int send_queue_id(int fd, const cln_msg_t *m, int timeout_ms)
+{
+	str_t out = STR_INIT;
+	int rc;
+
+	attr_print(&out, ATTR_STR("queue_id", cln_msg_ok(m) ?
+	    cln_msg_queue_id(m) : ""), ATTR_END);
+	rc = attr_write_fd(fd, str_cstr(&out), str_len(&out), timeout_ms);
+	if (rc < 0)
+		log_warning("%s: cannot send the queue ID to the cleanup "
+		    "client: %s", cln_msg_queue_id(m), errno == ETIMEDOUT ?
+		    "timeout" : strerror(errno));
+	str_release(&out);
+	return rc;
+}
+
 static const char *opt_str(const attr_msg_t *msg, const char *name)
 {
 	const char *v;
@@ -189,8 +209,15 @@ void cln_session(cln_cfg_t *cfg, int fd)
 			} else if (opt_str(msg, "sender") == NULL) {
 				str_set(&why, "envelope without sender");
 			} else {
+				int32_t fl = 0;
 				m = envelope(cfg, msg);
 				st = S_RCPT;
+				if (attr_get_int(msg, "flags", &fl) &&
+				    (fl & CLEANUP_FLAG_QUEUE_ID) &&
+				    send_queue_id(fd, m, cfg->ipc_timeout_ms) < 0) {
+					attr_msg_free(msg);
+					goto done;
+				}
 			}
 		} else if (strcmp(op, "rcpt") == 0) {
 			const char *a = opt_str(msg, "address");

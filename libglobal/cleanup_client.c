@@ -25,13 +25,18 @@ struct cleanup_client {
 	str_t data;		/* content not yet encoded */
 	str_t err;		/* sticky client-side error */
 	attr_reader_t *reader;
+	bool id_pending;	/* CLEANUP_FLAG_QUEUE_ID sent, ID not read */
+	bool have_reply;	/* a final reply came instead of the ID */
+	cleanup_reply_t early;	/* that reply */
 };
 
-/* The reply is small; tight limits keep a confused peer cheap. */
+/* The reply is small; tight limits keep a confused peer cheap.  The
+ * early queue ID message (CLEANUP_FLAG_QUEUE_ID) has queue_id alone, so
+ * one reader takes both and read_reply checks what a reply needs. */
 static const attr_spec_t reply_spec[] = {
-	{ "status", ATTR_TYPE_INT, ATTR_REQUIRED, NULL },
-	{ "dsn", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "text", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
+	{ "status", ATTR_TYPE_INT, 0, NULL },
+	{ "dsn", ATTR_TYPE_STR, 0, NULL },
+	{ "text", ATTR_TYPE_STR, 0, NULL },
 	{ "queue_id", ATTR_TYPE_STR, 0, NULL },
 	{ NULL, 0, 0, NULL },
 };
@@ -210,6 +215,8 @@ int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env)
 	}
 	attr_put_end(&c->out);
 	c->state = CS_ENVELOPE;
+	c->id_pending = (env->flags & CLEANUP_FLAG_QUEUE_ID) != 0;
+	c->have_reply = false;
 	return 0;
 }
 
@@ -266,34 +273,22 @@ int cleanup_write(cleanup_client_t *c, const void *buf, size_t len)
 	return 0;
 }
 
-/* Reads one reply into reply.  -1 (reply filled with the reason) when
- * there is none or it is malformed. */
-static int read_reply(cleanup_client_t *c, cleanup_reply_t *reply,
-    int timeout_ms)
+/* Checks a message read as a reply and fills reply: 0, or -1 with the
+ * reason in reply.  Frees m. */
+static int parse_reply(attr_msg_t *m, cleanup_reply_t *reply)
 {
-	attr_msg_t *m;
-	const char *s;
+	const char *s, *dsn, *text;
 	int32_t st;
 
-	switch (attr_read_fd(c->reader, c->fd, timeout_ms)) {
-	case ATTR_DONE:
-		break;
-	case ATTR_EOF:
+	if (!attr_get_int(m, "status", &st) || !attr_get_str(m, "dsn", &dsn) ||
+	    !attr_get_str(m, "text", &text)) {
 		cleanup_reply_set(reply, CLEANUP_STAT_TEMP, "4.3.0",
-		    "lost connection with cleanup service");
-		return -1;
-	case ATTR_TIMEOUT:
-		cleanup_reply_set(reply, CLEANUP_STAT_TEMP, "4.3.0",
-		    "timeout waiting for the cleanup service's reply");
-		return -1;
-	default:
-		cleanup_reply_set(reply, CLEANUP_STAT_TEMP, "4.3.0",
-		    "bad reply from cleanup service: %s",
-		    attr_reader_error(c->reader));
+		    "bad reply from cleanup service: %s missing",
+		    !attr_get_int(m, "status", &st) ? "status" :
+		    !attr_get_str(m, "dsn", &s) ? "dsn" : "text");
+		attr_msg_free(m);
 		return -1;
 	}
-	m = attr_reader_take(c->reader);
-	attr_get_int(m, "status", &st);
 	if (st != CLEANUP_STAT_OK && st != CLEANUP_STAT_TEMP &&
 	    st != CLEANUP_STAT_PERM) {
 		cleanup_reply_set(reply, CLEANUP_STAT_TEMP, "4.3.0",
@@ -302,21 +297,124 @@ static int read_reply(cleanup_client_t *c, cleanup_reply_t *reply,
 		return -1;
 	}
 	reply->status = st;
-	attr_get_str(m, "dsn", &s);
-	bcopy_str(reply->dsn, sizeof(reply->dsn), s);
-	attr_get_str(m, "text", &s);
-	bcopy_str(reply->text, sizeof(reply->text), s);
+	bcopy_str(reply->dsn, sizeof(reply->dsn), dsn);
+	bcopy_str(reply->text, sizeof(reply->text), text);
 	reply->queue_id[0] = '\0';
 	if (attr_get_str(m, "queue_id", &s) && queue_id_valid(s))
 		bcopy_str(reply->queue_id, sizeof(reply->queue_id), s);
+	attr_msg_free(m);
 	if (st == CLEANUP_STAT_OK && reply->queue_id[0] == '\0') {
 		cleanup_reply_set(reply, CLEANUP_STAT_TEMP, "4.3.0",
 		    "bad reply from cleanup service: success without a queue ID");
-		attr_msg_free(m);
 		return -1;
 	}
-	attr_msg_free(m);
 	return 0;
+}
+
+/* Reads one message from cleanup: NULL with the reason in why. */
+static attr_msg_t *read_msg(cleanup_client_t *c, int timeout_ms,
+    const char *what, str_t *why)
+{
+	switch (attr_read_fd(c->reader, c->fd, timeout_ms)) {
+	case ATTR_DONE:
+		return attr_reader_take(c->reader);
+	case ATTR_EOF:
+		str_set(why, "lost connection with cleanup service");
+		break;
+	case ATTR_TIMEOUT:
+		str_setf(why, "timeout waiting for the cleanup service's %s",
+		    what);
+		break;
+	default:
+		str_setf(why, "bad reply from cleanup service: %s",
+		    attr_reader_error(c->reader));
+		break;
+	}
+	return NULL;
+}
+
+/* Reads the early queue ID message (CLEANUP_FLAG_QUEUE_ID; it has no
+ * status).  Returns 1 with the ID in id ("" when the envelope failed),
+ * 0 when a final reply came instead (kept in c->early for
+ * end_transaction: cleanup answers before the end only on a protocol
+ * error), -1 on an error (sticky). */
+static int read_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE],
+    int timeout_ms)
+{
+	str_t why = STR_INIT;
+	attr_msg_t *m;
+	const char *s;
+	int32_t st;
+
+	id[0] = '\0';
+	c->id_pending = false;
+	if ((m = read_msg(c, timeout_ms, "queue ID", &why)) == NULL) {
+		fail(c, "%s", str_cstr(&why));
+		str_release(&why);
+		return -1;
+	}
+	if (attr_get_int(m, "status", &st)) {
+		(void)parse_reply(m, &c->early);
+		c->have_reply = true;
+		return 0;
+	}
+	if (!attr_get_str(m, "queue_id", &s) || (*s && !queue_id_valid(s))) {
+		attr_msg_free(m);
+		fail(c, "bad reply from cleanup service: no valid queue ID");
+		return -1;
+	}
+	bcopy_str(id, QUEUE_ID_SIZE, s);
+	attr_msg_free(m);
+	return 1;
+}
+
+/* Reads the reply to the transaction (after the queue ID message when
+ * that is still to come).  -1 (reply filled with the reason) when there
+ * is none or it is malformed. */
+static int read_reply(cleanup_client_t *c, cleanup_reply_t *reply,
+    int timeout_ms)
+{
+	str_t why = STR_INIT;
+	attr_msg_t *m;
+
+	if (c->id_pending && !c->have_reply) {
+		char id[QUEUE_ID_SIZE];
+		bool broken = c->state == CS_BROKEN;
+		int rc;
+
+		/* fail() keeps the first error: mark it broken only here. */
+		rc = read_queue_id(c, id, timeout_ms);
+		if (rc < 0 && !broken) {
+			cleanup_reply_set(reply, CLEANUP_STAT_TEMP, "4.3.0",
+			    "%s", str_cstr(&c->err));
+			return -1;
+		}
+		if (rc < 0)
+			return -1;
+	}
+	if (c->have_reply) {
+		c->have_reply = false;
+		*reply = c->early;
+		return 0;
+	}
+	if ((m = read_msg(c, timeout_ms, "reply", &why)) == NULL) {
+		cleanup_reply_set(reply, CLEANUP_STAT_TEMP, "4.3.0", "%s",
+		    str_cstr(&why));
+		str_release(&why);
+		return -1;
+	}
+	return parse_reply(m, reply);
+}
+
+int cleanup_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE])
+{
+	id[0] = '\0';
+	if (c->state == CS_BROKEN || !c->id_pending)
+		return -1;
+	encode_data(c);
+	if (flush_out(c) < 0)
+		return -1;
+	return read_queue_id(c, id, c->timeout_ms) == 1 && id[0] ? 0 : -1;
 }
 
 /* Sends op (end or abort) and reads the reply. */
@@ -350,7 +448,9 @@ static int end_transaction(cleanup_client_t *c, const char *op,
 		str_release(&why);
 		return -1;
 	}
-	if (read_reply(c, reply, c->timeout_ms) < 0) {
+	bool early = c->have_reply;
+	if (read_reply(c, reply, c->timeout_ms) < 0 || early) {
+		/* An answer before the end: cleanup closed the connection. */
 		fail(c, "%s", reply->text);
 		return -1;
 	}

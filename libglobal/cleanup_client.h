@@ -31,8 +31,12 @@
 
 /* envelope flags */
 #define CLEANUP_FLAG_EXTRACT	1	/* recipients from To/Cc/Bcc (-t) */
-#define CLEANUP_FLAG_SMTP	2	/* from smtpd: Received, client= */
-#define CLEANUP_FLAG_MASK	3
+#define CLEANUP_FLAG_SMTP	2	/* from smtpd: Received header */
+#define CLEANUP_FLAG_QUEUE_ID	4	/* send the queue ID at once, for the
+					 * client's own log line (smtpd's
+					 * client=, pickup's uid= from=):
+					 * cleanup_queue_id() */
+#define CLEANUP_FLAG_MASK	7
 
 /* reply status */
 #define CLEANUP_STAT_OK		0
@@ -111,6 +115,14 @@ int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env);
  * come before the first cleanup_write. */
 int cleanup_send_rcpt(cleanup_client_t *c, const char *address,
     const char *orcpt, int notify);
+/* With CLEANUP_FLAG_QUEUE_ID: writes what is buffered and reads the
+ * queue ID cleanup sent after the envelope, so that the client logs its
+ * line about the message before cleanup can commit it (qmgr's line
+ * about it comes after).  Returns 0 with the ID in id, or -1 with id ""
+ * (the envelope failed, or a client-side error: cleanup_finish then
+ * gives the reason).  Call it at most once a transaction, before
+ * cleanup_finish; without it cleanup_finish skips the ID. */
+int cleanup_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE]);
 /* Message content, any split. */
 int cleanup_write(cleanup_client_t *c, const void *buf, size_t len);
 /* Ends the transaction and waits for the reply, which is always filled

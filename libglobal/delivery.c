@@ -217,10 +217,11 @@ static bool request_ok(const dlv_request_t *req, str_t *err)
 		return false;
 	}
 	if (req->content_offset < 0 || req->content_size < 0 ||
-	    req->arrival < 0) {
+	    req->arrival < 0 || req->active < 0) {
 		str_setf(err, "%s: negative",
 		    req->content_offset < 0 ? "offset" :
-		    req->content_size < 0 ? "size" : "arrival");
+		    req->content_size < 0 ? "size" :
+		    req->arrival < 0 ? "arrival" : "active");
 		return false;
 	}
 	if (!dlv_text_ok(req->sender ? req->sender : "", DLV_TEXT_LINE,
@@ -299,6 +300,7 @@ static const attr_spec_t req_spec[] = {
 	{ "offset", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
 	{ "size", ATTR_TYPE_LONG, 0, NULL },
 	{ "arrival", ATTR_TYPE_LONG, 0, NULL },
+	{ "active", ATTR_TYPE_LONG, 0, NULL },
 	{ "sender", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
 	{ "nexthop", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
 	{ "envid", ATTR_TYPE_STR, 0, NULL },
@@ -433,6 +435,8 @@ int dlv_request_encode(const dlv_request_t *req, str_t *out, str_t *err)
 	attr_put_long(out, "size", req->content_size);
 	if (req->arrival)
 		attr_put_long(out, "arrival", req->arrival);
+	if (req->active)
+		attr_put_long(out, "active", req->active);
 	attr_put_str(out, "sender", req->sender ? req->sender : "");
 	attr_put_str(out, "nexthop", req->nexthop);
 	if (req->envid && *req->envid)
@@ -478,6 +482,7 @@ int dlv_request_decode(const attr_msg_t *msg, dlv_request_t *req, str_t *err)
 	req->content_offset = dlv_get_long(msg, "offset");
 	req->content_size = dlv_get_long(msg, "size");
 	req->arrival = dlv_get_long(msg, "arrival");
+	req->active = dlv_get_long(msg, "active");
 	req->sender = dlv_strdup(dlv_get_str(msg, "sender"));
 	req->nexthop = dlv_strdup(dlv_get_str(msg, "nexthop"));
 	req->envid = dlv_strdup(dlv_get_str(msg, "envid"));

@@ -102,6 +102,9 @@ typedef struct dlv_request {
 	int64_t content_offset;	/* qfile_content_offset() (>= 0) */
 	int64_t content_size;	/* qfile_content_size() (>= 0) */
 	int64_t arrival;	/* arrival time, microseconds since the epoch */
+	int64_t active;		/* when this pass of qmgr took the message into
+				 * the active queue, microseconds since the
+				 * epoch (0: unknown); for delays=a/b/c/d */
 	char *sender;		/* internal form; "" = null sender */
 	char *nexthop;		/* resolve.h nexthop, never empty */
 	char *envid;		/* DSN ENVID (decoded), or "" */
@@ -260,11 +263,32 @@ typedef struct dlv_delays {
 
 /* Appends Postfix's per-recipient line (without the program prefix):
  * "ID: to=<rcpt>, orig_to=<orig>, relay=R, delay=T, delays=a/b/c/d,
- * dsn=X.Y.Z, status=sent|deferred|bounced (reason)".  orig_to is left
- * out when empty or equal to the address; status is "sent" for
- * delivered/relayed/expanded, "deferred" for delayed, "bounced" for
- * failed; decimals: delay_logging_resolution_limit (digits). */
+ * dsn=X.Y.Z, status=sent|deferred|bounced (reason)".  Addresses in
+ * external form (a local part quoted where needed, as Postfix's
+ * info_log_address_format = external); orig_to is left out when empty
+ * or equal to the address; status is "sent" for delivered/relayed/
+ * expanded, "deferred" for delayed, "bounced" for failed; decimals:
+ * delay_logging_resolution_limit (digits).  The one formatter of these
+ * lines: the agents (dlv_log_reply) and qmgr (its own verdicts) use it. */
 void dlv_log_format(str_t *out, const char *queue_id, const dlv_rcpt_t *r,
     const dlv_status_t *st, const dlv_delays_t *dl, int digits);
+
+/* The delays of a delivery as Postfix counts them, all times in
+ * microseconds since the epoch (0: unknown): a = active - arrival, b =
+ * handoff - active, c = conn_us (connection set-up), d = the rest up to
+ * now (handoff -> now for an agent without a connection: local,
+ * discard, error; xfer_us only when handoff is unknown); total = now -
+ * arrival.  Negative parts (a clock step) become 0. */
+void dlv_delays_compute(dlv_delays_t *dl, int64_t arrival, int64_t active,
+    int64_t handoff, int64_t conn_us, int64_t xfer_us, int64_t now);
+
+/* The delivery agent's lines, as Postfix's agents write them: one per
+ * recipient of rep (dlv_log_format, logged at info level), delays from
+ * the request's arrival and active times, handoff (when the agent read
+ * the request) and the reply's conn_us/xfer_us.  Every recipient must
+ * have a status.  dlv_agent_serve_fd calls it for every request; qmgr
+ * logs only the outcomes it decides itself (no agent reply). */
+void dlv_log_reply(const dlv_request_t *req, const dlv_reply_t *rep,
+    int64_t handoff, int64_t now, int digits);
 
 #endif

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #include "delivery.h"
@@ -114,6 +115,36 @@ int dlv_call_path(const char *path, const dlv_request_t *req,
 /* ---- The agent ------------------------------------------------------ */
 
 static int client_fd = -1;
+/* Set from main.cf by dlv_agent_main; the defaults serve tests that call
+ * dlv_agent_serve_fd without a configuration. */
+static bool agent_soft_bounce;
+static int agent_log_digits = 2;
+
+static int64_t wall_us(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+/* What the agent decided, as qmgr will record it: a recipient left
+ * without a status is deferred (as dlv_reply_encode sends it), and with
+ * soft_bounce a failure is a deferral; then the lines, from this
+ * process as Postfix's agents log them. */
+static void agent_finish(const dlv_request_t *req, dlv_reply_t *rep,
+    int64_t handoff)
+{
+	dlv_status_set_all(rep, false, DLV_ACT_DELAYED, "4.3.0", "none",
+	    "delivery agent did not report a status");
+	if (agent_soft_bounce)
+		for (size_t i = 0; i < rep->n; i++)
+			if (rep->st[i].action == DLV_ACT_FAILED) {
+				rep->st[i].action = DLV_ACT_DELAYED;
+				rep->st[i].status[0] = '4';
+			}
+	dlv_log_reply(req, rep, handoff, wall_us(), agent_log_digits);
+}
 
 int dlv_agent_client_fd(void)
 {
@@ -130,6 +161,7 @@ int dlv_agent_serve_fd(int fd, const dlv_agent_t *agent, int timeout_ms)
 		dlv_request_t req;
 		dlv_reply_t rep;
 		attr_msg_t *msg;
+		int64_t handoff;
 		enum attr_result res = attr_read_fd(r, fd, timeout_ms);
 
 		if (res == ATTR_EOF)
@@ -156,6 +188,7 @@ int dlv_agent_serve_fd(int fd, const dlv_agent_t *agent, int timeout_ms)
 			break;
 		}
 		attr_msg_free(msg);
+		handoff = wall_us();
 		server_watchdog_pet();
 		if (req.flags & DLV_F_VERBOSE)
 			log_info("%s: request for %zu recipient%s, nexthop %s",
@@ -165,6 +198,7 @@ int dlv_agent_serve_fd(int fd, const dlv_agent_t *agent, int timeout_ms)
 		client_fd = fd;
 		agent->deliver(&req, &rep, agent->ctx);
 		client_fd = -1;
+		agent_finish(&req, &rep, handoff);
 		str_reset(&out);
 		dlv_reply_encode(&rep, &out);
 		dlv_reply_free(&rep);
@@ -204,7 +238,11 @@ static void agent_hook(void (*fn)(void *), void *ctx)
 
 static void agent_pre_jail(void *ctx)
 {
+	long digits = config_get_int("delay_logging_resolution_limit");
+
 	(void)ctx;
+	agent_soft_bounce = config_get_bool("soft_bounce");
+	agent_log_digits = digits < 0 ? 0 : digits > 6 ? 6 : (int)digits;
 	agent_hook(the_agent->pre_jail, the_agent->ctx);
 }
 

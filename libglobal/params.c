@@ -241,7 +241,8 @@ static const param_def_t table[] = {
 	P_STR("syslog_name", "petrel",
 	    "Prefix of the program names in log lines (petrel/qmgr)."),
 	P_INT("delay_logging_resolution_limit", "2", 0, 6, 0,
-	    "Decimal places of the delays in delivery log lines."),
+	    "At most this many digits after the decimal point in the delays "
+	    "of delivery log lines (two significant digits are shown)."),
 
 	/* Queue. */
 	P_STR("chroot_files", "/etc/localtime, /etc/services, /etc/resolv.conf, "

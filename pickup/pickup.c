@@ -246,6 +246,9 @@ static enum result pickup_file(const entry_t *e)
 	env.uid = st.st_uid;
 	s = qfile_attr(qf, MAILDROP_A_EXTRACT);
 	env.flags = s && strcmp(s, "yes") == 0 ? CLEANUP_FLAG_EXTRACT : 0;
+	/* "ID: uid=N from=<sender>" is ours to log, as Postfix's pickup
+	 * does: cleanup gives us the ID at once. */
+	env.flags |= CLEANUP_FLAG_QUEUE_ID;
 	env.envid = qfile_envid(qf);
 	env.ret = qfile_ret(qf) == QF_RET_FULL ? 1 :
 	    qfile_ret(qf) == QF_RET_HDRS ? 2 : 0;
@@ -282,6 +285,14 @@ static enum result pickup_file(const entry_t *e)
 	}
 	if (r < 0)
 		goto damaged;
+	/* Before the end, so before cleanup can commit it and qmgr log
+	 * about it. */
+	{
+		char qid[QUEUE_ID_SIZE];
+		if (cleanup_queue_id(cln, qid) == 0)
+			log_info("%s: uid=%ld from=<%s>", qid, (long)st.st_uid,
+			    env.sender);
+	}
 	cleanup_finish(cln, &reply);
 	switch (reply.status) {
 	case CLEANUP_STAT_OK:
@@ -290,7 +301,6 @@ static enum result pickup_file(const entry_t *e)
 			log_warning("%s: queued as %s, but cannot remove %s: %s "
 			    "(it will be queued again)", e->id, reply.queue_id,
 			    e->path, strerror(errno));
-		/* cleanup logged "ID: uid=N from=<...>" with our uid. */
 		log_debug("%s: queued as %s", e->id, reply.queue_id);
 		break;
 	case CLEANUP_STAT_PERM: {

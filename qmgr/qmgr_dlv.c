@@ -339,6 +339,7 @@ void qmgr_dlv_start(sched_entry_t *e, qmgr_transport_t *tr)
 	d->req.content_size = (int64_t)qfile_content_size(msg->qf);
 	qfile_arrival(msg->qf, &tv);
 	d->req.arrival = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+	d->req.active = (int64_t)(msg->active_time * 1e6);
 	if ((envid = qfile_envid(msg->qf)) != NULL) {
 		free(d->req.envid);
 		d->req.envid = xstrdup(envid);
@@ -369,7 +370,7 @@ void qmgr_dlv_start(sched_entry_t *e, qmgr_transport_t *tr)
 	connect_try(d);
 }
 
-void qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
+bool qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
     const char *reason, dlv_status_t *out, dlv_delays_t *dl,
     const qmgr_msg_t *msg, double now)
 {
@@ -396,7 +397,7 @@ void qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
 	if (d != NULL && d->have_reply && !d->failed && qr->idx < d->rep.n
 	    && d->rep.st[qr->idx].status[0] == want_class[status]) {
 		*out = d->rep.st[qr->idx];
-		return;
+		return true;
 	}
 	/* No agent verdict for it (deferred by the core, an agent failure,
 	 * or the core decided otherwise): the core's status and reason. */
@@ -420,6 +421,7 @@ void qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
 	out->reason = (char *)(reason && *reason ? reason : "unknown reason");
 	out->diag_type = out->diag_text = out->remote_mta = (char *)"";
 	out->relay = (char *)"none";
+	return false;
 }
 
 /* qmgr is leaving (retired by master): wait a little for the replies

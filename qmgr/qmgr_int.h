@@ -225,8 +225,10 @@ size_t qmgr_dlv_count(void);
 size_t qmgr_dlv_drain(double seconds);
 /* The status of recipient qr for its log line and the logs: from the
  * agent's reply when there is one that agrees with the core's verdict,
- * else made up from the core's status and reason. */
-void qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
+ * else made up from the core's status and reason.  Returns true when
+ * *out is the agent's own verdict (the agent logged the line), false
+ * when qmgr decided (qmgr logs it). */
+bool qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
     const char *reason, dlv_status_t *out, dlv_delays_t *dl,
     const qmgr_msg_t *msg, double now);
 

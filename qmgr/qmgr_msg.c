@@ -138,12 +138,13 @@ void qmgr_msg_sync_bounces(void)
 	}
 }
 
-/* One recipient's outcome: the queue file, the status logs, the log
- * line.  Used for the core's verdicts and for recipients that never
- * reach the core (address resolution failed). */
+/* One recipient's outcome: the queue file, the status logs, and the
+ * log line when qmgr decided it (log): a delivery agent logs its own
+ * verdicts, as Postfix's do.  Used for the core's verdicts and for
+ * recipients that never reach the core (address resolution failed). */
 static void rcpt_outcome(qmgr_msg_t *msg, const dlv_rcpt_t *r,
     sched_rcpt_status_t status, const dlv_status_t *st,
-    const dlv_delays_t *dl)
+    const dlv_delays_t *dl, bool log)
 {
 	str_t err = STR_INIT, line = STR_INIT;
 
@@ -176,9 +177,11 @@ static void rcpt_outcome(qmgr_msg_t *msg, const dlv_rcpt_t *r,
 			log_warning("%s: defer log: %s", msg->id, str_cstr(&err));
 		break;
 	}
-	dlv_log_format(&line, msg->id, r, st, dl, Q.log_digits);
-	log_info("%s", str_cstr(&line));
-	str_release(&line);
+	if (log) {
+		dlv_log_format(&line, msg->id, r, st, dl, Q.log_digits);
+		log_info("%s", str_cstr(&line));
+		str_release(&line);
+	}
 	str_release(&err);
 }
 
@@ -207,7 +210,7 @@ static void rcpt_unresolved(qmgr_msg_t *msg, const qf_rcpt_t *r,
 	dl.a = msg->active_time - msg->arrival;
 	dl.b = now - msg->active_time;
 	rcpt_outcome(msg, &qr->r, fail ? SCHED_RCPT_BOUNCED : SCHED_RCPT_DEFERRED,
-	    &st, &dl);
+	    &st, &dl, true);
 	if (!fail)
 		msg->deferred_here++;
 	qmgr_rcpt_free(qr);
@@ -290,8 +293,8 @@ static void cb_rcpt_done(void *ctx, sched_msg_t *m, const sched_rcpt_t *rc,
 	dlv_delays_t dl;
 	(void)ctx;
 
-	qmgr_dlv_status(qr, status, reason, &st, &dl, msg, now);
-	rcpt_outcome(msg, &qr->r, status, &st, &dl);
+	bool by_agent = qmgr_dlv_status(qr, status, reason, &st, &dl, msg, now);
+	rcpt_outcome(msg, &qr->r, status, &st, &dl, !by_agent);
 	msg->rcpt_in_core--;
 	qmgr_rcpt_free(qr);
 }

@@ -70,9 +70,6 @@ static void pre_jail(void *ctx)
 	(void)ctx;
 	if (smtp_config_load(&A.cfg, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
-	/* The client does not log status lines: qmgr does, for every
-	 * agent. */
-	A.cfg.log_status = false;
 	if (smtp_own_addresses(&A.cfg, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	/* The queue tree is the current directory (and the root after a
@@ -213,8 +210,6 @@ static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 	sr.body = (req->flags & DLV_F_8BITMIME) ? SMTP_BODY_8BITMIME :
 	    SMTP_BODY_UNKNOWN;
 	sr.size = qfile_content_size(qf);
-	sr.arrival.tv_sec = (time_t)(req->arrival / 1000000);
-	sr.arrival.tv_usec = (suseconds_t)(req->arrival % 1000000);
 	smtp_content_qfile(&sr.content, qf);
 
 	smtp_deliver(A.cl, &sr);

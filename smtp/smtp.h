@@ -87,7 +87,6 @@ typedef struct smtp_request {
 	enum smtp_body body;
 	uint64_t size;		/* content bytes, for SIZE= */
 	smtp_content_t content;
-	struct timeval arrival;	/* for delay= in the log; 0: unknown */
 	smtp_rcpt_t *rcpt;
 	size_t nrcpt;
 	/* Out: what qmgr needs beyond the recipients. */
@@ -140,8 +139,6 @@ typedef struct smtp_config {
 	int cache_time_limit_ms;	/* idle time of a kept session */
 	int reuse_time_limit_ms;	/* age after which it is not reused */
 	unsigned reuse_count_limit;	/* uses per session; 0: no limit */
-	bool log_status;	/* log each recipient's status line (the
-				 * agent leaves that to qmgr) */
 	dns_opts_t dns;		/* dns.resolver borrowed, not freed */
 } smtp_config_t;
 
@@ -228,10 +225,5 @@ typedef struct smtp_stats {
 	unsigned long shared_saved;	/* sessions handed to it */
 } smtp_stats_t;
 const smtp_stats_t *smtp_client_stats(const smtp_client_t *cl);
-
-/* Logs the status line of every decided recipient of req, Postfix style:
- * "ID: to=<a>, relay=R, delay=D, delays=a/b/c/d, dsn=X.Y.Z,
- * status=sent (diag)".  smtp_deliver() calls it. */
-void smtp_log_results(const smtp_request_t *req, double started);
 
 #endif

@@ -135,14 +135,6 @@ static double mono_sec(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static double now_sec(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
-}
-
 /* Runs the request over one session; false when the session proved
  * stale (nothing happened). */
 static bool use_session(smtp_client_t *cl, smtp_sess_t *ss,
@@ -164,7 +156,6 @@ static bool use_session(smtp_client_t *cl, smtp_sess_t *ss,
 
 void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 {
-	double started = now_sec();
 	dns_nexthop_t nh;
 	dns_servers_t servers = DNS_SERVERS_INIT;
 	smtp_attempt_t at;
@@ -313,74 +304,6 @@ done:
 	str_release(&at.remote_reply);
 	str_release(&at.remote_mta);
 	str_release(&why);
-	if (cl->cfg.log_status)
-		smtp_log_results(req, started);
-}
-
-/* Postfix's way of printing delays: two significant digits below ten
- * seconds, whole seconds above. */
-static void cat_delay(str_t *out, double d)
-{
-	if (d < 0)
-		d = 0;
-	if (d < 10)
-		str_catf(out, "%.2g", d);
-	else
-		str_catf(out, "%.0f", d);
-}
-
-/* An address as it goes on the wire (quoted where needed). */
-static void cat_addr(str_t *out, const char *internal)
-{
-	str_t ext = STR_INIT;
-
-	addr_externalize(internal, &ext);
-	str_append(out, str_cstr(&ext), str_len(&ext));
-	str_release(&ext);
-}
-
-void smtp_log_results(const smtp_request_t *req, double started)
-{
-	double now = now_sec(), arrival, a, total;
-	str_t line = STR_INIT;
-
-	arrival = req->arrival.tv_sec != 0 ? (double)req->arrival.tv_sec +
-	    (double)req->arrival.tv_usec / 1e6 : started;
-	total = now - arrival;
-	a = started - arrival;
-	for (size_t i = 0; i < req->nrcpt; i++) {
-		const smtp_rcpt_t *r = &req->rcpt[i];
-		const char *st;
-
-		switch (r->status) {
-		case SMTP_R_SENT: st = "sent"; break;
-		case SMTP_R_DEFER: st = "deferred"; break;
-		case SMTP_R_BOUNCE: st = "bounced"; break;
-		default: continue;
-		}
-		str_setf(&line, "%s: to=<", req->queue_id);
-		cat_addr(&line, r->address);
-		str_cat(&line, ">, ");
-		if (r->orig != NULL && r->orig[0] != '\0' &&
-		    strcmp(r->orig, r->address) != 0) {
-			str_cat(&line, "orig_to=<");
-			cat_addr(&line, r->orig);
-			str_cat(&line, ">, ");
-		}
-		str_catf(&line, "relay=%s, delay=",
-		    str_len(&r->relay) ? str_cstr(&r->relay) : "none");
-		cat_delay(&line, total);
-		str_cat(&line, ", delays=");
-		cat_delay(&line, a);
-		str_cat(&line, "/0/");
-		cat_delay(&line, req->delay_conn);
-		str_putc(&line, '/');
-		cat_delay(&line, req->delay_xfer);
-		str_catf(&line, ", dsn=%s, status=%s (%s)", r->dsn, st,
-		    str_cstr(&r->diag));
-		log_info("%s", str_cstr(&line));
-	}
-	str_release(&line);
 }
 
 /* ---- configuration and the client ---- */
@@ -409,7 +332,6 @@ void smtp_config_defaults(smtp_config_t *c)
 	c->cache_time_limit_ms = 2000;
 	c->reuse_time_limit_ms = 300000;
 	c->reuse_count_limit = 0;
-	c->log_status = true;
 	c->dns.lookup = DNS_LOOKUP_NATIVE;
 	c->dns.families = DNS_INET4 | DNS_INET6;
 	c->dns.prefer = DNS_PREFER_ANY;

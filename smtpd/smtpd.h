@@ -262,6 +262,7 @@ typedef struct smtpd_txn_info {
 	const char *protocol;		/* ESMTP, ESMTPS, SMTP, ... */
 	const char *tls_info;		/* "using TLSv1.3 with ..." or NULL */
 	const char *log_ident;
+	const char *namaddr;		/* NAME[ADDR] as in log lines */
 } smtpd_txn_info_t;
 
 typedef struct smtpd_dest smtpd_dest_t;

@@ -28,6 +28,7 @@ typedef struct dest_cleanup {
 	char *service;
 	int timeout_ms;
 	cleanup_client_t *c;
+	str_t client;		/* "client=NAME[ADDR]..." for the log line */
 } dest_cleanup_t;
 
 static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
@@ -41,7 +42,9 @@ static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 	if (dc->c == NULL)
 		return -1;
 	env.sender = t->sender;
-	env.flags = CLEANUP_FLAG_SMTP;
+	/* The queue ID at once: "ID: client=..." is ours to log (Postfix's
+	 * smtpd does), before cleanup may commit the message. */
+	env.flags = CLEANUP_FLAG_SMTP | CLEANUP_FLAG_QUEUE_ID;
 	env.envid = t->envid;
 	env.ret = t->ret;
 	env.log_ident = t->log_ident;
@@ -59,6 +62,14 @@ static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 		attrs[na++] = (cleanup_attr_t){ "smtputf8", "yes" };
 	env.attrs = na ? attrs : NULL;
 	env.nattrs = na;
+	/* Postfix's format: name[addr] (with :port under
+	 * smtpd_client_port_logging), then the SASL login if any. */
+	str_set(&dc->client, "client=");
+	str_cat(&dc->client, t->namaddr ? t->namaddr : "unknown[unknown]");
+	if (env.sasl_method != NULL)
+		str_catf(&dc->client, ", sasl_method=%s", env.sasl_method);
+	if (env.sasl_username != NULL)
+		str_catf(&dc->client, ", sasl_username=%s", env.sasl_username);
 	/* Errors are sticky and come back from cleanup_finish. */
 	(void)cleanup_send_envelope(dc->c, &env);
 	for (size_t i = 0; i < t->nrcpts; i++)
@@ -76,12 +87,17 @@ static int cl_write(smtpd_dest_t *d, const void *buf, size_t len)
 static void cl_finish(smtpd_dest_t *d, cleanup_reply_t *reply)
 {
 	dest_cleanup_t *dc = (dest_cleanup_t *)d;
+	char id[QUEUE_ID_SIZE];
 
 	if (dc->c == NULL) {
 		cleanup_reply_set(reply, CLEANUP_STAT_TEMP, "4.3.0",
 		    "no connection to cleanup");
 		return;
 	}
+	/* Logged before the end: the message cannot be committed (and
+	 * qmgr cannot log about it) before this line is written. */
+	if (cleanup_queue_id(dc->c, id) == 0)
+		log_info("%s: %s", id, str_cstr(&dc->client));
 	cleanup_finish(dc->c, reply);
 	cleanup_close(dc->c);
 	dc->c = NULL;
@@ -102,6 +118,7 @@ static void cl_free(smtpd_dest_t *d)
 {
 	dest_cleanup_t *dc = (dest_cleanup_t *)d;
 	cl_abort(d);
+	str_release(&dc->client);
 	free(dc->service);
 	free(dc);
 }

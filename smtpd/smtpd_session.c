@@ -298,6 +298,7 @@ static bool dest_start(sess_t *ss, const char *stage)
 	t.protocol = received_proto(ss, pb);
 	t.tls_info = ss->cfg->tls_received ? ss->tls_info : NULL;
 	t.log_ident = ss->log_ident;
+	t.namaddr = ss->namaddr;
 	if (ss->dest->open(ss->dest, &t, &why) < 0) {
 		log_warning("%s from %s: cannot hand the message on: %s",
 		    stage, ss->namaddr, str_cstr(&why));

@@ -13,6 +13,9 @@
  *   -L IDENT     log_ident;  -a NAME=VALUE  a named attribute (repeat)
  *   -O ORCPT     ORCPT for every recipient;  -N BITS  NOTIFY for every one
  *   -c N         write the content in pieces of N bytes (default 65536)
+ *   -q           ask for the queue ID at once (CLEANUP_FLAG_QUEUE_ID) and
+ *                read it before the end: prints "early QUEUEID|-" first
+ *   -k           ask for it but never read it (cleanup_finish skips it)
  *   -A           abort instead of ending the transaction
  *   -n N         submit the message N times over one connection
  *   -g           garbage mode: send FILE's bytes as they are, print what
@@ -34,7 +37,7 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: cleanup-submit [-AgSx] [-s socket] [-t ms] "
+	fprintf(stderr, "usage: cleanup-submit [-AgkqSx] [-s socket] [-t ms] "
 	    "[-f sender] [-F name] [-u uid] [-e envid] [-r ret] [-C name] "
 	    "[-I addr] [-H helo] [-P proto] [-T tls] [-L ident] "
 	    "[-a name=value] [-O orcpt] [-N notify] [-c size] [-n count] "
@@ -92,14 +95,16 @@ int main(int argc, char **argv)
 	const char *sock = NULL, *orcpt = NULL;
 	int timeout = 10000, notify = 0, ch, count = 1, worst = 0;
 	size_t chunk = 65536;
-	bool do_abort = false, garbage_mode = false;
+	bool do_abort = false, garbage_mode = false, early = false;
 	cleanup_attr_t attrs[64];
 	str_t content = STR_INIT, err = STR_INIT;
 	cleanup_client_t *c;
 
-	while ((ch = getopt(argc, argv, "AC:F:H:I:L:N:O:P:ST:a:c:e:f:gn:r:s:t:u:x")) != -1) {
+	while ((ch = getopt(argc, argv, "AC:F:H:I:L:N:O:P:ST:a:c:e:f:gkn:qr:s:t:u:x")) != -1) {
 		switch (ch) {
 		case 'A': do_abort = true; break;
+		case 'k': env.flags |= CLEANUP_FLAG_QUEUE_ID; break;
+		case 'q': env.flags |= CLEANUP_FLAG_QUEUE_ID; early = true; break;
 		case 'C': env.client_name = optarg; break;
 		case 'F': env.full_name = optarg; break;
 		case 'H': env.helo_name = optarg; break;
@@ -168,6 +173,10 @@ int main(int argc, char **argv)
 			size_t n = str_len(&content) - off;
 			cleanup_write(c, str_cstr(&content) + off,
 			    n < chunk ? n : chunk);
+		}
+		if (early) {
+			char id[QUEUE_ID_SIZE];
+			printf("early %s\n", cleanup_queue_id(c, id) == 0 ? id : "-");
 		}
 		if (do_abort)
 			cleanup_abort(c, &reply);

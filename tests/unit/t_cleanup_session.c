@@ -380,10 +380,116 @@ ATF_TC_BODY(client_failures, tc)
 	str_release(&err);
 }
 
+/* A server that answers with reply after the first bytes and reads on
+ * until the client closes (the client's later writes succeed). */
+static pid_t fake_server_linger(int *cfd, const char *reply)
+{
+	int sv[2];
+	pid_t pid;
+
+	ATF_REQUIRE_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	ATF_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		char buf[4096];
+		close(sv[0]);
+		if (read(sv[1], buf, sizeof(buf)) <= 0)
+			_exit(1);
+		(void)!write(sv[1], reply, strlen(reply));
+		while (read(sv[1], buf, sizeof(buf)) > 0)
+			;
+		_exit(0);
+	}
+	close(sv[1]);
+	*cfd = sv[0];
+	return pid;
+}
+
+/* CLEANUP_FLAG_QUEUE_ID against fake servers: the ID message, a final
+ * reply in its place (a protocol error), garbage, nothing. */
+ATF_TC_WITHOUT_HEAD(client_queue_id);
+ATF_TC_BODY(client_queue_id, tc)
+{
+	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
+	cleanup_client_t *c;
+	cleanup_reply_t r;
+	char id[QUEUE_ID_SIZE];
+	pid_t pid;
+	int fd, st;
+
+	signal(SIGPIPE, SIG_IGN);
+	env.sender = "a@example.org";
+	env.flags = CLEANUP_FLAG_QUEUE_ID;
+	/* the ID, then the reply */
+	pid = fake_server_linger(&fd, "S queue_id 12:4QMZ7X2KCB7H\n.\nI status 0\n"
+	    "S dsn 5:2.0.0\nS text 2:ok\nS queue_id 12:4QMZ7X2KCB7H\n.\n");
+	c = cleanup_client_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_queue_id(c, id), 0);
+	ATF_CHECK_STREQ(id, "4QMZ7X2KCB7H");
+	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);	/* once */
+	ATF_CHECK_EQ(cleanup_finish(c, &r), 0);
+	ATF_CHECK_STREQ(r.queue_id, "4QMZ7X2KCB7H");
+	cleanup_close(c);
+	waitpid(pid, &st, 0);
+	/* not read by the caller: finish skips it */
+	pid = fake_server_linger(&fd, "S queue_id 12:4QMZ7X2KCB7H\n.\nI status 0\n"
+	    "S dsn 5:2.0.0\nS text 2:ok\nS queue_id 12:4QMZ7X2KCB7H\n.\n");
+	c = cleanup_client_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_finish(c, &r), 0);
+	ATF_CHECK_STREQ(r.queue_id, "4QMZ7X2KCB7H");
+	cleanup_close(c);
+	waitpid(pid, &st, 0);
+	/* the envelope failed: an empty ID, the reply says why */
+	pid = fake_server(&fd, "S queue_id 0:\n.\nI status 5\nS dsn 5:5.1.7\n"
+	    "S text 3:bad\nS queue_id 0:\n.\n", 1);
+	c = cleanup_client_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);
+	ATF_CHECK_STREQ(id, "");
+	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	ATF_CHECK_STREQ(r.dsn, "5.1.7");
+	cleanup_close(c);
+	waitpid(pid, &st, 0);
+	/* a protocol error answered instead of the ID: that answer is the
+	 * result, and the connection is done */
+	pid = fake_server(&fd, "I status 4\nS dsn 5:4.3.0\nS text 15:protocol error!"
+	    "\nS queue_id 0:\n.\n", 1);
+	c = cleanup_client_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);
+	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
+	ATF_CHECK_STREQ(r.text, "protocol error!");
+	ATF_CHECK(cleanup_client_error(c) != NULL);
+	cleanup_close(c);
+	waitpid(pid, &st, 0);
+	/* an invalid ID, and no answer at all */
+	pid = fake_server(&fd, "S queue_id 6:../etc\n.\n", 1);
+	c = cleanup_client_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);
+	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	ATF_CHECK_MSG(strstr(r.text, "no valid queue ID") != NULL, "%s", r.text);
+	cleanup_close(c);
+	waitpid(pid, &st, 0);
+	pid = fake_server(&fd, NULL, 1);
+	c = cleanup_client_fd(fd, 300);
+	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);
+	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	ATF_CHECK_MSG(strstr(r.text, "timeout") != NULL, "%s", r.text);
+	cleanup_close(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, transactions);
 	ATF_TP_ADD_TC(tp, protocol_errors);
 	ATF_TP_ADD_TC(tp, client_failures);
+	ATF_TP_ADD_TC(tp, client_queue_id);
 	return atf_no_error();
 }

@@ -8,10 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "attr.h"
 #include "delivery.h"
+#include "file.h"
+#include "log.h"
 #include "qfile.h"
 #include "str.h"
 
@@ -23,6 +26,7 @@ static void sample_request(dlv_request_t *req)
 	req->content_offset = 412;
 	req->content_size = 2048;
 	req->arrival = 1767225600123456LL;
+	req->active = 1767225601000000LL;
 	free(req->envid);
 	req->envid = strdup("env-1");
 	req->ret = QF_RET_HDRS;
@@ -95,6 +99,8 @@ ATF_TC_BODY(request_round_trip, tc)
 	ATF_CHECK_EQ(got.content_offset, 412);
 	ATF_CHECK_EQ(got.content_size, 2048);
 	ATF_CHECK_EQ(got.arrival, 1767225600123456LL);
+	ATF_CHECK_EQ(got.active, 1767225601000000LL);
+	ATF_CHECK_EQ(got.active, 1767225601000000LL);
 	ATF_CHECK_STREQ(got.sender, "alice@example.org");
 	ATF_CHECK_STREQ(got.nexthop, "example.net");
 	ATF_CHECK_STREQ(got.envid, "env-1");
@@ -152,6 +158,7 @@ ATF_TC_BODY(request_invalid, tc)
 		{ 14, "rcpt[0].offset: negative" },
 		{ 15, "nexthop: 513 octets" },
 		{ 16, "exceeds 16777216: send fewer recipients" },
+		{ 17, "active: negative" },
 	};
 	str_t buf = STR_INIT, err = STR_INIT;
 
@@ -163,6 +170,7 @@ ATF_TC_BODY(request_invalid, tc)
 		case 1: free(req.queue_id); req.queue_id = strdup("../etc"); break;
 		case 2: req.content_offset = -1; break;
 		case 3: free(req.nexthop); req.nexthop = strdup(""); break;
+		case 17: req.active = -1; break;
 		case 4: req.flags = 1 << 10; break;
 		case 5: req.ret = 3; break;
 		case 6: req.rcpt[1].notify = QF_NOTIFY_NEVER | QF_NOTIFY_SUCCESS; break;
@@ -748,9 +756,10 @@ ATF_TC_BODY(log_line, tc)
 	st.reason = (char *)"250 2.0.0 Ok: queued as ABC";
 	st.relay = (char *)"mx.example.net[192.0.2.1]:25";
 	dlv_log_format(&out, QID, &r, &st, &dl, 2);
+	/* Postfix's field order, punctuation and delay format. */
 	ATF_CHECK_STREQ(str_cstr(&out), QID ": to=<bob@example.net>, "
 	    "orig_to=<Bob@example.net>, relay=mx.example.net[192.0.2.1]:25, "
-	    "delay=1.23, delays=0.01/0/0.20/1.00, dsn=2.0.0, "
+	    "delay=1.2, delays=0.01/0/0.2/1, dsn=2.0.0, "
 	    "status=sent (250 2.0.0 Ok: queued as ABC)");
 	/* orig equal to the address is left out; no relay is "none" */
 	str_reset(&out);
@@ -768,7 +777,132 @@ ATF_TC_BODY(log_line, tc)
 	bcopy_str(st.status, sizeof(st.status), "5.1.1");
 	dlv_log_format(&out, QID, &r, &st, NULL, 0);
 	ATF_CHECK(strstr(str_cstr(&out), "status=bounced (") != NULL);
+	/* relayed and expanded are "sent" too */
+	str_reset(&out);
+	st.action = DLV_ACT_RELAYED;
+	bcopy_str(st.status, sizeof(st.status), "2.0.0");
+	dlv_log_format(&out, QID, &r, &st, NULL, 0);
+	ATF_CHECK(strstr(str_cstr(&out), ", dsn=2.0.0, status=sent (") != NULL);
+	/* Addresses in external form, as Postfix logs them (quoted local
+	 * part), both of them. */
+	str_reset(&out);
+	r.address = (char *)"john doe@example.net";
+	r.orig = (char *)"a\"b@example.net";
+	dlv_log_format(&out, QID, &r, &st, NULL, 0);
+	ATF_CHECK_MSG(strstr(str_cstr(&out), ": to=<\"john doe\"@example.net>, "
+	    "orig_to=<\"a\\\"b\"@example.net>, relay=") != NULL, "%s",
+	    str_cstr(&out));
 	str_release(&out);
+}
+
+/* Postfix's format_tv rules: two significant digits, at most the
+ * configured decimals, rounded, whole seconds from 10 s. */
+ATF_TC_WITHOUT_HEAD(delay_format);
+ATF_TC_BODY(delay_format, tc)
+{
+	static const struct { double d; int digits; const char *want; } t[] = {
+		{ 0, 2, "0" }, { -3, 2, "0" }, { 0.0001, 2, "0" },
+		{ 0.004, 2, "0" }, { 0.005, 2, "0.01" }, { 0.2, 2, "0.2" },
+		{ 0.394, 2, "0.39" }, { 0.999, 2, "1" }, { 1.234, 2, "1.2" },
+		{ 1.25, 2, "1.3" }, { 9.96, 2, "10" }, { 12.7, 2, "13" },
+		{ 123.4, 2, "123" }, { 3600, 2, "3600" }, { 1.6, 0, "2" },
+		{ 0.4, 0, "0" }, { 0.0123, 3, "0.012" }, { 0.000123, 6, "0.00012" },
+		{ 0.5, 9, "0.5" },
+	};
+	str_t out = STR_INIT;
+	dlv_rcpt_t r = { (char *)"a@b", (char *)"", (char *)"", 0, 1 };
+	dlv_status_t st;
+
+	memset(&st, 0, sizeof(st));
+	bcopy_str(st.status, sizeof(st.status), "2.0.0");
+	st.action = DLV_ACT_DELIVERED;
+	st.reason = (char *)"x";
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		dlv_delays_t dl = { t[i].d, 0, 0, 0, t[i].d };
+		char want[128];
+		str_reset(&out);
+		dlv_log_format(&out, QID, &r, &st, &dl, t[i].digits);
+		snprintf(want, sizeof(want), ", delay=%s, delays=0/0/0/%s, ",
+		    t[i].want, t[i].want);
+		ATF_CHECK_MSG(strstr(str_cstr(&out), want) != NULL,
+		    "%g (%d digits): %s", t[i].d, t[i].digits, str_cstr(&out));
+	}
+	str_release(&out);
+}
+
+/* The parts of delays=a/b/c/d from the request's times and the agent's
+ * own, as Postfix's agents count them. */
+ATF_TC_WITHOUT_HEAD(delays);
+ATF_TC_BODY(delays, tc)
+{
+	const int64_t t0 = 1767225600000000LL;
+	dlv_delays_t dl;
+
+	/* arrival, active +1 s, handoff +0.5 s, connection 0.25 s, now +2 s
+	 * after the handoff */
+	dlv_delays_compute(&dl, t0, t0 + 1000000, t0 + 1500000, 250000, 9,
+	    t0 + 3500000);
+	ATF_CHECK(dl.total > 3.49 && dl.total < 3.51);
+	ATF_CHECK(dl.a > 0.99 && dl.a < 1.01);
+	ATF_CHECK(dl.b > 0.49 && dl.b < 0.51);
+	ATF_CHECK(dl.c > 0.24 && dl.c < 0.26);
+	ATF_CHECK(dl.d > 1.74 && dl.d < 1.76);
+	/* no connection: d is handoff -> now */
+	dlv_delays_compute(&dl, t0, t0 + 1000000, t0 + 1500000, 0, 0,
+	    t0 + 3500000);
+	ATF_CHECK(dl.c == 0);
+	ATF_CHECK(dl.d > 1.99 && dl.d < 2.01);
+	/* unknown times and a clock step back give zeros, never negatives */
+	dlv_delays_compute(&dl, 0, 0, t0, 0, 0, t0 - 5);
+	ATF_CHECK(dl.total == 0 && dl.a == 0 && dl.b == 0 && dl.c == 0 &&
+	    dl.d == 0);
+}
+
+/* The agent loop logs one line per recipient from the agent's process,
+ * with the agent's verdicts (an unset one as the deferral qmgr will
+ * record), and the request's times in delays=. */
+ATF_TC_WITHOUT_HEAD(agent_logs);
+ATF_TC_BODY(agent_logs, tc)
+{
+	dlv_request_t req;
+	dlv_reply_t rep;
+	str_t err = STR_INIT, text = STR_INIT;
+	int fd;
+	pid_t pid;
+	struct timeval tv;
+
+	ATF_REQUIRE(log_to_file("agent.log") == 0);
+	pid = start_agent(&fd, 0);
+	gettimeofday(&tv, NULL);
+	dlv_request_init(&req, "active", QID, "a@b", "dest.example");
+	/* arrived 20 s ago, active 10 s ago */
+	req.arrival = ((int64_t)tv.tv_sec - 20) * 1000000;
+	req.active = ((int64_t)tv.tv_sec - 10) * 1000000;
+	dlv_request_add_rcpt(&req, "ok@x", "orig@x", NULL, 0, 10);
+	dlv_request_add_rcpt(&req, "bounce@x", NULL, NULL, 0, 20);
+	dlv_request_add_rcpt(&req, "skip@x", NULL, NULL, 0, 30);
+	ATF_REQUIRE_MSG(dlv_call(fd, &req, &rep, 5000, &err) == 0, "%s",
+	    str_cstr(&err));
+	dlv_reply_free(&rep);
+	close(fd);
+	ATF_CHECK_EQ(wait_exit(pid), 1);
+	ATF_REQUIRE(file_read_all("agent.log", &text, 1 << 20) >= 0);
+	ATF_CHECK_MSG(strstr(str_cstr(&text), ": " QID ": to=<ok@x>, "
+	    "orig_to=<orig@x>, relay=") != NULL, "%s", str_cstr(&text));
+	ATF_CHECK_MSG(strstr(str_cstr(&text), ", delays=10/10/0/0, dsn=2.0.0, "
+	    "status=sent (delivered to ok@x via dest.example)") != NULL ||
+	    strstr(str_cstr(&text), ", delays=10/11/0/0, dsn=2.0.0, ") != NULL,
+	    "%s", str_cstr(&text));
+	ATF_CHECK(strstr(str_cstr(&text), QID ": to=<bounce@x>, relay=") != NULL);
+	ATF_CHECK(strstr(str_cstr(&text), "dsn=5.1.1, status=bounced (") != NULL);
+	ATF_CHECK_MSG(strstr(str_cstr(&text), QID ": to=<skip@x>, relay=none, "
+	    "delay=2") != NULL, "%s", str_cstr(&text));
+	ATF_CHECK(strstr(str_cstr(&text), "dsn=4.3.0, status=deferred "
+	    "(delivery agent did not report a status)") != NULL);
+	log_to_stderr();
+	dlv_request_free(&req);
+	str_release(&err);
+	str_release(&text);
 }
 
 ATF_TP_ADD_TCS(tp)
@@ -785,5 +919,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, reply_size_bound);
 	ATF_TP_ADD_TC(tp, actions);
 	ATF_TP_ADD_TC(tp, log_line);
+	ATF_TP_ADD_TC(tp, delay_format);
+	ATF_TP_ADD_TC(tp, delays);
+	ATF_TP_ADD_TC(tp, agent_logs);
 	return atf_no_error();
 }

@@ -39,12 +39,10 @@ SMTP_TC(basic)
 	ATF_CHECK_STREQ(d.rcpt[0].action, "delivered");
 	ATF_CHECK(!d.req.conn_failed);
 	ATF_CHECK(!d.req.avoid_destination);
-	/* The Postfix-style status line. */
-	str_setf(&want, "TESTID: to=<a@example.com>, relay=127.0.0.1[127.0.0.1]:%d, delay=", port);
-	ATF_CHECK_MSG(strstr(log_text(&t), str_cstr(&want)) != NULL, "log: %s",
+	/* No status line from the engine: the agent loop logs it for every
+	 * agent (libglobal/delivery_log.c, t_delivery:agent_logs). */
+	ATF_CHECK_MSG(strstr(log_text(&t), "status=sent") == NULL, "log: %s",
 	    str_cstr(&t));
-	ATF_CHECK(strstr(str_cstr(&t), "dsn=2.0.0, status=sent (250 2.0.0") != NULL);
-	ATF_CHECK(strstr(str_cstr(&t), "to=<\"john doe\"@example.com>") != NULL);
 	dl_free(&d);
 	smtp_client_free(cl);	/* QUIT */
 	sink_stop(0);
@@ -86,10 +84,11 @@ SMTP_TC(rcpt_mix)
 	ATF_CHECK(strncmp(str_cstr(&d.rcpt[0].remote_reply), "250 2.0.0", 9) == 0);
 	/* The server answered: not a connection failure. */
 	ATF_CHECK(!d.req.conn_failed);
-	log_text(&t);
-	ATF_CHECK(strstr(str_cstr(&t), "to=<tempfail@example.com>") != NULL);
-	ATF_CHECK(strstr(str_cstr(&t), "dsn=4.2.0, status=deferred (host 127.0.0.1[127.0.0.1] said: 450") != NULL);
-	ATF_CHECK(strstr(str_cstr(&t), "dsn=5.1.1, status=bounced (host") != NULL);
+	/* The reasons the agent's log line and the notice will carry. */
+	ATF_CHECK_STREQ(d.rcpt[1].dsn, "4.2.0");
+	ATF_CHECK(strncmp(str_cstr(&d.rcpt[1].diag), "host 127.0.0.1[127.0.0.1] said: 450", 35) == 0);
+	ATF_CHECK_STREQ(d.rcpt[2].dsn, "5.1.1");
+	ATF_CHECK(strncmp(str_cstr(&d.rcpt[2].diag), "host 127.0.0.1[127.0.0.1] said: 550", 35) == 0);
 	dl_free(&d);
 	smtp_client_free(cl);
 	sink_stop(0);
@@ -246,7 +245,6 @@ SMTP_TC(greeting_421)
 	ATF_CHECK(!d.req.avoid_destination);	/* it answered */
 	ATF_CHECK(strstr(str_cstr(&d.req.reason), "refused to talk to me") != NULL);
 	ATF_CHECK(strncmp(str_cstr(&d.rcpt[0].remote_reply), "421 4.3.2", 9) == 0);
-	ATF_CHECK(strstr(log_text(&t), "status=deferred (host 127.0.0.1[127.0.0.1] refused to talk to me: 421") != NULL);
 	dl_free(&d);
 	smtp_client_free(cl);
 	sink_stop(0);
