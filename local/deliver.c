@@ -16,6 +16,7 @@
 #include "file.h"
 #include "htable.h"
 #include "local.h"
+#include "local_rcpt.h"
 #include "log.h"
 #include "mailbox.h"
 #include "mem.h"
@@ -23,8 +24,6 @@
 
 /* Largest .forward or :include: file read. */
 #define TARGET_FILE_MAX	(1024 * 1024)
-/* The password-database entry of local_recipient_maps. */
-#define USERDB_SPEC	"unix:passwd.byname"
 
 /* ---- Lookup table lists, opened when first used ----------------------- */
 
@@ -32,7 +31,6 @@ typedef struct maplist {
 	size_t n;
 	char **spec;
 	dict_t **d;
-	bool *userdb;		/* unix:passwd.byname */
 } maplist_t;
 
 static void maplist_init(maplist_t *ml, const char *value)
@@ -43,11 +41,8 @@ static void maplist_init(maplist_t *ml, const char *value)
 	while ((item = str_token(&p, ", \t\r\n")) != NULL) {
 		ml->spec = xreallocarray(ml->spec, ml->n + 1, sizeof(*ml->spec));
 		ml->d = xreallocarray(ml->d, ml->n + 1, sizeof(*ml->d));
-		ml->userdb = xreallocarray(ml->userdb, ml->n + 1,
-		    sizeof(*ml->userdb));
 		ml->spec[ml->n] = xstrdup(item);
 		ml->d[ml->n] = NULL;
-		ml->userdb[ml->n] = strcmp(item, USERDB_SPEC) == 0;
 		ml->n++;
 	}
 	free(copy);
@@ -62,11 +57,16 @@ static void maplist_free(maplist_t *ml)
 	}
 	free(ml->spec);
 	free(ml->d);
-	free(ml->userdb);
 	memset(ml, 0, sizeof(*ml));
 }
 
-/* Looks key up in table i (not the userdb entry). */
+/* unix:passwd.byname in alias_maps is no alias table: skipped. */
+static bool is_userdb(const char *spec)
+{
+	return strcmp(spec, "unix:passwd.byname") == 0;
+}
+
+/* Looks key up in table i. */
 static enum dict_status maplist_get(maplist_t *ml, size_t i, const char *key,
     const char **value, str_t *err)
 {
@@ -93,7 +93,7 @@ static enum dict_status maplist_get(maplist_t *ml, size_t i, const char *key,
 struct local {
 	local_conf_t conf;
 	maplist_t aliases;
-	maplist_t recipients;
+	local_rcpt_t *recipients;	/* local_recipient_maps */
 	addr_domlist_t *mydest;
 };
 
@@ -148,7 +148,8 @@ local_t *local_new(const local_conf_t *conf, str_t *err)
 		return NULL;
 	}
 	maplist_init(&l->aliases, l->conf.alias_maps);
-	maplist_init(&l->recipients, l->conf.local_recipient_maps);
+	l->recipients = local_rcpt_new(l->conf.local_recipient_maps,
+	    l->conf.mail_root, l->conf.recipient_delimiter);
 	return l;
 }
 
@@ -157,7 +158,7 @@ void local_free(local_t *l)
 	if (l == NULL)
 		return;
 	maplist_free(&l->aliases);
-	maplist_free(&l->recipients);
+	local_rcpt_free(l->recipients);
 	addr_domlist_free(l->mydest);
 	local_conf_free(&l->conf);
 	free(l);
@@ -174,7 +175,7 @@ static void maplist_refresh(maplist_t *ml)
 void local_refresh(local_t *l)
 {
 	maplist_refresh(&l->aliases);
-	maplist_refresh(&l->recipients);
+	local_rcpt_refresh(l->recipients);
 }
 
 /* ---- $name expansion ---------------------------------------------------- */
@@ -1057,7 +1058,7 @@ static void owner_alias(dstate_t *s, const char *name)
 		return;
 	str_setf(&key, "owner-%s", name);
 	for (size_t i = 0; i < s->l->aliases.n; i++) {
-		if (s->l->aliases.userdb[i])
+		if (is_userdb(s->l->aliases.spec[i]))
 			continue;
 		enum dict_status st = maplist_get(&s->l->aliases, i,
 		    str_cstr(&key), &value, &err);
@@ -1096,7 +1097,7 @@ static bool try_alias(dstate_t *s)
 
 	for (size_t k = 0; k < 2 && keys[k] != NULL; k++) {
 		for (size_t i = 0; i < ml->n; i++) {
-			if (ml->userdb[i])
+			if (is_userdb(ml->spec[i]))
 				continue;
 			enum dict_status st = maplist_get(ml, i, keys[k], &value,
 			    &err);
@@ -1130,47 +1131,17 @@ static bool try_alias(dstate_t *s)
 	return false;
 }
 
-/* local_recipient_maps: 1 known, 0 unknown, -1 deferred (status set). */
+/* local_recipient_maps (the rule smtpd checks at RCPT too:
+ * local_rcpt.h): 1 known, 0 unknown, -1 deferred (status set). */
 static int known(dstate_t *s)
 {
-	maplist_t *ml = &s->l->recipients;
-	const char *keys[2] = { s->local, s->ext ? s->user : NULL };
 	str_t err = STR_INIT;
-	const char *value;
+	int r = local_rcpt_known(s->l->recipients, s->local, s->domain, &err);
 
-	if (ml->n == 0)
-		return 1;
-	for (size_t i = 0; i < ml->n; i++) {
-		if (ml->userdb[i]) {
-			luser_t u = LUSER_INIT;
-			int r = luser_find(s->l->conf.mail_root, s->user, &u, &err);
-			luser_free(&u);
-			if (r < 0) {
-				fail(s, "4.3.0", "%s", str_cstr(&err));
-				str_release(&err);
-				return -1;
-			}
-			if (r == 1)
-				return 1;
-			continue;
-		}
-		for (size_t k = 0; k < 2 && keys[k] != NULL; k++) {
-			enum dict_status st = maplist_get(ml, i, keys[k], &value,
-			    &err);
-			if (st == DICT_STAT_ERROR) {
-				fail(s, "4.3.0", "local_recipient_maps: %s",
-				    str_cstr(&err));
-				str_release(&err);
-				return -1;
-			}
-			if (st == DICT_STAT_FOUND) {
-				str_release(&err);
-				return 1;
-			}
-		}
-	}
+	if (r < 0)
+		fail(s, "4.3.0", "local_recipient_maps: %s", str_cstr(&err));
 	str_release(&err);
-	return 0;
+	return r;
 }
 
 dlv_action_t local_deliver(local_t *l, const local_msg_t *msg,

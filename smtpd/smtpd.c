@@ -55,14 +55,11 @@ static void pre_jail(void *ctx)
 static void post_jail(void *ctx)
 {
 	(void)ctx;
-	for (size_t i = 0; i < cfg->nlrmaps; i++) {
-		smtpd_lrmap_t *m = &cfg->lrmaps[i];
-		if (m->passwd && m->broken == NULL &&
-		    !server_jail_has("/etc/passwd", "unix:passwd.byname in "
-		    "local_recipient_maps; mail to local users gets 451"))
-			m->broken = xstrdup("/etc/passwd is missing in the "
-			    "chroot jail");
-	}
+	if (local_rcpt_uses_passwd(cfg->lrcpt) &&
+	    !server_jail_has("/etc/passwd", "unix:passwd.byname in "
+	    "local_recipient_maps; mail to local users gets 451"))
+		local_rcpt_passwd_broken(cfg->lrcpt, "/etc/passwd is missing "
+		    "in the chroot jail");
 	if (config_get_bool("smtpd_peername_lookup"))
 		(void)server_jail_has("/etc/resolv.conf", "client name lookups "
 		    "(smtpd_peername_lookup)");
