@@ -294,7 +294,6 @@ typedef struct dstate {
 	lstatus_t worst;	/* first defer, else first bounce */
 	str_t ok_text;		/* successes, joined */
 	unsigned nok;
-	unsigned nforwarded;	/* addresses forwarded */
 	bool expanded;		/* an alias or .forward was used */
 	/* Addresses to forward, and every target seen. */
 	alias_list_t fwd;
@@ -781,6 +780,8 @@ static void flush_forward(dstate_t *s)
 	cleanup_client_t *c;
 	str_t err = STR_INIT, envid = STR_INIT, ident = STR_INIT;
 	lmsg_copy_t cp;
+	const char *orcpt;
+	int notify;
 
 	if (s->fwd.n == 0)
 		return;
@@ -790,18 +791,32 @@ static void flush_forward(dstate_t *s)
 		fail(s, "4.3.0", "cannot forward mail: %s", str_cstr(&err));
 		goto out;
 	}
+	/* RFC 3461 section 6.2.7: forwarded through an alias or .forward,
+	 * the copies keep ENVID, RET, ORCPT and NOTIFY, except SUCCESS: the
+	 * success notice for this recipient is ours ("expanded"), not one
+	 * per forwarding address.  A mailing list (an owner-NAME alias
+	 * replaces the sender) is a new submission: none of them. */
+	notify = s->rcpt->notify & ~QF_NOTIFY_SUCCESS;
+	if (s->rcpt->notify != 0 && notify == 0)
+		notify = QF_NOTIFY_NEVER;
+	orcpt = *s->rcpt->orcpt ? s->rcpt->orcpt : NULL;
 	env.sender = s->fwd_sender ? s->fwd_sender : s->msg->sender;
-	if (s->msg->envid && *s->msg->envid) {
-		addr_xtext_encode(s->msg->envid, strlen(s->msg->envid), &envid);
-		env.envid = str_cstr(&envid);
+	if (s->fwd_sender != NULL) {
+		notify = 0;
+		orcpt = NULL;
+	} else {
+		if (s->msg->envid && *s->msg->envid) {
+			addr_xtext_encode(s->msg->envid, strlen(s->msg->envid),
+			    &envid);
+			env.envid = str_cstr(&envid);
+		}
+		env.ret = s->msg->ret;
 	}
-	env.ret = s->msg->ret;
 	str_setf(&ident, "local %s", s->msg->queue_id);
 	env.log_ident = str_cstr(&ident);
 	(void)cleanup_send_envelope(c, &env);
 	for (size_t i = 0; i < s->fwd.n; i++)
-		(void)cleanup_send_rcpt(c, s->fwd.v[i].text,
-		    *s->rcpt->orcpt ? s->rcpt->orcpt : NULL, s->rcpt->notify);
+		(void)cleanup_send_rcpt(c, s->fwd.v[i].text, orcpt, notify);
 	copy_opts(s, &cp, 0, (cf->prepend_delivered & LOCAL_DT_FORWARD) != 0);
 	if (lmsg_copy(s->msg->content, &cp, to_cleanup, c, &err) == LMSG_EREAD) {
 		(void)cleanup_abort(c, NULL);
@@ -814,7 +829,6 @@ static void flush_forward(dstate_t *s)
 		lstatus_set(&st, "2.0.0", "forwarded as %s", reply.queue_id);
 		result(s, &st);
 		lstatus_free(&st);
-		s->nforwarded = s->fwd.n;
 	} else if (reply.status == CLEANUP_STAT_PERM) {
 		fail(s, reply.dsn[0] == '5' ? reply.dsn : "5.3.0",
 		    "cannot forward mail: %s", reply.text);
@@ -1187,10 +1201,11 @@ dlv_action_t local_deliver(local_t *l, const local_msg_t *msg,
 		action = DLV_ACT_FAILED;
 	} else {
 		lstatus_set(st, "2.0.0", "%s", str_cstr(&s.ok_text));
-		if (s.expanded && s.nok + (s.nforwarded ? s.nforwarded - 1 : 0) > 1)
+		/* As Postfix: an alias or .forward is "expanded", unless it
+		 * is a mailing list (an owner-NAME alias): then the list
+		 * took the mail, "delivered". */
+		if (s.expanded && s.fwd_sender == NULL)
 			action = DLV_ACT_EXPANDED;
-		else if (s.nforwarded == 1 && s.nok == 1)
-			action = DLV_ACT_RELAYED;
 		else
 			action = DLV_ACT_DELIVERED;
 	}
