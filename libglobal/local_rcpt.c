@@ -119,14 +119,12 @@ bool local_rcpt_enabled(const local_rcpt_t *lr)
 	return lr->n > 0;
 }
 
-bool local_rcpt_uses_passwd(const local_rcpt_t *lr)
+const char *local_rcpt_user_source(const local_rcpt_t *lr)
 {
-	if (*lr->mail_root)
-		return false;
 	for (size_t i = 0; i < lr->n; i++)
 		if (lr->userdb[i])
-			return true;
-	return false;
+			return *lr->mail_root ? lr->mail_root : "/etc/passwd";
+	return NULL;
 }
 
 void local_rcpt_passwd_broken(local_rcpt_t *lr, const char *why)
@@ -192,13 +190,15 @@ int local_rcpt_known(local_rcpt_t *lr, const char *local, const char *domain,
 
 	if (lr->n == 0)
 		return 1;
+	if (local == NULL || *local == 0)
+		return 0;		/* no local part: nobody */
 	str_set(&lc, local);
 	str_lower(lc.buf);
 	addr_split(str_cstr(&lc), lr->delims, &sp);
 	user = sp.ext != NULL && sp.user != NULL ? sp.user : NULL;
 	for (size_t i = 0; i < lr->n && rc == 0; i++) {
 		if (lr->userdb[i]) {
-			if (lr->userdb_broken != NULL && !*lr->mail_root) {
+			if (lr->userdb_broken != NULL) {
 				str_setf(err, "%s: %s", USERDB_SPEC,
 				    lr->userdb_broken);
 				rc = -1;

@@ -41,11 +41,11 @@ void local_rcpt_free(local_rcpt_t *lr);
 
 /* False when local_recipient_maps is empty (everyone exists). */
 bool local_rcpt_enabled(const local_rcpt_t *lr);
-/* True when the list has unix:passwd.byname answered from the password
- * database (no local_mail_root). */
-bool local_rcpt_uses_passwd(const local_rcpt_t *lr);
+/* When the list has unix:passwd.byname: the file it needs, /etc/passwd
+ * or local_mail_root; NULL otherwise. */
+const char *local_rcpt_user_source(const local_rcpt_t *lr);
 /* From now on the unix:passwd.byname entry answers "temporary failure,
- * why" (smtpd in a chroot jail without etc/passwd). */
+ * why" (smtpd in a chroot jail without that file). */
 void local_rcpt_passwd_broken(local_rcpt_t *lr, const char *why);
 
 /* Opens every table now (before a chroot); for each one that cannot be

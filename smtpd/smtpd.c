@@ -55,11 +55,14 @@ static void pre_jail(void *ctx)
 static void post_jail(void *ctx)
 {
 	(void)ctx;
-	if (local_rcpt_uses_passwd(cfg->lrcpt) &&
-	    !server_jail_has("/etc/passwd", "unix:passwd.byname in "
-	    "local_recipient_maps; mail to local users gets 451"))
-		local_rcpt_passwd_broken(cfg->lrcpt, "/etc/passwd is missing "
-		    "in the chroot jail");
+	const char *users = local_rcpt_user_source(cfg->lrcpt);
+	if (users != NULL && !server_jail_has(users, "unix:passwd.byname in "
+	    "local_recipient_maps; mail to local users gets 451")) {
+		str_t why = STR_INIT;
+		str_setf(&why, "%s is missing in the chroot jail", users);
+		local_rcpt_passwd_broken(cfg->lrcpt, str_cstr(&why));
+		str_release(&why);
+	}
 	if (config_get_bool("smtpd_peername_lookup"))
 		(void)server_jail_has("/etc/resolv.conf", "client name lookups "
 		    "(smtpd_peername_lookup)");
