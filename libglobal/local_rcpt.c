@@ -1,6 +1,7 @@
 /* Local recipients, one rule for smtpd and local (see local_rcpt.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "addr.h"
 #include "dict.h"
@@ -21,13 +22,26 @@ struct local_rcpt {
 	char *userdb_broken;	/* why the password database cannot be used */
 };
 
+/* A private instance: not root, and the queue directory (owned by the
+ * user master runs as) not root's either.  The second part matters for
+ * smtpd -S, which sendmail -bs runs as any user of a system install. */
+static bool private_instance(void)
+{
+	struct stat st;
+
+	if (geteuid() == 0)
+		return false;
+	return stat(config_get_str("queue_directory"), &st) < 0
+	    || st.st_uid != 0;
+}
+
 void local_rcpt_maps_from_config(str_t *alias_maps, str_t *recipient_maps)
 {
 	config_item_t it;
 
 	str_set(alias_maps, config_get_str("alias_maps"));
 	str_set(recipient_maps, config_get_str("local_recipient_maps"));
-	if (geteuid() == 0 || !config_item("alias_maps", &it)
+	if (!private_instance() || !config_item("alias_maps", &it)
 	    || it.origin != CONFIG_DEFAULT)
 		return;
 	str_setf(alias_maps, "hash:%s/aliases",

@@ -16,7 +16,10 @@
  *   A table that cannot be read is a temporary failure.
  *
  * The default tables: in a private instance (the process that reads the
- * configuration is not root) with alias_maps not set in main.cf, the
+ * configuration is not root, and neither is the owner of
+ * queue_directory, which is the user master runs as: smtpd -S run by a
+ * user of a system install is no private instance) with alias_maps not
+ * set in main.cf, the
  * aliases are $config_directory/aliases, not the system's /etc/aliases,
  * and local_recipient_maps, when not set either, follows. */
 #ifndef PETREL_LOCAL_RCPT_H

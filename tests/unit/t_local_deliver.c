@@ -517,10 +517,17 @@ PRIVATE_TC(conf_private, "settings: a private instance reads its own aliases by 
 	local_conf_t c;
 	str_t err = STR_INIT, want = STR_INIT;
 
-	ATF_REQUIRE(config_load_text("recipient_delimiter = +\n"
+	char cwd[4096];
+	str_t text = STR_INIT;
+
+	/* The instance's queue directory is the user's (here the work
+	 * directory). */
+	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
+	str_setf(&text, "queue_directory = %s\nrecipient_delimiter = +\n"
 	    "allow_mail_to_files = alias\n"
 	    "prepend_delivered_header = forward\n"
-	    "mailbox_delivery_lock = dotlock\n", "main.cf") == 0);
+	    "mailbox_delivery_lock = dotlock\n", cwd);
+	ATF_REQUIRE(config_load_text(str_cstr(&text), "main.cf") == 0);
 	ATF_REQUIRE_MSG(local_conf_from_config(&c, &err) == 0, "%s", str_cstr(&err));
 	str_setf(&want, "hash:%s/aliases", config_get_str("config_directory"));
 	ATF_CHECK_STREQ(c.alias_maps, str_cstr(&want));
@@ -533,6 +540,15 @@ PRIVATE_TC(conf_private, "settings: a private instance reads its own aliases by 
 	ATF_CHECK_EQ(c.prepend_delivered, LOCAL_DT_FORWARD);
 	ATF_CHECK(c.lock_dotlock && !c.lock_fcntl);
 	local_conf_free(&c);
+
+	/* Not root, but root's queue directory (smtpd -S, which sendmail
+	 * -bs runs as any user of a system install): the system's aliases. */
+	ATF_REQUIRE(config_load_text("queue_directory = /\n", "main.cf") == 0);
+	ATF_REQUIRE(local_conf_from_config(&c, &err) == 0);
+	ATF_CHECK_STREQ(c.alias_maps, "hash:/etc/aliases");
+	ATF_CHECK_STREQ(c.local_recipient_maps, "unix:passwd.byname hash:/etc/aliases");
+	local_conf_free(&c);
+	str_release(&text);
 
 	/* Set in main.cf: used as it is. */
 	ATF_REQUIRE(config_load_text("alias_maps = hash:/x/aliases\n", "main.cf") == 0);
