@@ -72,7 +72,7 @@ static int lock_table(const char *target)
 {
 	for (int tries = 0; tries < 100; tries++) {
 		struct stat held, now;
-		int fd = open(target, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = open(target, O_RDONLY | O_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno == ENOENT)
