@@ -200,6 +200,7 @@ int local_rcpt_known(local_rcpt_t *lr, const char *local, const char *domain,
 	str_t lc = STR_INIT, k = STR_INIT;
 	addr_split_t sp;
 	const char *user;
+	bool failed = false;
 	int rc = 0;
 
 	if (lr->n == 0)
@@ -210,33 +211,42 @@ int local_rcpt_known(local_rcpt_t *lr, const char *local, const char *domain,
 	str_lower(lc.buf);
 	addr_split(str_cstr(&lc), lr->delims, &sp);
 	user = sp.ext != NULL && sp.user != NULL ? sp.user : NULL;
-	for (size_t i = 0; i < lr->n && rc == 0; i++) {
+	/* A table that fails does not hide the others: found in any one is
+	 * known; else a failure is a temporary error (err: the last one). */
+	for (size_t i = 0; i < lr->n && rc <= 0; i++) {
+		int r = 0;
 		if (lr->userdb[i]) {
 			if (lr->userdb_broken != NULL) {
 				str_setf(err, "%s: %s", USERDB_SPEC,
 				    lr->userdb_broken);
-				rc = -1;
+				r = -1;
 			} else {
-				rc = luser_find(lr->mail_root,
+				r = luser_find(lr->mail_root,
 				    user ? user : str_cstr(&lc), NULL, err);
 			}
-			continue;
-		}
-		if (domain != NULL && *domain) {
-			str_setf(&k, "%s@%s", str_cstr(&lc), domain);
-			str_lower(k.buf);
-			rc = get(lr, i, str_cstr(&k), err);
-			if (rc == 0 && user != NULL) {
-				str_setf(&k, "%s@%s", user, domain);
+		} else {
+			if (domain != NULL && *domain) {
+				str_setf(&k, "%s@%s", str_cstr(&lc), domain);
 				str_lower(k.buf);
-				rc = get(lr, i, str_cstr(&k), err);
+				r = get(lr, i, str_cstr(&k), err);
+				if (r == 0 && user != NULL) {
+					str_setf(&k, "%s@%s", user, domain);
+					str_lower(k.buf);
+					r = get(lr, i, str_cstr(&k), err);
+				}
 			}
+			if (r == 0)
+				r = get(lr, i, str_cstr(&lc), err);
+			if (r == 0 && user != NULL)
+				r = get(lr, i, user, err);
 		}
-		if (rc == 0)
-			rc = get(lr, i, str_cstr(&lc), err);
-		if (rc == 0 && user != NULL)
-			rc = get(lr, i, user, err);
+		if (r > 0)
+			rc = 1;
+		else if (r < 0)
+			failed = true;
 	}
+	if (rc == 0 && failed)
+		rc = -1;
 	addr_split_free(&sp);
 	str_release(&lc);
 	str_release(&k);

@@ -13,7 +13,8 @@
  *       any other table     has one of LOCAL@DOMAIN, USER@DOMAIN,
  *                           LOCAL, USER (in that order; the USER keys
  *                           only when there is an extension).
- *   A table that cannot be read is a temporary failure.
+ *   A table that cannot be read is a temporary failure, unless another
+ *   entry knows the recipient.
  *
  * The default tables: in a private instance (the process that reads the
  * configuration is not root, and neither is the owner of

@@ -115,7 +115,42 @@ new_alias_body() {
 }
 new_alias_cleanup() { stop_instance; }
 
+atf_test_case chrooted_smtpd cleanup
+chrooted_smtpd_head() {
+	atf_set descr "a chrooted smtpd whose jail lacks local_mail_root" \
+	    "answers 451 4.3.0 for its users (never 550) and names the" \
+	    "missing directory; aliases, opened before the chroot, still work"
+	atf_set require.user root
+}
+chrooted_smtpd_body() {
+	need_bash
+	port=$(free_port)
+	mk_instance "myhostname = mx.example.test" \
+	    "mydestination = mx.example.test" \
+	    "local_mail_root = $PWD/mail" \
+	    "alias_maps = hash:$PWD/etc/aliases" \
+	    "smtpd_peername_lookup = no" "smtpd_error_sleep_time = 0"
+	mkdir -p mail/alice
+	printf 'staff: alice\n' > etc/aliases
+	atf_check -s exit:0 $B/bin/postalias etc/aliases
+	mcf "$port inet n n y - - smtpd" "cleanup unix n n y - 0 cleanup"
+	start_instance
+	cat > s <<'EOF2'
+HELO client.test
+MAIL FROM:<a@example.org>
+RCPT TO:<alice@mx.example.test>
+RCPT TO:<staff@mx.example.test>
+QUIT
+EOF2
+	atf_check -o save:s.out bash chat.bash $port s
+	atf_check -o match:'^451 4.3.0 <alice@mx.example.test>: Temporary lookup failure$' \
+	    -o match:'^250 2.1.5 Ok$' cat s.out
+	grep_wait maillog "chroot jail .*: $PWD/mail is missing"
+}
+chrooted_smtpd_cleanup() { stop_instance; }
+
 atf_init_test_cases() {
 	atf_add_test_case private_instance
 	atf_add_test_case new_alias
+	atf_add_test_case chrooted_smtpd
 }
