@@ -55,6 +55,11 @@ static void free_entry(mastercf_entry_t *e)
 	free(e);
 }
 
+void mastercf_entry_free(mastercf_entry_t *e)
+{
+	free_entry(e);
+}
+
 void mastercf_free(mastercf_t *m)
 {
 	if (m == NULL)

@@ -60,6 +60,8 @@ mastercf_t *mastercf_parse(const char *text, const char *filename, str_t *errors
 mastercf_t *mastercf_load(const char *path, str_t *errors);
 
 void mastercf_free(mastercf_t *m);
+/* One entry taken out of a mastercf_t (the caller fixes entries/count). */
+void mastercf_entry_free(mastercf_entry_t *e);
 
 /* The entry for service and type (type NULL: the first with that
  * service name), or NULL. */

@@ -85,7 +85,7 @@ static const param_def_t table[] = {
 	    "$myhostname without its first label, or localdomain",
 	    "The mail domain of this host."),
 	P_STR("myorigin", "$myhostname",
-	    "The domain appended to locally posted mail without a domain."),
+	    "The domain appended to locally posted mail without a domain; a path (/etc/mailname): the first line of that file, as in Debian's Postfix."),
 	P_STR("mydestination", "$myhostname, localhost.$mydomain, localhost",
 	    "Domains delivered locally (by local_transport)."),
 	P_STR("mynetworks", "127.0.0.0/8 [::1]/128",

@@ -16,6 +16,7 @@
 #include "mastercf.h"
 #include "mem.h"
 #include "pconfig.h"
+#include "postfix_compat.h"
 
 #define MAIN_CF_LIMIT (4 << 20)	/* a main.cf larger than this is a mistake */
 #define EXPAND_DEPTH 64		/* parameters within parameters */
@@ -198,14 +199,22 @@ static int expand_name(const char *name, str_t *out)
 	struct setting *s = setting_of(cname);
 	const param_def_t *d = def_of(cname);
 	if (s == NULL && d == NULL) {
-		/* Unknown: nothing.  Tell the owner of the text. */
-		if (xc) {
-			const char *owner = xdepth > 0 ? xstack[xdepth - 1] : "";
+		/* Unknown: nothing.  Tell the owner of the text, unless the
+		 * owner is itself a Postfix parameter Petrel ignores (its
+		 * value is never used; it gets its own warning). */
+		const char *owner = xdepth > 0 ? xstack[xdepth - 1] : "";
+		if (xc && (def_of(owner) != NULL || !postfix_param_known(owner))) {
 			str_t key = STR_INIT;
 			str_setf(&key, "undef %s %s", owner, cname);
-			xc_warn_once(str_cstr(&key), setting_of(owner),
-			    "undefined parameter $%s in the value of %s (expands to nothing)",
-			    cname, owner);
+			if (postfix_param_known(cname))
+				xc_warn_once(str_cstr(&key), setting_of(owner),
+				    "$%s in the value of %s: a Postfix parameter "
+				    "that Petrel does not implement (expands to "
+				    "nothing)", cname, owner);
+			else
+				xc_warn_once(str_cstr(&key), setting_of(owner),
+				    "undefined parameter $%s in the value of %s "
+				    "(expands to nothing)", cname, owner);
 			str_release(&key);
 		}
 		return 0;
@@ -661,6 +670,10 @@ static void check_all(void)
 				    "the part before _%s\n", s->written,
 				    param_transport_suffix(param_split_transport(s->name, NULL)));
 			}
+		} else if (postfix_param_known(s->name)) {
+			where(&warnings, s);
+			str_catf(&warnings, "Postfix parameter %s is not implemented "
+			    "by Petrel (ignored)\n", s->written);
 		} else if (!htable_find(x.referenced, s->name)) {
 			where(&warnings, s);
 			str_catf(&warnings, "unknown parameter %s (ignored)\n", s->written);
@@ -753,11 +766,52 @@ static void log_warnings(void)
 	}
 }
 
+/* Debian's Postfix reads myorigin from a file when its value is a path
+ * (its default main.cf and postinst write "myorigin = /etc/mailname"):
+ * the first line of that file, trimmed.  Petrel does the same, so the
+ * value everything uses is the domain; a file that cannot be read or
+ * has no name in it is an error of the myorigin line. */
+static void myorigin_from_file(void)
+{
+	struct setting *s = setting_of("myorigin");
+	str_t text = STR_INIT, path = STR_INIT;
+	char *line, *nl;
+
+	if (s == NULL || s->origin != CONFIG_FILE || s->value[0] != '/')
+		return;
+	str_set(&path, s->value);
+	if (file_read_all_follow(str_cstr(&path), &text, 4096) < 0) {
+		str_catf(&errors, "%s:%d: myorigin: cannot read %s: %s\n",
+		    s->file, s->line, str_cstr(&path),
+		    errno == EFBIG ? "file too large" : strerror(errno));
+		goto out;
+	}
+	line = text.buf ? text.buf : (char *)"";
+	if ((nl = strchr(line, '\n')) != NULL)
+		*nl = 0;
+	line = str_trim(line);
+	if (*line == 0 || strchr(line, ' ') || strchr(line, '\t')) {
+		str_catf(&errors, "%s:%d: myorigin: %s has no domain name on its "
+		    "first line\n", s->file, s->line, str_cstr(&path));
+		goto out;
+	}
+	{
+		char *file = s->file ? xstrdup(s->file) : NULL;
+		int lineno = s->line;
+		set_value("myorigin", line, file, lineno, CONFIG_FILE);
+		free(file);
+	}
+out:
+	str_release(&text);
+	str_release(&path);
+}
+
 int config_load_text(const char *text, const char *filename)
 {
 	config_reset();
 	loaded_file = xstrdup(filename);
 	parse_text(text, strlen(text), filename);
+	myorigin_from_file();
 	check_all();
 	log_warnings();
 	return str_len(&errors) ? -1 : 0;
@@ -790,6 +844,7 @@ int config_load(const char *dir)
 	/* The directory we were told to use is the configuration directory,
 	 * whatever main.cf says (it could not have been read otherwise). */
 	set_value("config_directory", dir, NULL, 0, CONFIG_RUNTIME);
+	myorigin_from_file();
 	check_all();
 	log_warnings();
 	return str_len(&errors) ? -1 : 0;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "local.h"
+#include "local_rcpt.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "user.h"
@@ -66,22 +67,15 @@ int local_conf_from_config(local_conf_t *c, str_t *err)
 	S(mydestination, "mydestination");
 	S(myorigin, "myorigin");
 #undef S
-	/* A private instance has no business with the system's aliases:
-	 * unless main.cf says otherwise it reads its own, next to main.cf
-	 * (and knows its recipients from them). */
-	config_item_t it;
-	if (!priv_can_switch() && config_item("alias_maps", &it)
-	    && it.origin == CONFIG_DEFAULT) {
-		str_t v = STR_INIT;
+	/* A private instance reads its own aliases by default, and smtpd
+	 * knows the same recipients (local_rcpt.h). */
+	{
+		str_t am = STR_INIT, rm = STR_INIT;
+		local_rcpt_maps_from_config(&am, &rm);
 		free(c->alias_maps);
-		str_setf(&v, "hash:%s/aliases", config_get_str("config_directory"));
-		c->alias_maps = str_steal(&v);
-		if (config_item("local_recipient_maps", &it)
-		    && it.origin == CONFIG_DEFAULT) {
-			free(c->local_recipient_maps);
-			str_setf(&v, "unix:passwd.byname %s", c->alias_maps);
-			c->local_recipient_maps = str_steal(&v);
-		}
+		free(c->local_recipient_maps);
+		c->alias_maps = str_steal(&am);
+		c->local_recipient_maps = str_steal(&rm);
 	}
 	c->cleanup_service = xstrdup("");
 	c->command_time_limit = config_get_time("command_time_limit");

@@ -16,6 +16,7 @@
 #include "file.h"
 #include "htable.h"
 #include "local.h"
+#include "local_rcpt.h"
 #include "log.h"
 #include "mailbox.h"
 #include "mem.h"
@@ -23,8 +24,6 @@
 
 /* Largest .forward or :include: file read. */
 #define TARGET_FILE_MAX	(1024 * 1024)
-/* The password-database entry of local_recipient_maps. */
-#define USERDB_SPEC	"unix:passwd.byname"
 
 /* ---- Lookup table lists, opened when first used ----------------------- */
 
@@ -32,7 +31,6 @@ typedef struct maplist {
 	size_t n;
 	char **spec;
 	dict_t **d;
-	bool *userdb;		/* unix:passwd.byname */
 } maplist_t;
 
 static void maplist_init(maplist_t *ml, const char *value)
@@ -43,11 +41,8 @@ static void maplist_init(maplist_t *ml, const char *value)
 	while ((item = str_token(&p, ", \t\r\n")) != NULL) {
 		ml->spec = xreallocarray(ml->spec, ml->n + 1, sizeof(*ml->spec));
 		ml->d = xreallocarray(ml->d, ml->n + 1, sizeof(*ml->d));
-		ml->userdb = xreallocarray(ml->userdb, ml->n + 1,
-		    sizeof(*ml->userdb));
 		ml->spec[ml->n] = xstrdup(item);
 		ml->d[ml->n] = NULL;
-		ml->userdb[ml->n] = strcmp(item, USERDB_SPEC) == 0;
 		ml->n++;
 	}
 	free(copy);
@@ -62,11 +57,16 @@ static void maplist_free(maplist_t *ml)
 	}
 	free(ml->spec);
 	free(ml->d);
-	free(ml->userdb);
 	memset(ml, 0, sizeof(*ml));
 }
 
-/* Looks key up in table i (not the userdb entry). */
+/* unix:passwd.byname in alias_maps is no alias table: skipped. */
+static bool is_userdb(const char *spec)
+{
+	return strcmp(spec, "unix:passwd.byname") == 0;
+}
+
+/* Looks key up in table i. */
 static enum dict_status maplist_get(maplist_t *ml, size_t i, const char *key,
     const char **value, str_t *err)
 {
@@ -93,7 +93,7 @@ static enum dict_status maplist_get(maplist_t *ml, size_t i, const char *key,
 struct local {
 	local_conf_t conf;
 	maplist_t aliases;
-	maplist_t recipients;
+	local_rcpt_t *recipients;	/* local_recipient_maps */
 	addr_domlist_t *mydest;
 };
 
@@ -148,7 +148,8 @@ local_t *local_new(const local_conf_t *conf, str_t *err)
 		return NULL;
 	}
 	maplist_init(&l->aliases, l->conf.alias_maps);
-	maplist_init(&l->recipients, l->conf.local_recipient_maps);
+	l->recipients = local_rcpt_new(l->conf.local_recipient_maps,
+	    l->conf.mail_root, l->conf.recipient_delimiter);
 	return l;
 }
 
@@ -157,7 +158,7 @@ void local_free(local_t *l)
 	if (l == NULL)
 		return;
 	maplist_free(&l->aliases);
-	maplist_free(&l->recipients);
+	local_rcpt_free(l->recipients);
 	addr_domlist_free(l->mydest);
 	local_conf_free(&l->conf);
 	free(l);
@@ -174,7 +175,7 @@ static void maplist_refresh(maplist_t *ml)
 void local_refresh(local_t *l)
 {
 	maplist_refresh(&l->aliases);
-	maplist_refresh(&l->recipients);
+	local_rcpt_refresh(l->recipients);
 }
 
 /* ---- $name expansion ---------------------------------------------------- */
@@ -293,7 +294,6 @@ typedef struct dstate {
 	lstatus_t worst;	/* first defer, else first bounce */
 	str_t ok_text;		/* successes, joined */
 	unsigned nok;
-	unsigned nforwarded;	/* addresses forwarded */
 	bool expanded;		/* an alias or .forward was used */
 	/* Addresses to forward, and every target seen. */
 	alias_list_t fwd;
@@ -780,6 +780,8 @@ static void flush_forward(dstate_t *s)
 	cleanup_client_t *c;
 	str_t err = STR_INIT, envid = STR_INIT, ident = STR_INIT;
 	lmsg_copy_t cp;
+	const char *orcpt;
+	int notify;
 
 	if (s->fwd.n == 0)
 		return;
@@ -789,18 +791,32 @@ static void flush_forward(dstate_t *s)
 		fail(s, "4.3.0", "cannot forward mail: %s", str_cstr(&err));
 		goto out;
 	}
+	/* RFC 3461 section 6.2.7: forwarded through an alias or .forward,
+	 * the copies keep ENVID, RET, ORCPT and NOTIFY, except SUCCESS: the
+	 * success notice for this recipient is ours ("expanded"), not one
+	 * per forwarding address.  A mailing list (an owner-NAME alias
+	 * replaces the sender) is a new submission: none of them. */
+	notify = s->rcpt->notify & ~QF_NOTIFY_SUCCESS;
+	if (s->rcpt->notify != 0 && notify == 0)
+		notify = QF_NOTIFY_NEVER;
+	orcpt = *s->rcpt->orcpt ? s->rcpt->orcpt : NULL;
 	env.sender = s->fwd_sender ? s->fwd_sender : s->msg->sender;
-	if (s->msg->envid && *s->msg->envid) {
-		addr_xtext_encode(s->msg->envid, strlen(s->msg->envid), &envid);
-		env.envid = str_cstr(&envid);
+	if (s->fwd_sender != NULL) {
+		notify = 0;
+		orcpt = NULL;
+	} else {
+		if (s->msg->envid && *s->msg->envid) {
+			addr_xtext_encode(s->msg->envid, strlen(s->msg->envid),
+			    &envid);
+			env.envid = str_cstr(&envid);
+		}
+		env.ret = s->msg->ret;
 	}
-	env.ret = s->msg->ret;
 	str_setf(&ident, "local %s", s->msg->queue_id);
 	env.log_ident = str_cstr(&ident);
 	(void)cleanup_send_envelope(c, &env);
 	for (size_t i = 0; i < s->fwd.n; i++)
-		(void)cleanup_send_rcpt(c, s->fwd.v[i].text,
-		    *s->rcpt->orcpt ? s->rcpt->orcpt : NULL, s->rcpt->notify);
+		(void)cleanup_send_rcpt(c, s->fwd.v[i].text, orcpt, notify);
 	copy_opts(s, &cp, 0, (cf->prepend_delivered & LOCAL_DT_FORWARD) != 0);
 	if (lmsg_copy(s->msg->content, &cp, to_cleanup, c, &err) == LMSG_EREAD) {
 		(void)cleanup_abort(c, NULL);
@@ -813,7 +829,6 @@ static void flush_forward(dstate_t *s)
 		lstatus_set(&st, "2.0.0", "forwarded as %s", reply.queue_id);
 		result(s, &st);
 		lstatus_free(&st);
-		s->nforwarded = s->fwd.n;
 	} else if (reply.status == CLEANUP_STAT_PERM) {
 		fail(s, reply.dsn[0] == '5' ? reply.dsn : "5.3.0",
 		    "cannot forward mail: %s", reply.text);
@@ -1057,7 +1072,7 @@ static void owner_alias(dstate_t *s, const char *name)
 		return;
 	str_setf(&key, "owner-%s", name);
 	for (size_t i = 0; i < s->l->aliases.n; i++) {
-		if (s->l->aliases.userdb[i])
+		if (is_userdb(s->l->aliases.spec[i]))
 			continue;
 		enum dict_status st = maplist_get(&s->l->aliases, i,
 		    str_cstr(&key), &value, &err);
@@ -1096,7 +1111,7 @@ static bool try_alias(dstate_t *s)
 
 	for (size_t k = 0; k < 2 && keys[k] != NULL; k++) {
 		for (size_t i = 0; i < ml->n; i++) {
-			if (ml->userdb[i])
+			if (is_userdb(ml->spec[i]))
 				continue;
 			enum dict_status st = maplist_get(ml, i, keys[k], &value,
 			    &err);
@@ -1130,47 +1145,17 @@ static bool try_alias(dstate_t *s)
 	return false;
 }
 
-/* local_recipient_maps: 1 known, 0 unknown, -1 deferred (status set). */
+/* local_recipient_maps (the rule smtpd checks at RCPT too:
+ * local_rcpt.h): 1 known, 0 unknown, -1 deferred (status set). */
 static int known(dstate_t *s)
 {
-	maplist_t *ml = &s->l->recipients;
-	const char *keys[2] = { s->local, s->ext ? s->user : NULL };
 	str_t err = STR_INIT;
-	const char *value;
+	int r = local_rcpt_known(s->l->recipients, s->local, s->domain, &err);
 
-	if (ml->n == 0)
-		return 1;
-	for (size_t i = 0; i < ml->n; i++) {
-		if (ml->userdb[i]) {
-			luser_t u = LUSER_INIT;
-			int r = luser_find(s->l->conf.mail_root, s->user, &u, &err);
-			luser_free(&u);
-			if (r < 0) {
-				fail(s, "4.3.0", "%s", str_cstr(&err));
-				str_release(&err);
-				return -1;
-			}
-			if (r == 1)
-				return 1;
-			continue;
-		}
-		for (size_t k = 0; k < 2 && keys[k] != NULL; k++) {
-			enum dict_status st = maplist_get(ml, i, keys[k], &value,
-			    &err);
-			if (st == DICT_STAT_ERROR) {
-				fail(s, "4.3.0", "local_recipient_maps: %s",
-				    str_cstr(&err));
-				str_release(&err);
-				return -1;
-			}
-			if (st == DICT_STAT_FOUND) {
-				str_release(&err);
-				return 1;
-			}
-		}
-	}
+	if (r < 0)
+		fail(s, "4.3.0", "local_recipient_maps: %s", str_cstr(&err));
 	str_release(&err);
-	return 0;
+	return r;
 }
 
 dlv_action_t local_deliver(local_t *l, const local_msg_t *msg,
@@ -1216,10 +1201,11 @@ dlv_action_t local_deliver(local_t *l, const local_msg_t *msg,
 		action = DLV_ACT_FAILED;
 	} else {
 		lstatus_set(st, "2.0.0", "%s", str_cstr(&s.ok_text));
-		if (s.expanded && s.nok + (s.nforwarded ? s.nforwarded - 1 : 0) > 1)
+		/* As Postfix: an alias or .forward is "expanded", unless it
+		 * is a mailing list (an owner-NAME alias): then the list
+		 * took the mail, "delivered". */
+		if (s.expanded && s.fwd_sender == NULL)
 			action = DLV_ACT_EXPANDED;
-		else if (s.nforwarded == 1 && s.nok == 1)
-			action = DLV_ACT_RELAYED;
 		else
 			action = DLV_ACT_DELIVERED;
 	}

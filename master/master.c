@@ -21,6 +21,7 @@
 #include "master.h"
 #include "mem.h"
 #include "pconfig.h"
+#include "postfix_compat.h"
 #include "pidfile.h"
 #include "sock.h"
 
@@ -225,6 +226,11 @@ int main(int argc, char **argv)
 
 	setup_logging();
 	log_also_stderr(1);
+	/* Services of a Postfix master.cf whose daemon Petrel does not have
+	 * are left out, with a warning (petrel check says the same). */
+	if (postfix_mastercf_filter(master.mcf, config_get_str("daemon_directory"),
+	    &errors) > 0)
+		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
 	master.queue_dir = xstrdup(config_get_str("queue_directory"));
 	if (chdir(master.queue_dir) < 0)
 		log_fatal("queue_directory %s: %s (petrel check creates it)",

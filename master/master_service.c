@@ -16,6 +16,7 @@
 #include "endpoint.h"
 #include "jail.h"
 #include "master.h"
+#include "postfix_compat.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "sock.h"
@@ -557,6 +558,9 @@ void master_reload(void)
 			mastercf_free(mcf);
 		goto out;
 	}
+	if (postfix_mastercf_filter(mcf, config_get_str("daemon_directory"),
+	    &errors) > 0)
+		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
 	str_setf(&path, "%s/main.cf", master.config_dir);
 	if (file_read_all_follow(str_cstr(&path), &text, 16 << 20) < 0)
 		str_reset(&text);

@@ -17,6 +17,7 @@
 #include "fdutil.h"
 #include "log.h"
 #include "mastercf.h"
+#include "postfix_compat.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "petrel_check.h"
@@ -407,6 +408,10 @@ int petrel_check(const char *config_dir)
 	if (m == NULL || str_len(&errors)) {
 		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
 		problems++;
+	} else if (postfix_mastercf_filter(m, config_get_str("daemon_directory"),
+	    &errors) > 0) {
+		/* Not a problem: master leaves them out the same way. */
+		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
 	}
 	str_setf(&path, "%s/master", config_get_str("daemon_directory"));
 	if (access(str_cstr(&path), X_OK) < 0) {

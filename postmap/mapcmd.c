@@ -1,12 +1,15 @@
 /* postmap / postalias common code (see mapcmd.h, man/postmap.1). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "config.h"
 #include "dict.h"
+#include "htable.h"
 #include "log.h"
 #include "mapcmd.h"
 #include "mem.h"
@@ -56,6 +59,48 @@ static char *table_spec(const char *arg)
 	return str_steal(&s);
 }
 
+/* An exclusive lock on the table file target (path.db, path.lmdb) for a
+ * writer, so that updates (-i, -d) and rebuilds of one table happen one
+ * after the other and none is lost.  flock(2), not fcntl: reading the
+ * old table opens and closes the same file, which would drop an fcntl
+ * lock.  Readers take no lock (they see the old or the new file).  The
+ * file locked must still be the one at target once the lock is held:
+ * another writer may have renamed a new table over it meanwhile.
+ * Returns the descriptor, -1 when there is no table (errno ENOENT), -2
+ * after logging an error. */
+static int lock_table(const char *target)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		struct stat held, now;
+		int fd = open(target, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == ENOENT)
+				return -1;
+			log_error("cannot open %s: %s", target, strerror(errno));
+			return -2;
+		}
+		if (flock(fd, LOCK_EX) < 0) {
+			log_error("cannot lock %s: %s", target, strerror(errno));
+			close(fd);
+			return -2;
+		}
+		if (fstat(fd, &held) == 0 && stat(target, &now) == 0
+		    && held.st_dev == now.st_dev && held.st_ino == now.st_ino)
+			return fd;
+		close(fd);
+	}
+	log_error("%s: replaced by other writers 100 times while waiting for "
+	    "its lock; giving up", target);
+	return -2;
+}
+
+static void unlock_table(int fd)
+{
+	if (fd >= 0)
+		close(fd);	/* drops the flock */
+}
+
 static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
 {
 	char *tspec = table_spec(arg);
@@ -65,7 +110,7 @@ static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
 	size_t tlen = (size_t)(colon - tspec);
 	mapcmd_build_t b = { .spec = spec };
 	struct stat st;
-	int rc = MAPCMD_EX_FAIL;
+	int rc = MAPCMD_EX_FAIL, lock = -1;
 
 	if (tlen != 4 || (strncmp(tspec, "hash", 4) != 0
 	    && strncmp(tspec, "lmdb", 4) != 0)) {
@@ -92,6 +137,10 @@ static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
 		goto out;
 	}
 	str_set(&db, dict_writer_target(b.w));
+	if ((lock = lock_table(str_cstr(&db))) == -2) {
+		dict_writer_abort(b.w);
+		goto out;
+	}
 	if (spec->load(path, &b, &err) < 0) {
 		log_error("%s", str_cstr(&err));
 		log_error("%s not changed", str_cstr(&db));
@@ -114,9 +163,200 @@ static int build(const mapcmd_spec_t *spec, const char *arg, int flags)
 		log_info("%s: %lu entries", str_cstr(&db), b.count);
 	rc = MAPCMD_EX_OK;
 out:
+	unlock_table(lock);
 	str_release(&err);
 	str_release(&db);
 	free(tspec);
+	return rc;
+}
+
+/* ---- Updates of an existing table: -i and -d ----------------------------
+ *
+ * The table is written anew, as for a build: the old entries (less the
+ * deleted ones) and the new ones go into a temporary file that replaces
+ * the table in one rename, under the table's lock.  A daemon reading the
+ * table sees the old or the new one, never a half-written file, and
+ * reopens it by itself as after a rebuild. */
+
+struct update {
+	mapcmd_build_t *b;
+	htable_t *del;		/* -d: keys to delete (value: found marker) */
+	const char *target;
+	str_t err;
+	bool failed;
+};
+
+static int copy_entry(const char *key, const char *value, void *ctx)
+{
+	struct update *u = ctx;
+
+	if (u->del != NULL && htable_find(u->del, key) != NULL) {
+		htable_put(u->del, key, (void *)1);
+		return 0;
+	}
+	switch (dict_writer_put(u->b->w, key, value, &u->err)) {
+	case DICT_PUT_ERROR:
+		u->failed = true;
+		return 1;
+	case DICT_PUT_NEW:
+		u->b->count++;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void count_found(htable_entry_t *e, void *ctx)
+{
+	if (e->value != NULL)
+		(*(unsigned long *)ctx)++;
+}
+
+/* Rewrites table arg with what -i reads from standard input (del NULL)
+ * or without the keys of del.  Returns an exit status; *found counts
+ * the keys of del found. */
+static int update(const mapcmd_spec_t *spec, const char *arg, int flags,
+    htable_t *del, unsigned long *found)
+{
+	char *tspec = table_spec(arg);
+	const char *colon = strchr(tspec, ':');
+	size_t tlen = (size_t)(colon - tspec);
+	mapcmd_build_t b = { .spec = spec };
+	struct update u = { .b = &b, .del = del, .err = STR_INIT };
+	str_t db = STR_INIT;
+	dict_t *old = NULL;
+	struct stat was;
+	int rc = MAPCMD_EX_FAIL, lock = -1;
+
+	if (tlen != 4 || (strncmp(tspec, "hash", 4) != 0
+	    && strncmp(tspec, "lmdb", 4) != 0)) {
+		log_error("%s: cannot update tables of type \"%.*s\": only "
+		    "hash: and lmdb: tables are written", tspec, (int)tlen,
+		    tspec);
+		goto out;
+	}
+	if (colon[1] == 0) {
+		log_error("%s: missing file name", tspec);
+		goto out;
+	}
+	/* Keys to delete are compared as the table stores them. */
+	if ((b.w = dict_writer_open(tspec, flags, &u.err)) == NULL) {
+		log_error("%s", str_cstr(&u.err));
+		goto out;
+	}
+	str_set(&db, dict_writer_target(b.w));
+	u.target = str_cstr(&db);
+	lock = lock_table(u.target);
+	if (lock == -2 || (lock == -1 && del != NULL)) {
+		if (lock == -1)
+			log_error("cannot open %s: %s", u.target,
+			    strerror(ENOENT));
+		dict_writer_abort(b.w);
+		goto out;
+	}
+	if (lock >= 0) {
+		if ((old = dict_open(tspec, flags, &u.err)) == NULL) {
+			log_error("%s", str_cstr(&u.err));
+			dict_writer_abort(b.w);
+			goto out;
+		}
+		if (dict_walk(old, copy_entry, &u) < 0 || u.failed) {
+			if (u.failed)
+				log_error("%s: %s", u.target, str_cstr(&u.err));
+			else
+				log_error("%s: %s", tspec, dict_errmsg(old));
+			log_error("%s not changed", u.target);
+			dict_writer_abort(b.w);
+			goto out;
+		}
+	}
+	if (del == NULL && spec->load("/dev/stdin", &b, &u.err) < 0) {
+		log_error("%s", str_cstr(&u.err));
+		log_error("%s not changed", u.target);
+		dict_writer_abort(b.w);
+		goto out;
+	}
+	if (del != NULL) {
+		unsigned long n = 0;
+		htable_walk(del, count_found, &n);
+		*found += n;
+		if (n == 0) {		/* nothing to change */
+			dict_writer_abort(b.w);
+			rc = MAPCMD_EX_OK;
+			goto out;
+		}
+	}
+	if (dict_writer_commit(b.w, &u.err) < 0) {
+		log_error("%s", str_cstr(&u.err));
+		goto out;
+	}
+	/* The new file keeps the old one's owner and mode (local runs the
+	 * commands of an alias table with its owner's rights). */
+	if (lock >= 0 && fstat(lock, &was) == 0) {
+		if (geteuid() == 0 && lchown(u.target, was.st_uid,
+		    was.st_gid) < 0)
+			log_warning("chown %s: %s", u.target, strerror(errno));
+		if (chmod(u.target, was.st_mode & 07777) < 0)
+			log_warning("chmod %s: %s", u.target, strerror(errno));
+	}
+	if (log_verbose)
+		log_info("%s: %lu entries", u.target, b.count);
+	rc = MAPCMD_EX_OK;
+out:
+	if (old != NULL)
+		dict_close(old);
+	unlock_table(lock);
+	str_release(&u.err);
+	str_release(&db);
+	free(tspec);
+	return rc;
+}
+
+static void clear_found(htable_entry_t *e, void *ctx)
+{
+	(void)ctx;
+	e->value = NULL;
+}
+
+/* -d KEY or -d -: the keys deleted from every table.  0 when at least
+ * one was found (in any table), 1 when none was, 2 when a table could
+ * not be updated. */
+static int delete_keys(const mapcmd_spec_t *spec, char **tables, int n,
+    int flags, const char *key)
+{
+	htable_t *del = htable_new(16, 0);
+	unsigned long found = 0;
+	int rc = MAPCMD_EX_OK;
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (strcmp(key, "-") == 0) {
+		while (getline(&line, &cap, stdin) > 0) {
+			char *k = str_trim(line);
+			if (*k == 0)
+				continue;
+			if (!(flags & DICT_FLAG_CASE_SENSITIVE))
+				str_lower(k);
+			(void)htable_add(del, k, NULL);
+		}
+		free(line);
+	} else {
+		char *k = xstrdup(key);
+		if (!(flags & DICT_FLAG_CASE_SENSITIVE))
+			str_lower(k);
+		(void)htable_add(del, k, NULL);
+		free(k);
+	}
+	for (int i = 0; i < n; i++) {
+		htable_walk(del, clear_found, NULL);
+		if (htable_size(del) > 0 && update(spec, tables[i], flags, del,
+		    &found) != MAPCMD_EX_OK)
+			rc = MAPCMD_EX_ERROR;
+	}
+	htable_free(del, NULL);
+	if (rc == MAPCMD_EX_OK && found == 0)
+		rc = MAPCMD_EX_NOTFOUND;
 	return rc;
 }
 
@@ -239,23 +479,31 @@ static void usage(const char *name)
 	fprintf(stderr,
 	    "usage: %s [-c config_dir] [-frv] [type:]file...\n"
 	    "       %s [-c config_dir] [-f] -q key|- [type:]file...\n"
-	    "       %s [-c config_dir] [-f] -s [type:]file...\n",
-	    name, name, name);
+	    "       %s [-c config_dir] [-f] -s [type:]file...\n"
+	    "       %s [-c config_dir] [-frv] -i [type:]file...\n"
+	    "       %s [-c config_dir] [-f] -d key|- [type:]file...\n",
+	    name, name, name, name, name);
 	exit(MAPCMD_EX_USAGE);
 }
 
 int mapcmd_main(int argc, char **argv, const mapcmd_spec_t *spec)
 {
-	const char *dir = NULL, *key = NULL;
-	bool dumpmode = false;
+	const char *dir = NULL, *key = NULL, *delkey = NULL;
+	bool dumpmode = false, incremental = false;
 	int flags = 0, c, rc = MAPCMD_EX_OK;
 
 	log_init(spec->name);
 	log_to_stderr();
-	while ((c = getopt(argc, argv, "c:fq:rsv")) != -1) {
+	while ((c = getopt(argc, argv, "c:d:fiq:rsv")) != -1) {
 		switch (c) {
 		case 'c':
 			dir = optarg;
+			break;
+		case 'd':
+			delkey = optarg;
+			break;
+		case 'i':
+			incremental = true;
 			break;
 		case 'f':
 			flags |= DICT_FLAG_CASE_SENSITIVE;
@@ -278,10 +526,11 @@ int mapcmd_main(int argc, char **argv, const mapcmd_spec_t *spec)
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc < 1 || (key != NULL && dumpmode))
+	if (argc < 1 || (key != NULL) + dumpmode + incremental
+	    + (delkey != NULL) > 1)
 		usage(spec->name);
-	if (key != NULL && *key == 0) {
-		log_error("-q: empty key");
+	if ((key != NULL && *key == 0) || (delkey != NULL && *delkey == 0)) {
+		log_error("%s: empty key", key != NULL ? "-q" : "-d");
 		return MAPCMD_EX_USAGE;
 	}
 	/* main.cf is read for its parameters being valid, as every command
@@ -307,6 +556,16 @@ int mapcmd_main(int argc, char **argv, const mapcmd_spec_t *spec)
 	}
 	if (dumpmode)
 		return dump(argv, argc, flags, spec->dump_sep);
+	if (delkey != NULL)
+		return delete_keys(spec, argv, argc, flags, delkey);
+	if (incremental) {
+		/* Standard input can be read once: one table. */
+		if (argc != 1) {
+			log_error("-i updates one table at a time");
+			return MAPCMD_EX_USAGE;
+		}
+		return update(spec, argv[0], flags, NULL, NULL);
+	}
 	for (int i = 0; i < argc; i++)
 		if (build(spec, argv[i], flags) != MAPCMD_EX_OK)
 			rc = MAPCMD_EX_FAIL;

@@ -1,5 +1,6 @@
 /* What postmap(1) and postalias(1) share: options, building a hash:
- * table from a source file atomically, -q queries and -s dumps.  The two
+ * table from a source file atomically, updating one (-i, -d) the same
+ * way under the table's lock, -q queries and -s dumps.  The two
  * differ only in how a source file is read (key value lines, or
  * "name: targets" entries) and in how -s prints an entry. */
 #ifndef PETREL_POSTMAP_MAPCMD_H
@@ -9,7 +10,7 @@
 
 /* Exit status. */
 #define MAPCMD_EX_OK		0
-#define MAPCMD_EX_NOTFOUND	1	/* -q: no table has the key */
+#define MAPCMD_EX_NOTFOUND	1	/* -q, -d: no table has the key */
 #define MAPCMD_EX_FAIL		1	/* build: the table was not built */
 #define MAPCMD_EX_ERROR		2	/* -q/-s: a table could not be read */
 #define MAPCMD_EX_USAGE		64

@@ -49,13 +49,13 @@ static void pre_jail(void *ctx)
 static void post_jail(void *ctx)
 {
 	(void)ctx;
-	for (size_t i = 0; i < cfg->nlrmaps; i++) {
-		smtpd_lrmap_t *m = &cfg->lrmaps[i];
-		if (m->passwd && m->broken == NULL &&
-		    !server_jail_has("/etc/passwd", "unix:passwd.byname in "
-		    "local_recipient_maps; mail to local users gets 451"))
-			m->broken = xstrdup("/etc/passwd is missing in the "
-			    "chroot jail");
+	const char *users = local_rcpt_user_source(cfg->lrcpt);
+	if (users != NULL && !server_jail_has(users, "unix:passwd.byname in "
+	    "local_recipient_maps; mail to local users gets 451")) {
+		str_t why = STR_INIT;
+		str_setf(&why, "%s is missing in the chroot jail", users);
+		local_rcpt_passwd_broken(cfg->lrcpt, str_cstr(&why));
+		str_release(&why);
 	}
 	/* anvil's endpoint is relative to the queue directory, in the jail
 	 * or not; nothing is opened until the first client. */

@@ -27,6 +27,7 @@
 #include "cleanup_client.h"
 #include "dict.h"
 #include "dns.h"
+#include "local_rcpt.h"
 #include "sock.h"
 #include "str.h"
 #include "stream.h"
@@ -186,14 +187,6 @@ enum {
 	SMTPD_EXT_VRFY = 1 << 8,
 };
 
-/* A local recipient table: a dict, or the passwd database. */
-typedef struct smtpd_lrmap {
-	dict_t *dict;		/* NULL for unix:passwd.byname or broken */
-	bool passwd;
-	char *spec;
-	char *broken;		/* why it could not be opened, or NULL */
-} smtpd_lrmap_t;
-
 struct smtpd_cfg {
 	char *myhostname;
 	char *myorigin;
@@ -219,9 +212,7 @@ struct smtpd_cfg {
 	    *relay_restr, *rcpt_restr, *data_restr, *eod_restr;
 	smtpd_netlist_t *mynetworks, *limit_exceptions;
 	addr_domlist_t *mydestination, *relay_domains;
-	smtpd_lrmap_t *lrmaps;		/* local_recipient_maps */
-	size_t nlrmaps;			/* 0 with lrmaps_on false: accept */
-	bool lrmaps_on;
+	local_rcpt_t *lrcpt;		/* local_recipient_maps (local_rcpt.h) */
 	char *recipient_delimiter;
 	dns_resolver_t *dns;		/* NULL: created on first use */
 	bool dns_failed;

@@ -55,38 +55,19 @@ static char **word_list(const char *value)
 	return v;
 }
 
+/* local_recipient_maps: the rule local delivers by (local_rcpt.h).  The
+ * tables are opened now, before a chroot; one that cannot be is tried
+ * again when used, and unknown local recipients get 451 4.3.0 meanwhile. */
 static void load_lrmaps(smtpd_cfg_t *cfg)
 {
-	const char *value = config_get_str("local_recipient_maps");
-	char *copy = xstrdup(value), *cp = copy, *t;
+	str_t err = STR_INIT;
 
-	cfg->lrmaps_on = false;
-	while ((t = smtpd_list_token(&cp)) != NULL) {
-		smtpd_lrmap_t *m;
-		cfg->lrmaps_on = true;
-		cfg->lrmaps = xreallocarray(cfg->lrmaps, cfg->nlrmaps + 1,
-		    sizeof(*cfg->lrmaps));
-		m = &cfg->lrmaps[cfg->nlrmaps++];
-		memset(m, 0, sizeof(*m));
-		m->spec = xstrdup(t);
-		/* The passwd file is no lookup table of ours; unix:passwd.byname
-		 * is answered with getpwnam() (in a chroot, the jail needs its
-		 * own etc/passwd: doc/smtpd.md). */
-		if (strcmp(t, "unix:passwd.byname") == 0) {
-			m->passwd = true;
-			continue;
-		}
-		str_t err = STR_INIT;
-		m->dict = dict_open(t, 0, &err);
-		if (m->dict == NULL) {
-			m->broken = xstrdup(str_cstr(&err));
-			log_warning("local_recipient_maps: %s: %s; unknown local "
-			    "recipients get 451 4.3.0 until it can be read",
-			    t, m->broken);
-		}
-		str_release(&err);
-	}
-	free(copy);
+	cfg->lrcpt = local_rcpt_from_config();
+	if (local_rcpt_open(cfg->lrcpt, &err) > 0)
+		log_warning("local_recipient_maps: %s; unknown local "
+		    "recipients get 451 4.3.0 until it can be read",
+		    str_cstr(&err));
+	str_release(&err);
 }
 
 smtpd_cfg_t *smtpd_cfg_load(str_t *err)
@@ -236,13 +217,7 @@ void smtpd_cfg_free(smtpd_cfg_t *cfg)
 	smtpd_netlist_free(cfg->limit_exceptions);
 	addr_domlist_free(cfg->mydestination);
 	addr_domlist_free(cfg->relay_domains);
-	for (size_t i = 0; i < cfg->nlrmaps; i++) {
-		if (cfg->lrmaps[i].dict)
-			dict_close(cfg->lrmaps[i].dict);
-		free(cfg->lrmaps[i].spec);
-		free(cfg->lrmaps[i].broken);
-	}
-	free(cfg->lrmaps);
+	local_rcpt_free(cfg->lrcpt);
 	if (cfg->forbidden) {
 		for (char **p = cfg->forbidden; *p; p++)
 			free(*p);

@@ -634,52 +634,6 @@ out:
 
 /* ---- Local recipients ---------------------------------------------- */
 
-static int lrmap_lookup(const smtpd_cfg_t *cfg, smtpd_lrmap_t *m,
-    const char *rcpt, str_t *err)
-{
-	addr_split_t sp;
-	str_t k = STR_INIT;
-	const char *at = strrchr(rcpt, '@');
-	int rc = 0;
-
-	if (m->broken) {
-		str_setf(err, "%s: %s", m->spec, m->broken);
-		return -1;
-	}
-	addr_split(rcpt, cfg->recipient_delimiter, &sp);
-	if (m->passwd) {
-		/* Account names are looked up in lower case, as local(8)
-		 * delivers them. */
-		str_reset(&k);
-		if (sp.ext != NULL)
-			str_set(&k, sp.user);
-		else
-			str_append(&k, rcpt, at ? (size_t)(at - rcpt) : strlen(rcpt));
-		if (str_len(&k) > 0)
-			str_lower(k.buf);
-		rc = str_len(&k) > 0 && getpwnam(str_cstr(&k)) != NULL;
-		goto out;
-	}
-	rc = lookup(m->dict, rcpt, NULL);
-	if (rc == 0 && sp.ext != NULL && sp.domain != NULL) {
-		str_setf(&k, "%s@%s", sp.user, sp.domain);
-		rc = lookup(m->dict, str_cstr(&k), NULL);
-	}
-	if (rc == 0) {
-		str_reset(&k);
-		str_append(&k, rcpt, at ? (size_t)(at - rcpt) : strlen(rcpt));
-		rc = lookup(m->dict, str_cstr(&k), NULL);
-	}
-	if (rc == 0 && sp.ext != NULL)
-		rc = lookup(m->dict, sp.user, NULL);
-	if (rc < 0)
-		str_setf(err, "%s: %s", dict_spec(m->dict), dict_errmsg(m->dict));
-out:
-	addr_split_free(&sp);
-	str_release(&k);
-	return rc;
-}
-
 enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
     smtpd_reply_t *rp)
 {
@@ -691,7 +645,7 @@ enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
 	bool temp = false;
 	int rc;
 
-	if (!cfg->lrmaps_on)
+	if (!local_rcpt_enabled(cfg->lrcpt))
 		return SMTPD_CHK_DUNNO;
 	rc = smtpd_domain_is_local(cfg, dom ? dom : cfg->myorigin, ctx->local_addr, &err);
 	if (rc == 0)
@@ -708,9 +662,14 @@ enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
 		if (ll == 10 && strncasecmp(rcpt, "postmaster", 10) == 0)
 			goto out;
 	}
-	for (size_t i = 0; i < cfg->nlrmaps; i++) {
+	{
+		/* The rule local delivers by (local_rcpt.h). */
+		const char *at = strrchr(rcpt, '@');
+		str_t lp = STR_INIT;
+		str_append(&lp, rcpt, at ? (size_t)(at - rcpt) : strlen(rcpt));
 		str_reset(&err);
-		rc = lrmap_lookup(cfg, &cfg->lrmaps[i], rcpt, &err);
+		rc = local_rcpt_known(cfg->lrcpt, str_cstr(&lp), dom, &err);
+		str_release(&lp);
 		if (rc > 0)
 			goto out;
 		if (rc < 0) {

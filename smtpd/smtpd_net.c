@@ -103,7 +103,15 @@ static bool parse_pattern(const char *param, char *tok, net_pat_t *p,
 	p->bits = (unsigned)max;
 	if (slash) {
 		unsigned long b;
-		if (!str_to_ulong(slash + 1, &b) || b > max) {
+		bool ok = str_to_ulong(slash + 1, &b);
+		/* An IPv4-mapped IPv6 network (Debian's default mynetworks
+		 * has [::ffff:127.0.0.0]/104) is matched as the IPv4 network
+		 * it maps: its mask counts the 96 bits of the prefix. */
+		if (ok && p->family == AF_INET && strchr(host, ':') != NULL) {
+			ok = b >= 96;
+			b -= ok ? 96 : 0;
+		}
+		if (!ok || b > max) {
 			*slash = '/';
 			str_setf(err, "%s: bad network mask in \"%s\"", param, tok);
 			return false;

@@ -99,9 +99,33 @@ EOF
 	atf_check -s exit:0 -o inline:"w\n" $PA -q z a2
 }
 
+atf_test_case incremental_delete
+incremental_delete_head() {
+	atf_set descr "-i adds aliases(5) entries from stdin (each checked," \
+	    "a bad one changes nothing), -d and -d - delete names"
+}
+incremental_delete_body() {
+	printf 'postmaster: root\nstaff: alice, bob\n' > aliases
+	atf_check -s exit:0 $PA aliases
+	printf 'Webmaster: alice\nlist: bob,\n\tcarol\n' > in
+	atf_check -s exit:0 -o empty -e empty $PA -i aliases < in
+	atf_check -s exit:0 -o inline:"alice\n" $PA -q webmaster aliases
+	atf_check -s exit:0 -o inline:"bob,	carol\n" $PA -q list aliases
+	atf_check -s exit:0 -o inline:"root\n" $PA -q postmaster aliases
+	printf 'ok: alice\nbad: "|unterminated\n' > bad
+	atf_check -s exit:1 -e match:"/dev/stdin:2:" -e match:"not changed" $PA -i aliases < bad
+	atf_check -s exit:1 -o empty $PA -q ok aliases
+	atf_check -s exit:0 -o empty -e empty $PA -d STAFF aliases
+	atf_check -s exit:1 -o empty $PA -q staff aliases
+	atf_check -s exit:1 $PA -d staff aliases
+	printf 'webmaster\nlist\n' | atf_check -s exit:0 $PA -d - aliases
+	atf_check -s exit:0 -o inline:"postmaster: root\n" $PA -s aliases
+}
+
 atf_init_test_cases() {
 	atf_add_test_case build_query
 	atf_add_test_case malformed
 	atf_add_test_case duplicates
 	atf_add_test_case sendmail_bi
+	atf_add_test_case incremental_delete
 }

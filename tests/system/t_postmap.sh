@@ -1,10 +1,14 @@
 #! /usr/bin/env atf-sh
 # postmap: build hash: tables atomically from text, query them (-q, -q -),
 # list them (-s); errors name file:line and leave the old table alone; a
-# reader that has the table open sees a rebuilt one without reopening.
+# reader that has the table open sees a rebuilt one without reopening;
+# -i adds entries read from stdin, -d deletes keys, under the table's
+# lock, and a running daemon sees the change.
 
+B=@BUILDDIR@
 BUILDDIR=@BUILDDIR@
 . @SRCDIR@/tests/system/common.subr
+. @SRCDIR@/tests/system/master.subr
 PM=$BIN/postmap
 
 atf_test_case build_query
@@ -191,6 +195,148 @@ pattern_tables_body() {
 	atf_check -s exit:0 -o match:"^root:[^:]*:0:0:" $PM -q root unix:passwd.byname
 }
 
+atf_test_case incremental
+incremental_head() {
+	atf_set descr "-i adds the key value lines of stdin to an existing" \
+	    "table (hash: and lmdb:), keeps the old entries, warns about a" \
+	    "key it has (-r replaces it), creates a missing table, and a bad" \
+	    "line leaves the table alone"
+}
+incremental_body() {
+	for type in hash lmdb; do
+		if [ $type = lmdb ] && $PM -q x lmdb:/nonexistent 2>&1 |
+		    grep -q "not supported by this build"; then
+			continue
+		fi
+		rm -f t t.db t.lmdb
+		printf 'a 1\nB 2\n' > t
+		atf_check -s exit:0 $PM $type:t
+		printf 'c 3\nb 9\n' > in
+		atf_check -s exit:0 -o empty -e match:'duplicate key "b"' \
+		    $PM -i $type:t < in
+		atf_check -s exit:0 -o inline:"a 1\nb 2\nc 3\n" -x "$PM -s $type:t | sort"
+		atf_check -s exit:0 -o empty -e empty $PM -r -i $type:t < in
+		atf_check -s exit:0 -o inline:"9\n" $PM -q b $type:t
+		# The source file was not read: the table alone changed.
+		atf_check -s exit:0 -o inline:"a 1\nB 2\n" cat t
+		printf 'd 4\nbroken\n' > bad
+		atf_check -s exit:1 -e match:"/dev/stdin:2: missing value" \
+		    -e match:"not changed" $PM -i $type:t < bad
+		atf_check -s exit:1 -o empty $PM -q d $type:t
+		atf_check -s exit:0 -o inline:"3\n" $PM -q c $type:t
+		# A table that does not exist yet is created.
+		printf 'x y\n' | atf_check -s exit:0 $PM -i $type:new
+		atf_check -s exit:0 -o inline:"y\n" $PM -q x $type:new
+		rm -f new*
+		atf_check -s exit:1 -o empty sh -c 'ls | grep tmp'
+	done
+	# One table at a time; not with -q, -s or -d.
+	atf_check -s exit:64 -e match:"one table" $PM -i t t < in
+	atf_check -s exit:64 -e match:usage $PM -i -s t < in
+	atf_check -s exit:64 -e match:usage $PM -i -d a t < in
+	# Only hash: and lmdb: are written.
+	atf_check -s exit:1 -e match:"cannot update tables of type" $PM -i texthash:t < in
+}
+
+atf_test_case delete
+delete_head() {
+	atf_set descr "-d KEY and -d - delete keys (case folded unless -f)" \
+	    "from every table named; exit 0 when one was found, 1 when none"
+}
+delete_body() {
+	printf 'a 1\nb 2\nc 3\nd 4\n' > t
+	printf 'a x\nz y\n' > u
+	atf_check -s exit:0 $PM t u
+	atf_check -s exit:0 -o empty -e empty $PM -d A t u
+	atf_check -s exit:1 -o empty $PM -q a t u
+	atf_check -s exit:0 -o inline:"y\n" $PM -q z u
+	atf_check -s exit:1 -o empty -e empty $PM -d nothere t u
+	printf 'b\n\nnothere\nC\n' > keys
+	atf_check -s exit:0 -o empty -e empty $PM -d - t < keys
+	atf_check -s exit:0 -o inline:"d 4\n" $PM -s t
+	atf_check -s exit:1 -o empty -e empty $PM -d - t < keys
+	# A table that does not exist is an error, not "not found".
+	atf_check -s exit:2 -e match:"missing.db: No such file" $PM -d a missing
+	# -f: keys as written.
+	printf 'Key v\n' > f
+	atf_check -s exit:0 $PM -f f
+	atf_check -s exit:1 $PM -f -d key f
+	atf_check -s exit:0 $PM -f -d Key f
+	atf_check -s exit:0 -o empty $PM -s f
+	if ! $PM -q x lmdb:/nonexistent 2>&1 | grep -q "not supported by this build"; then
+		printf 'a 1\nb 2\n' > l
+		atf_check -s exit:0 $PM lmdb:l
+		atf_check -s exit:0 $PM -d a lmdb:l
+		atf_check -s exit:0 -o inline:"b 2\n" $PM -s lmdb:l
+	fi
+}
+
+atf_test_case concurrent_updates
+concurrent_updates_head() {
+	atf_set descr "20 postmap -i and a rebuild at once: the table's lock" \
+	    "orders them, no update is lost, a reader always gets an answer"
+}
+concurrent_updates_body() {
+	printf 'base 0\n' > t
+	atf_check -s exit:0 $PM t
+	mkfifo rin
+	$PM -q - t < rin > answers 2> reader.err &
+	echo $! > reader.pid
+	exec 3> rin
+	i=1
+	while [ $i -le 20 ]; do
+		(echo "k$i v$i" | $PM -i t 2> i$i.err; echo $? > i$i.rc) &
+		echo base >&3
+		i=$((i + 1))
+	done
+	wait_all() {
+		for n in $(seq 1 20); do [ -s i$n.rc ] || return 1; done
+	}
+	WAIT_MAX=300 wait_for wait_all || atf_fail "updates did not finish"
+	for n in $(seq 1 20); do
+		atf_check_equal 0 "$(cat i$n.rc)"
+		test ! -s i$n.err || { cat i$n.err; atf_fail "update $n: errors"; }
+		atf_check -s exit:0 -o inline:"v$n\n" $PM -q k$n t
+	done
+	atf_check_equal 21 "$($PM -s t | wc -l | tr -d ' ')"
+	exec 3>&-
+	wait_gone "$(cat reader.pid)" reader
+	rm -f reader.pid
+	atf_check_equal 20 "$(grep -c '^base 0$' answers)"
+	! grep -E "error|fatal" reader.err || atf_fail "reader errors"
+	atf_check -s exit:1 -o empty sh -c 'ls | grep tmp'
+}
+
+atf_test_case update_running_daemon cleanup
+update_running_daemon_head() {
+	atf_set descr "smtpd of a running instance sees keys added with -i" \
+	    "and removed with -d in its local_recipient_maps, without a reload"
+}
+update_running_daemon_body() {
+	need_bash
+	port=$(free_port)
+	printf 'alice x\n' > users
+	atf_check -s exit:0 $PM users
+	mk_instance "myhostname = mx.example.test" \
+	    "mydestination = mx.example.test" \
+	    "local_recipient_maps = hash:$PWD/users" \
+	    "smtpd_peername_lookup = no" "smtpd_error_sleep_time = 0"
+	mcf "$port inet n - n - - smtpd" "cleanup unix n - n - 0 cleanup"
+	start_instance
+	printf 'HELO c\nMAIL FROM:<a@example.org>\nRCPT TO:<bob@mx.example.test>\nQUIT\n' > s
+	atf_check -o match:"^550 5.1.1 <bob@mx.example.test>" bash chat.bash $port s
+	echo 'bob x' | atf_check -s exit:0 $PM -i users
+	# Tables are looked at again at most once a second.
+	said() { bash chat.bash $port s > s.out; grep -q "$1" s.out; }
+	WAIT_MAX=40 wait_for said '^250 2.1.5 Ok$' || { cat s.out; atf_fail "bob still refused"; }
+	atf_check -s exit:0 $PM -d bob users
+	WAIT_MAX=40 wait_for said '^550 5.1.1' || { cat s.out; atf_fail "bob still accepted"; }
+	assert_log_clean
+}
+update_running_daemon_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
 	atf_add_test_case lmdb
 	atf_add_test_case pattern_tables
@@ -201,4 +347,8 @@ atf_init_test_cases() {
 	atf_add_test_case duplicates
 	atf_add_test_case errors
 	atf_add_test_case rebuild_reader
+	atf_add_test_case incremental
+	atf_add_test_case delete
+	atf_add_test_case concurrent_updates
+	atf_add_test_case update_running_daemon
 }

@@ -44,12 +44,27 @@ ATF_TC_BODY(netlist, tc)
 	smtpd_netlist_free(l);
 	ATF_CHECK_EQ(smtpd_netlist_match(NULL, "127.0.0.1", &err), 0);
 
+	/* IPv4-mapped IPv6 networks, as in Debian's default mynetworks:
+	 * the mask counts the 96 bits of the ::ffff: prefix. */
+	l = smtpd_netlist_new("mynetworks", "[::ffff:10.0.0.0]/104 "
+	    "[::ffff:192.0.2.7]/128", &err);
+	ATF_REQUIRE_MSG(l != NULL, "%s", str_cstr(&err));
+	ATF_CHECK_EQ(smtpd_netlist_match(l, "10.1.2.3", &err), 1);
+	ATF_CHECK_EQ(smtpd_netlist_match(l, "::ffff:10.9.9.9", &err), 1);
+	ATF_CHECK_EQ(smtpd_netlist_match(l, "11.0.0.1", &err), 0);
+	ATF_CHECK_EQ(smtpd_netlist_match(l, "192.0.2.7", &err), 1);
+	ATF_CHECK_EQ(smtpd_netlist_match(l, "192.0.2.8", &err), 0);
+	smtpd_netlist_free(l);
+
 	static const struct {
 		const char *spec, *err;
 	} bad[] = {
 		{ "192.0.2.1/24", "non-null host address bits in \"192.0.2.1/24\"" },
 		{ "192.0.2.0/33", "bad network mask in \"192.0.2.0/33\"" },
 		{ "[::1]/129", "bad network mask" },
+		{ "[::ffff:10.0.0.0]/95", "bad network mask" },
+		{ "[::ffff:10.0.0.0]/129", "bad network mask" },
+		{ "[::ffff:10.0.0.1]/104", "non-null host address bits" },
 		{ "192.0.2.0/x", "bad network mask" },
 		{ "example.com", "bad network pattern \"example.com\"" },
 		{ "1.2.3", "bad network pattern" },

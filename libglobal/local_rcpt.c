@@ -1,0 +1,254 @@
+/* Local recipients, one rule for smtpd and local (see local_rcpt.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "addr.h"
+#include "dict.h"
+#include "local_rcpt.h"
+#include "luser.h"
+#include "mem.h"
+#include "pconfig.h"
+
+#define USERDB_SPEC	"unix:passwd.byname"
+
+struct local_rcpt {
+	size_t n;
+	char **spec;
+	dict_t **d;		/* NULL until opened */
+	bool *userdb;		/* unix:passwd.byname */
+	char *mail_root;
+	char *delims;
+	char *userdb_broken;	/* why the password database cannot be used */
+};
+
+/* A private instance: not root, and the queue directory (owned by the
+ * user master runs as) not root's either.  The second part matters for
+ * smtpd -S, which sendmail -bs runs as any user of a system install. */
+static bool private_instance(void)
+{
+	struct stat st;
+
+	if (geteuid() == 0)
+		return false;
+	return stat(config_get_str("queue_directory"), &st) < 0
+	    || st.st_uid != 0;
+}
+
+void local_rcpt_maps_from_config(str_t *alias_maps, str_t *recipient_maps)
+{
+	config_item_t it;
+
+	str_set(alias_maps, config_get_str("alias_maps"));
+	str_set(recipient_maps, config_get_str("local_recipient_maps"));
+	if (!private_instance() || !config_item("alias_maps", &it)
+	    || it.origin != CONFIG_DEFAULT)
+		return;
+	str_setf(alias_maps, "hash:%s/aliases",
+	    config_get_str("config_directory"));
+	if (config_item("local_recipient_maps", &it)
+	    && it.origin == CONFIG_DEFAULT)
+		str_setf(recipient_maps, "%s %s", USERDB_SPEC,
+		    str_cstr(alias_maps));
+}
+
+/* The next table of a list: blanks and commas separate, and
+ * "inline:{ a=b, c=d }" is one table (braces nest). */
+static char *next_table(char **cp)
+{
+	char *p = *cp + strspn(*cp, ", \t\r\n"), *start = p;
+	int depth = 0;
+
+	if (*p == '\0')
+		return NULL;
+	for (; *p != '\0'; p++) {
+		if (*p == '{')
+			depth++;
+		else if (*p == '}' && depth > 0)
+			depth--;
+		else if (depth == 0 && strchr(", \t\r\n", *p) != NULL)
+			break;
+	}
+	if (*p != '\0')
+		*p++ = '\0';
+	*cp = p;
+	return start;
+}
+
+local_rcpt_t *local_rcpt_new(const char *maps, const char *mail_root,
+    const char *delims)
+{
+	local_rcpt_t *lr = xcalloc(1, sizeof(*lr));
+	char *copy = xstrdup(maps ? maps : ""), *p = copy, *item;
+
+	while ((item = next_table(&p)) != NULL) {
+		lr->spec = xreallocarray(lr->spec, lr->n + 1, sizeof(*lr->spec));
+		lr->d = xreallocarray(lr->d, lr->n + 1, sizeof(*lr->d));
+		lr->userdb = xreallocarray(lr->userdb, lr->n + 1,
+		    sizeof(*lr->userdb));
+		lr->spec[lr->n] = xstrdup(item);
+		lr->d[lr->n] = NULL;
+		lr->userdb[lr->n] = strcmp(item, USERDB_SPEC) == 0;
+		lr->n++;
+	}
+	free(copy);
+	lr->mail_root = xstrdup(mail_root ? mail_root : "");
+	lr->delims = xstrdup(delims ? delims : "");
+	return lr;
+}
+
+local_rcpt_t *local_rcpt_from_config(void)
+{
+	str_t aliases = STR_INIT, maps = STR_INIT;
+	local_rcpt_t *lr;
+
+	local_rcpt_maps_from_config(&aliases, &maps);
+	lr = local_rcpt_new(str_cstr(&maps), config_get_str("local_mail_root"),
+	    config_get_str("recipient_delimiter"));
+	str_release(&aliases);
+	str_release(&maps);
+	return lr;
+}
+
+void local_rcpt_free(local_rcpt_t *lr)
+{
+	if (lr == NULL)
+		return;
+	for (size_t i = 0; i < lr->n; i++) {
+		free(lr->spec[i]);
+		if (lr->d[i] != NULL)
+			dict_close(lr->d[i]);
+	}
+	free(lr->spec);
+	free(lr->d);
+	free(lr->userdb);
+	free(lr->mail_root);
+	free(lr->delims);
+	free(lr->userdb_broken);
+	free(lr);
+}
+
+bool local_rcpt_enabled(const local_rcpt_t *lr)
+{
+	return lr->n > 0;
+}
+
+const char *local_rcpt_user_source(const local_rcpt_t *lr)
+{
+	for (size_t i = 0; i < lr->n; i++)
+		if (lr->userdb[i])
+			return *lr->mail_root ? lr->mail_root : "/etc/passwd";
+	return NULL;
+}
+
+void local_rcpt_passwd_broken(local_rcpt_t *lr, const char *why)
+{
+	free(lr->userdb_broken);
+	lr->userdb_broken = xstrdup(why);
+}
+
+/* Table i, opened if need be; NULL with err when it cannot be. */
+static dict_t *table(local_rcpt_t *lr, size_t i, str_t *err)
+{
+	if (lr->d[i] == NULL) {
+		str_t why = STR_INIT;
+		lr->d[i] = dict_open(lr->spec[i], 0, &why);
+		if (lr->d[i] == NULL)
+			str_setf(err, "%s: %s", lr->spec[i], str_cstr(&why));
+		str_release(&why);
+	}
+	return lr->d[i];
+}
+
+int local_rcpt_open(local_rcpt_t *lr, str_t *err)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < lr->n; i++)
+		if (!lr->userdb[i] && table(lr, i, err) == NULL)
+			bad++;
+	return bad;
+}
+
+void local_rcpt_refresh(local_rcpt_t *lr)
+{
+	for (size_t i = 0; i < lr->n; i++)
+		if (lr->d[i] != NULL)
+			(void)dict_refresh(lr->d[i]);
+}
+
+/* 1 found, 0 not, -1 error (err). */
+static int get(local_rcpt_t *lr, size_t i, const char *key, str_t *err)
+{
+	dict_t *d = table(lr, i, err);
+	const char *value;
+	enum dict_status st;
+
+	if (d == NULL)
+		return -1;
+	st = dict_get(d, key, &value);
+	if (st == DICT_STAT_ERROR) {
+		str_setf(err, "%s: %s", lr->spec[i], dict_errmsg(d));
+		return -1;
+	}
+	return st == DICT_STAT_FOUND;
+}
+
+int local_rcpt_known(local_rcpt_t *lr, const char *local, const char *domain,
+    str_t *err)
+{
+	str_t lc = STR_INIT, k = STR_INIT;
+	addr_split_t sp;
+	const char *user;
+	bool failed = false;
+	int rc = 0;
+
+	if (lr->n == 0)
+		return 1;
+	if (local == NULL || *local == 0)
+		return 0;		/* no local part: nobody */
+	str_set(&lc, local);
+	str_lower(lc.buf);
+	addr_split(str_cstr(&lc), lr->delims, &sp);
+	user = sp.ext != NULL && sp.user != NULL ? sp.user : NULL;
+	/* A table that fails does not hide the others: found in any one is
+	 * known; else a failure is a temporary error (err: the last one). */
+	for (size_t i = 0; i < lr->n && rc <= 0; i++) {
+		int r = 0;
+		if (lr->userdb[i]) {
+			if (lr->userdb_broken != NULL) {
+				str_setf(err, "%s: %s", USERDB_SPEC,
+				    lr->userdb_broken);
+				r = -1;
+			} else {
+				r = luser_find(lr->mail_root,
+				    user ? user : str_cstr(&lc), NULL, err);
+			}
+		} else {
+			if (domain != NULL && *domain) {
+				str_setf(&k, "%s@%s", str_cstr(&lc), domain);
+				str_lower(k.buf);
+				r = get(lr, i, str_cstr(&k), err);
+				if (r == 0 && user != NULL) {
+					str_setf(&k, "%s@%s", user, domain);
+					str_lower(k.buf);
+					r = get(lr, i, str_cstr(&k), err);
+				}
+			}
+			if (r == 0)
+				r = get(lr, i, str_cstr(&lc), err);
+			if (r == 0 && user != NULL)
+				r = get(lr, i, user, err);
+		}
+		if (r > 0)
+			rc = 1;
+		else if (r < 0)
+			failed = true;
+	}
+	if (rc == 0 && failed)
+		rc = -1;
+	addr_split_free(&sp);
+	str_release(&lc);
+	str_release(&k);
+	return rc;
+}
