@@ -8,6 +8,7 @@
  * challenges cancelled with "*"; kept sessions reused only for the same
  * credentials; the password never in the log. */
 #include "t_smtp_harness.h"
+#include "scache.h"
 #include "smtp/smtp_int.h"
 
 static const char *const one_rcpt[] = { "a@example.com", NULL };
@@ -490,7 +491,9 @@ SMTP_TC(reuse_same_credentials_only)
 		"< MAIL FROM:<alice2@example.com>", "> 250 ok",
 		"< RCPT TO:<a@example.com>", "> 250 ok",
 		"< DATA", "> 354 go", "<DATA", "> 250 2.0.0 queued",
-		"CLOSE",
+		/* alice's session stays open (and unread: were it used for
+		 * bob, its RSET would time out) */
+		"NEXT",
 		/* bob: a connection of his own */
 		"> 220 script.test ESMTP",
 		"< EHLO client.test",
@@ -519,6 +522,7 @@ SMTP_TC(reuse_same_credentials_only)
 	(void)tc;
 	sasl_cfg();
 	cfg.sasl.sender_dependent = true;
+	cfg.rset_timeout_ms = 1000;
 	port = script_start(script);
 	use_maps(port, maps);
 	cl = smtp_client_new(&cfg, NULL);
@@ -533,6 +537,10 @@ SMTP_TC(reuse_same_credentials_only)
 	dl_free(&d);
 	ATF_CHECK_EQ(smtp_client_stats(cl)->auth_ok, 2);
 	ATF_CHECK_EQ(smtp_client_stats(cl)->reused, 1);
+	/* Both sessions kept, each under its own user. */
+	ATF_CHECK_EQ(smtp_client_cached(cl), 2);
+	ATF_CHECK_MSG(strstr(log_text(&slog), "no longer usable") == NULL,
+	    "bob's mail was tried on alice's session: %s", str_cstr(&slog));
 	smtp_client_free(cl);
 	script_finish(&slog);
 	ATF_CHECK_MSG(strstr(str_cstr(&slog), "FAIL") == NULL, "%s",
@@ -540,6 +548,145 @@ SMTP_TC(reuse_same_credentials_only)
 	for (p = str_cstr(&slog); (p = strstr(p, "CONNECT")) != NULL; p++)
 		connects++;
 	ATF_CHECK_EQ(connects, 2);
+	smtp_config_release(&cfg);
+	str_release(&slog);
+}
+
+/* ---- the shared cache (a fake in memory, as the scache daemon) ---- */
+
+#define FAKE_MAX 4
+static struct {
+	struct { char dest[600], endp[600], props[2100]; int fd; } s[FAKE_MAX];
+	int n;
+	char asked[8][600];	/* labels asked for, in order */
+	int nasked;
+} F;
+
+static int fake_save(void *ctx, const char *dest, const char *endpoint,
+    int ttl_ms, const char *props, int fd)
+{
+	(void)ctx;
+	(void)ttl_ms;
+	if (F.n >= FAKE_MAX)
+		return SCACHE_UNSENT;
+	snprintf(F.s[F.n].dest, sizeof(F.s[F.n].dest), "%s", dest);
+	snprintf(F.s[F.n].endp, sizeof(F.s[F.n].endp), "%s", endpoint);
+	snprintf(F.s[F.n].props, sizeof(F.s[F.n].props), "%s", props);
+	F.s[F.n].fd = dup(fd);
+	F.n++;
+	return SCACHE_SAVED;
+}
+
+static int fake_find(void *ctx, bool by_endpoint, const char *label,
+    str_t *props)
+{
+	(void)ctx;
+	if (F.nasked < 8)
+		snprintf(F.asked[F.nasked++], sizeof(F.asked[0]), "%s", label);
+	for (int i = 0; i < F.n; i++) {
+		if (strcmp(by_endpoint ? F.s[i].endp : F.s[i].dest, label) != 0)
+			continue;
+		int fd = F.s[i].fd;
+		str_set(props, F.s[i].props);
+		F.s[i] = F.s[--F.n];
+		return fd;
+	}
+	return -1;
+}
+
+static smtp_client_t *shared_client(void)
+{
+	smtp_client_t *cl = smtp_client_new(&cfg, NULL);
+	smtp_shared_t sh = { fake_save, fake_find, NULL };
+
+	smtp_client_set_shared(cl, &sh, "smtp");
+	return cl;
+}
+
+/* Through the shared cache (other processes): an authenticated session
+ * is saved under labels that carry the user, found by another process
+ * for the same user, and never by a request without credentials. */
+SMTP_TC(shared_cache_labels)
+{
+	static const char *const script[] = {
+		"> 220 script.test ESMTP",
+		"< EHLO client.test",
+		"> 250-script.test",
+		"> 250 AUTH PLAIN",
+		"< AUTH PLAIN AGFsaWNlAHMzY3JldA==",
+		"> 235 2.7.0 ok",
+		"< MAIL FROM:<alice@example.com>", "> 250 ok",
+		"< RCPT TO:<a@example.com>", "> 250 ok",
+		"< DATA", "> 354 go", "<DATA", "> 250 2.0.0 queued",
+		"< RSET", "> 250 ok",
+		"< MAIL FROM:<alice2@example.com>", "> 250 ok",
+		"< RCPT TO:<a@example.com>", "> 250 ok",
+		"< DATA", "> 354 go", "<DATA", "> 250 2.0.0 queued",
+		"CLOSE",
+		"> 220 script.test ESMTP",
+		"< EHLO client.test",
+		"> 250-script.test",
+		"> 250 AUTH PLAIN",
+		"< MAIL FROM:<other@example.org>", "> 250 ok",
+		"< RCPT TO:<a@example.com>", "> 250 ok",
+		"< DATA", "> 354 go", "<DATA", "> 250 2.0.0 queued",
+		/* the cache has it and closes it: no QUIT */
+		NULL
+	};
+	static const char *const maps[] = {
+		"alice@example.com alice:s3cret",
+		"alice2@example.com alice:s3cret",
+		NULL
+	};
+	delivery_t d;
+	str_t slog = STR_INIT;
+	smtp_client_t *c1, *c2;
+	char want[128];
+	int port;
+
+	(void)tc;
+	sasl_cfg();
+	memset(&F, 0, sizeof(F));
+	cfg.sasl.sender_dependent = true;
+	port = script_start(script);
+	use_maps(port, maps);
+	c1 = shared_client();
+	c2 = shared_client();
+	deliver_as(&d, c1, port, "alice@example.com");
+	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "queued");
+	dl_free(&d);
+	ATF_REQUIRE_EQ(F.n, 1);
+	snprintf(want, sizeof(want), "smtp/[127.0.0.1]:%d|sasl:alice", port);
+	ATF_CHECK_STREQ(F.s[0].dest, want);
+	snprintf(want, sizeof(want), "smtp/127.0.0.1:%d|sasl:alice", port);
+	ATF_CHECK_STREQ(F.s[0].endp, want);
+	/* Another process, the same user: the session, no second login. */
+	deliver_as(&d, c2, port, "alice2@example.com");
+	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "queued");
+	dl_free(&d);
+	ATF_CHECK_EQ(smtp_client_stats(c2)->shared_found, 1);
+	ATF_CHECK_EQ(smtp_client_stats(c2)->auth_ok, 0);
+	ATF_REQUIRE_EQ(F.n, 1);
+	/* No credentials: it asks for untagged labels only, and the
+	 * logged-in session stays where it is. */
+	F.nasked = 0;
+	deliver_as(&d, c1, port, "other@example.org");
+	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "queued");
+	dl_free(&d);
+	ATF_CHECK(F.nasked >= 1);
+	for (int i = 0; i < F.nasked; i++)
+		ATF_CHECK_MSG(strstr(F.asked[i], "sasl") == NULL, "asked %s",
+		    F.asked[i]);
+	ATF_CHECK_EQ(smtp_client_stats(c1)->connects, 2);
+	smtp_client_set_shared(c1, NULL, NULL);
+	smtp_client_set_shared(c2, NULL, NULL);
+	smtp_client_free(c1);
+	smtp_client_free(c2);
+	for (int i = 0; i < F.n; i++)
+		close(F.s[i].fd);
+	script_finish(&slog);
+	ATF_CHECK_MSG(strstr(str_cstr(&slog), "FAIL") == NULL, "%s",
+	    str_cstr(&slog));
 	smtp_config_release(&cfg);
 	str_release(&slog);
 }
@@ -559,5 +706,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, malformed_challenge);
 	ATF_TP_ADD_TC(tp, lookup_order);
 	ATF_TP_ADD_TC(tp, reuse_same_credentials_only);
+	ATF_TP_ADD_TC(tp, shared_cache_labels);
 	return atf_no_error();
 }
