@@ -408,6 +408,7 @@ SMTP_TC(malformed_challenge)
 	run(&d, script, alice, &slog);
 	CHECK_RCPT(&d, 0, SMTP_R_DEFER, "4.7.0", "server 127.0.0.1[127.0.0.1] "
 	    "sent a malformed challenge: 334 not base64 at all!");
+	ATF_CHECK(!d.req.conn_failed);
 	dl_free(&d);
 	str_release(&slog);
 }
@@ -468,6 +469,31 @@ SMTP_TC(lookup_order)
 	smtp_config_release(&cfg);
 	str_release(&err);
 #undef LOOKUP
+}
+
+/* An entry that is not user:password defers the mail (4.3.5, a
+ * configuration error) before any connection, naming the key only. */
+SMTP_TC(unusable_entry_defers)
+{
+	static const char *const maps[] = { "[127.0.0.1]:%d :secretvalue", NULL };
+	delivery_t d;
+	smtp_client_t *cl;
+	str_t t = STR_INIT;
+
+	(void)tc;
+	sasl_cfg();
+	use_maps(9, maps);
+	cl = smtp_client_new(&cfg, NULL);
+	deliver_as(&d, cl, 9, "s@example.com");
+	CHECK_RCPT(&d, 0, SMTP_R_DEFER, "4.3.5", "smtp_sasl_password_maps: the "
+	    "entry for [127.0.0.1]:9 is not user:password");
+	ATF_CHECK_EQ(smtp_client_stats(cl)->connects, 0);
+	ATF_CHECK(!d.req.conn_failed);
+	ATF_CHECK(strstr(log_text(&t), "secretvalue") == NULL);
+	dl_free(&d);
+	smtp_client_free(cl);
+	smtp_config_release(&cfg);
+	str_release(&t);
 }
 
 /* Kept sessions are keyed by the credentials: a second message whose
@@ -705,6 +731,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, mechanism_filter);
 	ATF_TP_ADD_TC(tp, malformed_challenge);
 	ATF_TP_ADD_TC(tp, lookup_order);
+	ATF_TP_ADD_TC(tp, unusable_entry_defers);
 	ATF_TP_ADD_TC(tp, reuse_same_credentials_only);
 	ATF_TP_ADD_TC(tp, shared_cache_labels);
 	return atf_no_error();
