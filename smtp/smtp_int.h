@@ -62,7 +62,7 @@ typedef struct smtp_sess {
 	str_t auth_mechs;	/* AUTH mechanisms offered, upper case,
 				 * space-separated, in the server's order */
 	char *tag;		/* credentials the session was made for
-				 * ("" for none; see smtp_sasl_tag) */
+				 * ("|sasl:USER"), NULL for none */
 	unsigned uses;		/* deliveries on this session */
 	int64_t born_ms;
 	int64_t idle_ms;	/* when it was kept */

@@ -200,7 +200,9 @@ static void make_tag(str_t *tag, const char *user)
 
 void smtp_sasl_forget(smtp_client_t *cl)
 {
-	explicit_bzero(&cl->creds, sizeof(cl->creds));
+	/* Only a request that had credentials left any. */
+	if (cl->creds.found)
+		explicit_bzero(&cl->creds, sizeof(cl->creds));
 }
 
 int smtp_sasl_prepare(smtp_client_t *cl, const char *sender,

@@ -62,11 +62,12 @@ static smtp_sess_t *sess_new(const dns_server_t *srv, int fd)
 	return ss;
 }
 
-/* The credentials tag of the request (cl->tag), for a new session. */
+/* The credentials tag of the request (cl->tag), for a new session;
+ * NULL for none (no allocation on the common path). */
 static void sess_tag(smtp_client_t *cl, smtp_sess_t *ss)
 {
 	free(ss->tag);
-	ss->tag = xstrdup(str_cstr(&cl->tag));
+	ss->tag = str_len(&cl->tag) > 0 ? xstrdup(str_cstr(&cl->tag)) : NULL;
 }
 
 static void sess_free(smtp_sess_t *ss)
