@@ -20,7 +20,7 @@ static bool check_feedback(const char *value, str_t *why);
 static bool check_protocols(const char *value, str_t *why);
 static bool check_host_lookup(const char *value, str_t *why);
 static bool check_reply_code(const char *value, str_t *why);
-static bool check_sasl_options(const char *value, str_t *why);
+static bool check_smtp_sasl_options(const char *value, str_t *why);
 static const char *compute_mydomain(void);
 
 #define UNL LONG_MAX
@@ -534,9 +534,9 @@ static const param_def_t table[] = {
 	    "SMTP AUTH in the client: log in to servers that offer AUTH with the credentials of smtp_sasl_password_maps."),
 	P_STR("smtp_sasl_password_maps", "",
 	    "Lookup tables of client credentials, user:password, by sender (with smtp_sender_dependent_authentication), @domain, next hop ([host]:port, [host], host or domain)."),
-	P_CHECK("smtp_sasl_security_options", "noplaintext, noanonymous", check_sasl_options, 0,
+	P_CHECK("smtp_sasl_security_options", "noplaintext, noanonymous", check_smtp_sasl_options, 0,
 	    "SASL mechanism properties the client refuses on a connection without TLS: noplaintext, noanonymous, noactive, nodictionary, mutual_auth, forward_secrecy."),
-	P_CHECK("smtp_sasl_tls_security_options", "$smtp_sasl_security_options", check_sasl_options, 0,
+	P_CHECK("smtp_sasl_tls_security_options", "$smtp_sasl_security_options", check_smtp_sasl_options, 0,
 	    "SASL mechanism properties the client refuses on a TLS connection (same words as smtp_sasl_security_options)."),
 	P_STR("smtp_sasl_mechanism_filter", "",
 	    "If not empty, only the server's SASL mechanisms on this list are used (names, !name to exclude)."),
@@ -843,8 +843,9 @@ static bool check_host_lookup(const char *value, str_t *why)
 	return check_word_list(value, "dns native", "dns, native or dns, native", why);
 }
 
-/* SASL security properties: any of these words, or none. */
-static bool check_sasl_options(const char *value, str_t *why)
+/* SASL security properties of the smtp client: any of these words, or
+ * none (smtpd's options take the same words). */
+static bool check_smtp_sasl_options(const char *value, str_t *why)
 {
 	static const char words[] = "noplaintext noanonymous noactive "
 	    "nodictionary mutual_auth forward_secrecy";
