@@ -463,6 +463,8 @@ void smtp_client_free(smtp_client_t *cl)
 	str_release(&cl->tls_error);
 	str_release(&cl->tag);
 	str_release(&cl->key);
+	str_release(&cl->memo_tag);
+	explicit_bzero(&cl->memo, sizeof(cl->memo));
 	str_release(&cl->label);
 	str_release(&cl->props);
 	free(cl->service);

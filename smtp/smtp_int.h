@@ -94,6 +94,10 @@ struct smtp_client {
 	 * tag that keys its sessions in the caches. */
 	smtp_creds_t creds;
 	str_t tag;
+	/* The last credentials and their tag: most mail goes out with the
+	 * same ones, and the digest is then not computed again. */
+	smtp_creds_t memo;
+	str_t memo_tag;
 	str_t key;		/* next hop and tag: the kept sessions' key */
 };
 

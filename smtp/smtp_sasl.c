@@ -4,14 +4,15 @@
  *
  * The credentials are looked up once per request, before any session is
  * taken or made, because they are part of the key of kept sessions: a
- * session logged in as one user must never carry mail that would be sent
- * as another (or as nobody), in this process or, through the shared
- * cache, in another.  The password is never logged; the buffers that
+ * session logged in with some credentials must never carry mail that
+ * would be sent with others (or with none), in this process or, through
+ * the shared cache, in another.  The password is never logged; the buffers that
  * held it on its way to the wire are wiped. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <openssl/evp.h>
 #include "base64.h"
 #include "dict.h"
 #include "log.h"
@@ -185,10 +186,28 @@ static size_t lookup_keys(const smtp_sasl_config_t *c, const char *sender,
 	return n;
 }
 
-/* "|sasl:" and the user, with bytes a cache label cannot hold (and '%')
- * as %XX. */
-static void make_tag(str_t *tag, const char *user)
+/* "|sasl:USER:DIGEST": the user, with bytes a cache label cannot hold
+ * (and '%') as %XX, and 16 hex digits of SHA-256 over the user and the
+ * password, so that a session is reused only with the same credentials
+ * (a password changed in the table, or two entries with one user and
+ * two passwords, get sessions of their own) while the password itself
+ * never goes into a label. */
+static void make_tag(str_t *tag, const char *user, const char *pass)
 {
+	static const char ctx[] = "petrel smtp_sasl session key";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *h = EVP_MD_CTX_new();
+	bool ok = h != NULL &&
+	    EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(h, ctx, sizeof(ctx)) == 1 &&
+	    EVP_DigestUpdate(h, user, strlen(user) + 1) == 1 &&
+	    EVP_DigestUpdate(h, pass, strlen(pass)) == 1 &&
+	    EVP_DigestFinal_ex(h, md, &mdlen) == 1 && mdlen >= 8;
+
+	EVP_MD_CTX_free(h);
+	if (!ok)		/* cannot happen with a working libcrypto */
+		log_fatal("smtp_sasl: SHA-256 is not available");
 	str_set(tag, "|sasl:");
 	for (const unsigned char *p = (const unsigned char *)user; *p; p++) {
 		if (*p <= 0x20 || *p >= 0x7f || *p == '%')
@@ -196,6 +215,10 @@ static void make_tag(str_t *tag, const char *user)
 		else
 			str_putc(tag, *p);
 	}
+	str_putc(tag, ':');
+	for (int i = 0; i < 8; i++)
+		str_catf(tag, "%02x", md[i]);
+	explicit_bzero(md, sizeof(md));
 }
 
 void smtp_sasl_forget(smtp_client_t *cl)
@@ -249,7 +272,12 @@ int smtp_sasl_prepare(smtp_client_t *cl, const char *sender,
 	if (colon != NULL)
 		memcpy(cl->creds.pass, colon + 1, plen + 1);
 	cl->creds.found = true;
-	make_tag(&cl->tag, cl->creds.user);
+	if (!cl->memo.found || strcmp(cl->memo.user, cl->creds.user) != 0 ||
+	    strcmp(cl->memo.pass, cl->creds.pass) != 0) {
+		make_tag(&cl->memo_tag, cl->creds.user, cl->creds.pass);
+		cl->memo = cl->creds;
+	}
+	str_set(&cl->tag, str_cstr(&cl->memo_tag));
 	str_cat(&cl->key, str_cstr(&cl->tag));
 out:
 	for (size_t i = 0; i < LOOKUP_KEYS_MAX; i++)

@@ -6,7 +6,8 @@
  * plaintext session under the default security options; a server
  * without AUTH gets the mail without; the mechanism filter; malformed
  * challenges cancelled with "*"; kept sessions reused only for the same
- * credentials; the password never in the log. */
+ * user and password, in the process and through the shared cache; the
+ * password never in the log or in a key. */
 #include "t_smtp_harness.h"
 #include "scache.h"
 #include "smtp/smtp_int.h"
@@ -452,7 +453,23 @@ SMTP_TC(lookup_order)
 	LOOKUP("x@y", "plain.example", "u6", "");
 	/* The key carries the user; none without credentials. */
 	LOOKUP("alice@example.com", "[relay.example]:587", "u1", "p1");
-	ATF_CHECK_STREQ(str_cstr(&cl->key), "[relay.example]:587|sasl:u1");
+	/* The user and 16 hex digits of a digest of the credentials. */
+	ATF_CHECK_MSG(strncmp(str_cstr(&cl->key), "[relay.example]:587|sasl:u1:",
+	    28) == 0 && str_len(&cl->key) == 28 + 16 &&
+	    strspn(str_cstr(&cl->key) + 28, "0123456789abcdef") == 16,
+	    "key %s", str_cstr(&cl->key));
+	{
+		str_t k1 = STR_INIT;
+		str_set(&k1, str_cstr(&cl->key));
+		/* u2:p2 differs, u3:p3 too: other keys; the same again: the
+		 * same key (and never the password in it) */
+		LOOKUP("bob@example.com", "[relay.example]:587", "u2", "p2");
+		ATF_CHECK(strcmp(str_cstr(&k1), str_cstr(&cl->key)) != 0);
+		LOOKUP("alice@example.com", "[relay.example]:587", "u1", "p1");
+		ATF_CHECK_STREQ(str_cstr(&k1), str_cstr(&cl->key));
+		ATF_CHECK(strstr(str_cstr(&k1), "p1") == NULL);
+		str_release(&k1);
+	}
 	ATF_REQUIRE_EQ(smtp_sasl_prepare(cl, "x@y", "none.example", &err), 0);
 	ATF_CHECK(!cl->creds.found);
 	ATF_CHECK_STREQ(str_cstr(&cl->key), "none.example");
@@ -530,13 +547,25 @@ SMTP_TC(reuse_same_credentials_only)
 		"< MAIL FROM:<bob@example.com>", "> 250 ok",
 		"< RCPT TO:<a@example.com>", "> 250 ok",
 		"< DATA", "> 354 go", "<DATA", "> 250 2.0.0 queued",
-		"< QUIT", "> 221 bye",
+		"NEXT",
+		/* alice3: the same user with another password, another
+		 * session */
+		"> 220 script.test ESMTP",
+		"< EHLO client.test",
+		"> 250-script.test",
+		"> 250 AUTH PLAIN",
+		"< AUTH PLAIN AGFsaWNlAG90aGVy",
+		"> 235 2.7.0 ok",
+		"< MAIL FROM:<alice3@example.com>", "> 250 ok",
+		"< RCPT TO:<a@example.com>", "> 250 ok",
+		"< DATA", "> 354 go", "<DATA", "> 250 2.0.0 queued",
 		NULL
 	};
 	static const char *const maps[] = {
 		"alice@example.com alice:s3cret",
 		"alice2@example.com alice:s3cret",
 		"bob@example.com bob:pw2",
+		"alice3@example.com alice:other",
 		NULL
 	};
 	delivery_t d;
@@ -549,6 +578,7 @@ SMTP_TC(reuse_same_credentials_only)
 	sasl_cfg();
 	cfg.sasl.sender_dependent = true;
 	cfg.rset_timeout_ms = 1000;
+	cfg.quit_timeout_ms = 300;	/* sessions the script left unread */
 	port = script_start(script);
 	use_maps(port, maps);
 	cl = smtp_client_new(&cfg, NULL);
@@ -561,10 +591,13 @@ SMTP_TC(reuse_same_credentials_only)
 	deliver_as(&d, cl, port, "bob@example.com");
 	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "queued");
 	dl_free(&d);
-	ATF_CHECK_EQ(smtp_client_stats(cl)->auth_ok, 2);
+	deliver_as(&d, cl, port, "alice3@example.com");
+	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "queued");
+	dl_free(&d);
+	ATF_CHECK_EQ(smtp_client_stats(cl)->auth_ok, 3);
 	ATF_CHECK_EQ(smtp_client_stats(cl)->reused, 1);
-	/* Both sessions kept, each under its own user. */
-	ATF_CHECK_EQ(smtp_client_cached(cl), 2);
+	/* Three sessions kept, each under its own credentials. */
+	ATF_CHECK_EQ(smtp_client_cached(cl), 3);
 	ATF_CHECK_MSG(strstr(log_text(&slog), "no longer usable") == NULL,
 	    "bob's mail was tried on alice's session: %s", str_cstr(&slog));
 	smtp_client_free(cl);
@@ -573,7 +606,7 @@ SMTP_TC(reuse_same_credentials_only)
 	    str_cstr(&slog));
 	for (p = str_cstr(&slog); (p = strstr(p, "CONNECT")) != NULL; p++)
 		connects++;
-	ATF_CHECK_EQ(connects, 2);
+	ATF_CHECK_EQ(connects, 3);
 	smtp_config_release(&cfg);
 	str_release(&slog);
 }
@@ -682,10 +715,17 @@ SMTP_TC(shared_cache_labels)
 	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "queued");
 	dl_free(&d);
 	ATF_REQUIRE_EQ(F.n, 1);
-	snprintf(want, sizeof(want), "smtp/[127.0.0.1]:%d|sasl:alice", port);
-	ATF_CHECK_STREQ(F.s[0].dest, want);
-	snprintf(want, sizeof(want), "smtp/127.0.0.1:%d|sasl:alice", port);
-	ATF_CHECK_STREQ(F.s[0].endp, want);
+	/* Both labels end with the user and the digest of the credentials
+	 * (never the password). */
+	snprintf(want, sizeof(want), "smtp/[127.0.0.1]:%d|sasl:alice:", port);
+	ATF_CHECK_MSG(strncmp(F.s[0].dest, want, strlen(want)) == 0 &&
+	    strlen(F.s[0].dest) == strlen(want) + 16, "dest %s", F.s[0].dest);
+	snprintf(want, sizeof(want), "smtp/127.0.0.1:%d|sasl:alice:", port);
+	ATF_CHECK_MSG(strncmp(F.s[0].endp, want, strlen(want)) == 0 &&
+	    strlen(F.s[0].endp) == strlen(want) + 16, "endpoint %s",
+	    F.s[0].endp);
+	ATF_CHECK_STREQ(strrchr(F.s[0].dest, ':'), strrchr(F.s[0].endp, ':'));
+	ATF_CHECK(strstr(F.s[0].dest, "s3cret") == NULL);
 	/* Another process, the same user: the session, no second login. */
 	deliver_as(&d, c2, port, "alice2@example.com");
 	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "queued");
