@@ -20,7 +20,6 @@ static bool check_feedback(const char *value, str_t *why);
 static bool check_protocols(const char *value, str_t *why);
 static bool check_host_lookup(const char *value, str_t *why);
 static bool check_reply_code(const char *value, str_t *why);
-static bool check_smtp_sasl_options(const char *value, str_t *why);
 static const char *compute_mydomain(void);
 
 #define UNL LONG_MAX
@@ -54,6 +53,28 @@ static const char *compute_mydomain(void);
 	  .defdesc = dd, .desc = ds }
 
 #define TR PARAM_F_TRANSPORT
+
+/* SASL security properties of the smtp client: any of these words, or
+ * none (smtpd's options take the same words). */
+static bool check_smtp_sasl_options(const char *value, str_t *why)
+{
+	static const char *const words[] = { "noplaintext", "noanonymous",
+	    "noactive", "nodictionary", "mutual_auth", "forward_secrecy", NULL };
+	char *copy = xstrdup(value), *cp = copy, *t;
+	bool ok = true;
+
+	while (ok && (t = str_token(&cp, ", \t")) != NULL) {
+		int k;
+		for (k = 0; words[k] != NULL && strcmp(t, words[k]) != 0; k++)
+			;
+		ok = words[k] != NULL;
+	}
+	free(copy);
+	if (!ok)
+		str_set(why, "words from noplaintext, noanonymous, noactive, "
+		    "nodictionary, mutual_auth, forward_secrecy");
+	return ok;
+}
 
 static const param_def_t table[] = {
 	/* Installation: compiled-in defaults from ./configure. */
@@ -841,25 +862,6 @@ static bool check_protocols(const char *value, str_t *why)
 static bool check_host_lookup(const char *value, str_t *why)
 {
 	return check_word_list(value, "dns native", "dns, native or dns, native", why);
-}
-
-/* SASL security properties of the smtp client: any of these words, or
- * none (smtpd's options take the same words). */
-static bool check_smtp_sasl_options(const char *value, str_t *why)
-{
-	static const char words[] = "noplaintext noanonymous noactive "
-	    "nodictionary mutual_auth forward_secrecy";
-	char *copy = xstrdup(value), *cp = copy, *t;
-	bool ok = true;
-
-	while ((t = str_token(&cp, ", \t")) != NULL)
-		if (!in_choices(t, words))
-			ok = false;
-	free(copy);
-	if (!ok)
-		str_set(why, "words from noplaintext, noanonymous, noactive, "
-		    "nodictionary, mutual_auth, forward_secrecy");
-	return ok;
 }
 
 static bool check_reply_code(const char *value, str_t *why)
