@@ -54,6 +54,28 @@ static const char *compute_mydomain(void);
 
 #define TR PARAM_F_TRANSPORT
 
+/* SASL security properties of the smtp client: any of these words, or
+ * none (smtpd's options take the same words). */
+static bool check_smtp_sasl_options(const char *value, str_t *why)
+{
+	static const char *const words[] = { "noplaintext", "noanonymous",
+	    "noactive", "nodictionary", "mutual_auth", "forward_secrecy", NULL };
+	char *copy = xstrdup(value), *cp = copy, *t;
+	bool ok = true;
+
+	while (ok && (t = str_token(&cp, ", \t")) != NULL) {
+		int k;
+		for (k = 0; words[k] != NULL && strcmp(t, words[k]) != 0; k++)
+			;
+		ok = words[k] != NULL;
+	}
+	free(copy);
+	if (!ok)
+		str_set(why, "words from noplaintext, noanonymous, noactive, "
+		    "nodictionary, mutual_auth, forward_secrecy");
+	return ok;
+}
+
 static const param_def_t table[] = {
 	/* Installation: compiled-in defaults from ./configure. */
 	P_BUILD("config_directory", DEF_CONFIG_DIR, "SYSCONFDIR (configure --sysconfdir; PREFIX/etc/petrel if not given)",
@@ -542,6 +564,20 @@ static const param_def_t table[] = {
 	    "TLS versions the client uses."),
 	P_INT("smtp_tls_loglevel", "0", 0, 4, 0,
 	    "Detail of the client's TLS logging."),
+	P_BOOL("smtp_sasl_auth_enable", "no",
+	    "SMTP AUTH in the client: log in to servers that offer AUTH with the credentials of smtp_sasl_password_maps."),
+	P_STR("smtp_sasl_password_maps", "",
+	    "Lookup tables of client credentials, user:password, by sender (with smtp_sender_dependent_authentication), @domain, next hop ([host]:port, [host], host or domain)."),
+	P_CHECK("smtp_sasl_security_options", "noplaintext, noanonymous", check_smtp_sasl_options, 0,
+	    "SASL mechanism properties the client refuses on a connection without TLS: noplaintext, noanonymous, noactive, nodictionary, mutual_auth, forward_secrecy."),
+	P_CHECK("smtp_sasl_tls_security_options", "$smtp_sasl_security_options", check_smtp_sasl_options, 0,
+	    "SASL mechanism properties the client refuses on a TLS connection (same words as smtp_sasl_security_options)."),
+	P_STR("smtp_sasl_mechanism_filter", "",
+	    "If not empty, only the server's SASL mechanisms on this list are used (names, !name to exclude)."),
+	P_BOOL("smtp_sender_dependent_authentication", "no",
+	    "Look the sender address (then @domain) up in smtp_sasl_password_maps before the next hop; sessions are reused only with the same credentials."),
+	P_BOOL("smtp_sasl_auth_soft_bounce", "yes",
+	    "Defer, not bounce, when a server refuses the login with 5xx."),
 };
 
 const param_def_t *param_table(size_t *count)

@@ -150,7 +150,7 @@ static bool use_session(smtp_client_t *cl, smtp_sess_t *ss,
 		smtp_session_close(cl, ss);
 		return false;
 	}
-	smtp_session_done(cl, ss, req->nexthop);
+	smtp_session_done(cl, ss, str_cstr(&cl->key));
 	return true;
 }
 
@@ -161,6 +161,7 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 	smtp_attempt_t at;
 	str_t why = STR_INIT;
 	size_t sessions = 0, attempts = 0, connect_failures = 0;
+	size_t auth_refusals = 0;
 	bool handshake_ok = false;
 	smtp_sess_t *ss;
 	char used_addr[SOCK_ADDR_STRLEN] = "";
@@ -204,13 +205,27 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		goto done;
 	}
 
+	/* The credentials (smtp_sasl_password_maps) are part of the key of
+	 * kept sessions, so they are known before any is taken. */
+	if (cl->cfg.sasl.enable) {
+		int rc = smtp_sasl_prepare(cl, req->sender, req->nexthop, &why);
+		if (rc < 0) {
+			log_warning("%s: %s", req->queue_id, str_cstr(&why));
+			finish_pending(req, rc == -1 ? "4.3.0" : "4.3.5", false,
+			    "none", str_cstr(&why), NULL);
+			goto done;
+		}
+	} else {
+		str_set(&cl->key, req->nexthop);
+	}
+
 	/* Sessions kept for other next hops would wait here unused while
 	 * this process works for this one: other processes may have them. */
-	smtp_cache_handover(cl, req->nexthop);
+	smtp_cache_handover(cl, str_cstr(&cl->key));
 	/* A kept session first, ours or another process's: no DNS, no
 	 * handshake. */
-	if ((ss = smtp_cache_take(cl, req->nexthop)) != NULL ||
-	    (ss = smtp_shared_take(cl, req->nexthop, NULL)) != NULL) {
+	if ((ss = smtp_cache_take(cl, str_cstr(&cl->key))) != NULL ||
+	    (ss = smtp_shared_take(cl, str_cstr(&cl->key), NULL)) != NULL) {
 		bcopy_str(used_addr, sizeof(used_addr), ss->addr);
 		used_port = ss->port;
 		if (use_session(cl, ss, req, true)) {
@@ -253,7 +268,7 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 			continue;
 		/* A session with this server that another next hop (or
 		 * another process) left in the shared cache. */
-		if ((ss = smtp_shared_take(cl, req->nexthop,
+		if ((ss = smtp_shared_take(cl, str_cstr(&cl->key),
 		    &servers.v[k])) != NULL &&
 		    use_session(cl, ss, req, true)) {
 			cl->stats.reused++;
@@ -270,6 +285,8 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 				break;
 			if (at.connect_failed)
 				connect_failures++;
+			if (at.auth_refused)
+				auth_refusals++;
 			if (!at.tls_retry)
 				break;
 			/* may: a failed TLS handshake, once more in clear. */
@@ -292,12 +309,16 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		    str_len(&at.relay) ? str_cstr(&at.relay) : "none",
 		    str_cstr(&at.reason), &at);
 	}
-	if (!handshake_ok && attempts > 0) {
+	/* A server that answered our AUTH with a refusal talked to us: as
+	 * with a refused MAIL, that is no reason to lower the destination's
+	 * concurrency (doc/smtp.md "What qmgr learns"). */
+	if (!handshake_ok && attempts > 0 && auth_refusals == 0) {
 		req->conn_failed = true;
 		req->avoid_destination = connect_failures == attempts;
 		str_set(&req->reason, str_cstr(&at.reason));
 	}
 done:
+	smtp_sasl_forget(cl);
 	dns_servers_free(&servers);
 	str_release(&at.reason);
 	str_release(&at.relay);
@@ -336,6 +357,9 @@ void smtp_config_defaults(smtp_config_t *c)
 	c->dns.families = DNS_INET4 | DNS_INET6;
 	c->dns.prefer = DNS_PREFER_ANY;
 	c->dns.address_limit = 5;
+	c->sasl.soft_bounce = true;
+	c->sasl.opts = c->sasl.tls_opts = SMTP_SASL_NOPLAINTEXT |
+	    SMTP_SASL_NOANONYMOUS;
 }
 
 smtp_client_t *smtp_client_new(const smtp_config_t *cfg, tls_ctx_t *tls)
@@ -359,6 +383,10 @@ void smtp_client_free(smtp_client_t *cl)
 		return;
 	smtp_cache_drain(cl);
 	str_release(&cl->tls_error);
+	str_release(&cl->tag);
+	str_release(&cl->key);
+	str_release(&cl->memo_tag);
+	explicit_bzero(&cl->memo, sizeof(cl->memo));
 	str_release(&cl->label);
 	str_release(&cl->props);
 	free(cl->service);

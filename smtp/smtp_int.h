@@ -18,7 +18,11 @@ enum {
 	SMTP_F_STARTTLS = 1 << 5,
 	SMTP_F_SMTPUTF8 = 1 << 6,
 	SMTP_F_ENHANCED = 1 << 7,
+	SMTP_F_AUTH = 1 << 8,
 };
+
+/* Most bytes of the server's AUTH mechanism list kept. */
+#define SMTP_AUTH_LIST_MAX	512
 
 /* Reply lines: longest kept, most per reply, most bytes per reply. */
 #define SMTP_REPLY_LINE_MAX	2048
@@ -55,6 +59,10 @@ typedef struct smtp_sess {
 	str_t relay;		/* "host[addr]:port" */
 	unsigned features;
 	uint64_t size_limit;	/* SIZE value, 0 = none given */
+	str_t auth_mechs;	/* AUTH mechanisms offered, upper case,
+				 * space-separated, in the server's order */
+	char *tag;		/* credentials the session was made for
+				 * ("|sasl:USER"), NULL for none */
 	unsigned uses;		/* deliveries on this session */
 	int64_t born_ms;
 	int64_t idle_ms;	/* when it was kept */
@@ -62,6 +70,13 @@ typedef struct smtp_sess {
 	str_t line;		/* reply line buffer */
 	list_node_t node;	/* in the client's cache */
 } smtp_sess_t;
+
+/* Credentials for one request, from smtp_sasl_password_maps. */
+typedef struct smtp_creds {
+	bool found;
+	char user[SMTP_SASL_FIELD_MAX + 1];
+	char pass[SMTP_SASL_FIELD_MAX + 1];
+} smtp_creds_t;
 
 struct smtp_client {
 	smtp_config_t cfg;
@@ -75,6 +90,15 @@ struct smtp_client {
 	str_t props;
 	smtp_stats_t stats;
 	unsigned rand_state;
+	/* The request being delivered: its credentials (if any) and the
+	 * tag that keys its sessions in the caches. */
+	smtp_creds_t creds;
+	str_t tag;
+	/* The last credentials and their tag: most mail goes out with the
+	 * same ones, and the digest is then not computed again. */
+	smtp_creds_t memo;
+	str_t memo_tag;
+	str_t key;		/* next hop and tag: the kept sessions' key */
 };
 
 /* smtp_reply.c */
@@ -83,7 +107,7 @@ void smtp_reply_free(smtp_reply_t *r);
 int smtp_reply_read(smtp_sess_t *ss, int timeout_ms, smtp_reply_t *r);
 /* Parses EHLO reply lines into features and the SIZE limit. */
 void smtp_ehlo_features(const smtp_reply_t *r, unsigned *features,
-    uint64_t *size_limit);
+    uint64_t *size_limit, str_t *auth_mechs);
 /* Text for an I/O failure: "lost connection with H[A] while STAGE". */
 void smtp_io_reason(const smtp_sess_t *ss, int io, const char *stage,
     const smtp_reply_t *r, str_t *out);
@@ -108,6 +132,9 @@ typedef struct smtp_attempt {
 	bool hard;		/* 5xx: bounce when nothing better comes */
 	bool tls_retry;		/* may: handshake failed, try plain text */
 	bool connect_failed;	/* TCP connect failed (vs. a handshake) */
+	bool auth_refused;	/* the server answered AUTH with a refusal
+				 * (or offered nothing usable): it talked to
+				 * us, no negative feedback */
 } smtp_attempt_t;
 
 smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
@@ -118,15 +145,34 @@ void smtp_session_close(smtp_client_t *cl, smtp_sess_t *ss);
 void smtp_session_done(smtp_client_t *cl, smtp_sess_t *ss, const char *key);
 /* A kept session for key, or NULL. */
 smtp_sess_t *smtp_cache_take(smtp_client_t *cl, const char *key);
-/* A session for the next hop (srv NULL) or for server srv's address and
- * port from the shared cache, checked for use, or NULL. */
-smtp_sess_t *smtp_shared_take(smtp_client_t *cl, const char *nexthop,
+/* A session for the key (next hop and credentials tag: cl->key; srv
+ * NULL) or for server srv's address and port (and cl->tag) from the
+ * shared cache, checked for use, or NULL. */
+smtp_sess_t *smtp_shared_take(smtp_client_t *cl, const char *key,
     const dns_server_t *srv);
 /* A request for key comes: kept plain-text sessions of other next hops
  * go to the shared cache (this process is busy elsewhere now). */
 void smtp_cache_handover(smtp_client_t *cl, const char *key);
 /* Every kept session: to the shared cache, or QUIT (the client ends). */
 void smtp_cache_drain(smtp_client_t *cl);
+
+/* smtp_sasl.c */
+/* The credentials for the request (sender, next hop) into cl->creds, and
+ * cl->tag and cl->key.  0; -1 when the tables failed (reason in err: the
+ * delivery is deferred), -2 when the entry found is unusable (reason in
+ * err: a configuration error). */
+int smtp_sasl_prepare(smtp_client_t *cl, const char *sender,
+    const char *nexthop, str_t *err);
+/* Forgets the request's credentials. */
+void smtp_sasl_forget(smtp_client_t *cl);
+/* The mechanism to use among offered (upper case, space-separated) with
+ * the filter and the options: "PLAIN", "LOGIN" or NULL. */
+const char *smtp_sasl_choose(const smtp_sasl_config_t *c, const char *offered,
+    unsigned opts);
+/* SMTP AUTH on the established session ss with cl->creds.  true when
+ * logged in; false with the failure in at. */
+bool smtp_sasl_login(smtp_client_t *cl, smtp_sess_t *ss, smtp_reply_t *r,
+    smtp_attempt_t *at);
 
 /* smtp_trans.c: delivers the request's pending recipients over ss.
  * Returns SMTP_TRANS_STALE when a reused session turned out to be dead

@@ -153,14 +153,64 @@ static bool keyword(const char *line, size_t len, const char *kw,
 	return true;
 }
 
+/* Appends the mechanism names of an AUTH line (after the keyword) to
+ * list, upper case, space-separated, each once, within
+ * SMTP_AUTH_LIST_MAX bytes. */
+static void auth_list_add(str_t *list, const char *p, const char *end)
+{
+	while (p < end) {
+		const char *w;
+		size_t n;
+		while (p < end && (*p == ' ' || *p == '='))
+			p++;
+		for (w = p; p < end && *p != ' '; p++)
+			;
+		n = (size_t)(p - w);
+		if (n == 0 || n > 20)	/* RFC 4422: at most 20 characters */
+			continue;
+		if (str_len(list) + n + 1 > SMTP_AUTH_LIST_MAX)
+			return;
+		{
+			char name[21];
+			const char *q = str_cstr(list);
+			bool dup = false;
+			bool ok = true;
+			for (size_t i = 0; i < n; i++) {
+				unsigned char c = (unsigned char)w[i];
+				ok = ok && (isalnum(c) || c == '-' || c == '_');
+				name[i] = (char)toupper(c);
+			}
+			name[n] = '\0';
+			if (!ok)	/* not a SASL mechanism name */
+				continue;
+			/* once is enough (the old AUTH= line repeats them) */
+			while ((q = strstr(q, name)) != NULL) {
+				if ((q == str_cstr(list) || q[-1] == ' ') &&
+				    (q[n] == ' ' || q[n] == '\0')) {
+					dup = true;
+					break;
+				}
+				q += n;
+			}
+			if (dup)
+				continue;
+			if (str_len(list) > 0)
+				str_putc(list, ' ');
+			str_cat(list, name);
+		}
+	}
+}
+
 void smtp_ehlo_features(const smtp_reply_t *r, unsigned *features,
-    uint64_t *size_limit)
+    uint64_t *size_limit, str_t *auth_mechs)
 {
 	const char *p = str_cstr(&r->lines), *end = p + str_len(&r->lines);
 	bool first = true;
 
 	*features = SMTP_F_ESMTP;
 	*size_limit = 0;
+	if (auth_mechs != NULL)
+		str_reset(auth_mechs);
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -188,6 +238,10 @@ void smtp_ehlo_features(const smtp_reply_t *r, unsigned *features,
 			*features |= SMTP_F_SMTPUTF8;
 		} else if (keyword(p, len, "ENHANCEDSTATUSCODES", &rest)) {
 			*features |= SMTP_F_ENHANCED;
+		} else if (keyword(p, len, "AUTH", &rest)) {
+			*features |= SMTP_F_AUTH;
+			if (auth_mechs != NULL)
+				auth_list_add(auth_mechs, rest, p + len);
 		}
 		p += len + 1;
 	}

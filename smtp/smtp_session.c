@@ -62,6 +62,14 @@ static smtp_sess_t *sess_new(const dns_server_t *srv, int fd)
 	return ss;
 }
 
+/* The credentials tag of the request (cl->tag), for a new session;
+ * NULL for none (no allocation on the common path). */
+static void sess_tag(smtp_client_t *cl, smtp_sess_t *ss)
+{
+	free(ss->tag);
+	ss->tag = str_len(&cl->tag) > 0 ? xstrdup(str_cstr(&cl->tag)) : NULL;
+}
+
 static void sess_free(smtp_sess_t *ss)
 {
 	if (ss->s != NULL)
@@ -69,7 +77,9 @@ static void sess_free(smtp_sess_t *ss)
 	if (ss->tls != NULL)
 		tls_sess_free(ss->tls);
 	free(ss->key);
+	free(ss->tag);
 	free(ss->host);
+	str_release(&ss->auth_mechs);
 	str_release(&ss->namaddr);
 	str_release(&ss->relay);
 	str_release(&ss->line);
@@ -104,7 +114,8 @@ static bool say_hello(smtp_client_t *cl, smtp_sess_t *ss, smtp_reply_t *r,
 			return false;
 		}
 		if (r->code / 100 == 2) {
-			smtp_ehlo_features(r, &ss->features, &ss->size_limit);
+			smtp_ehlo_features(r, &ss->features, &ss->size_limit,
+			    &ss->auth_mechs);
 			return true;
 		}
 		if (r->code == 421) {	/* closing: HELO would not help */
@@ -133,6 +144,7 @@ static bool say_hello(smtp_client_t *cl, smtp_sess_t *ss, smtp_reply_t *r,
 	}
 	ss->features = 0;
 	ss->size_limit = 0;
+	str_reset(&ss->auth_mechs);
 	return true;
 }
 
@@ -219,6 +231,7 @@ smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
 
 	at->tls_retry = false;
 	at->connect_failed = false;
+	at->auth_refused = false;
 	str_reset(&at->relay);
 	str_reset(&at->remote_reply);
 	str_reset(&at->remote_mta);
@@ -235,6 +248,7 @@ smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
 	}
 	cl->stats.connected++;
 	ss = sess_new(srv, fd);
+	sess_tag(cl, ss);
 	str_set(&at->relay, str_cstr(&ss->relay));
 	smtp_reply_init(&r);
 	io = smtp_reply_read(ss, cl->cfg.helo_timeout_ms, &r);
@@ -258,6 +272,12 @@ smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
 	} else if (use_tls && cl->tls != NULL &&
 	    cl->cfg.tls_level != TLS_LEVEL_NONE &&
 	    !start_tls(cl, ss, nh, &r, at)) {
+		ss->broken = ss->broken || stream_error(ss->s) ||
+		    stream_timedout(ss->s) || stream_eof(ss->s);
+	} else if (cl->creds.found && (ss->features & SMTP_F_AUTH) &&
+	    !smtp_sasl_login(cl, ss, &r, at)) {
+		/* With credentials and a server that offers AUTH we log in
+		 * (one that does not offer it gets the mail without). */
 		ss->broken = ss->broken || stream_error(ss->s) ||
 		    stream_timedout(ss->s) || stream_eof(ss->s);
 	} else {
@@ -307,14 +327,17 @@ void smtp_client_set_shared(smtp_client_t *cl, const smtp_shared_t *sh,
 	cl->service = xstrdup(service != NULL && service[0] ? service : "smtp");
 }
 
-/* "SERVICE/ADDR:PORT", an IPv6 address in brackets. */
+/* "SERVICE/ADDR:PORT", an IPv6 address in brackets, and the tag of the
+ * credentials the session is for ("" for none, else "|sasl:USER"): a
+ * session logged in as someone is found only by a request with the same
+ * user. */
 static void endpoint_label(const smtp_client_t *cl, const char *addr,
-    unsigned port, str_t *out)
+    unsigned port, const char *tag, str_t *out)
 {
 	if (strchr(addr, ':') != NULL)
-		str_setf(out, "%s/[%s]:%u", cl->service, addr, port);
+		str_setf(out, "%s/[%s]:%u%s", cl->service, addr, port, tag);
 	else
-		str_setf(out, "%s/%s:%u", cl->service, addr, port);
+		str_setf(out, "%s/%s:%u%s", cl->service, addr, port, tag);
 }
 
 /* What is left of the session's idle time (the time it went idle plus
@@ -351,7 +374,8 @@ static bool sess_handover(smtp_client_t *cl, smtp_sess_t *ss)
 	if ((ttl = idle_left(cl, ss, event_now_ms())) <= 0)
 		return false;
 	str_setf(&cl->label, "%s/%s", cl->service, ss->key);
-	endpoint_label(cl, ss->addr, ss->port, &endp);
+	endpoint_label(cl, ss->addr, ss->port, ss->tag != NULL ? ss->tag : "",
+	    &endp);
 	if (!scache_label_ok(str_cstr(&cl->label)) ||
 	    !scache_label_ok(str_cstr(&endp))) {
 		str_release(&endp);
@@ -446,7 +470,7 @@ static smtp_sess_t *sess_from_shared(smtp_client_t *cl, int fd,
 	if (want_endp != NULL) {
 		str_t e = STR_INIT;
 		bool same;
-		endpoint_label(cl, addr, (unsigned)port, &e);
+		endpoint_label(cl, addr, (unsigned)port, str_cstr(&cl->tag), &e);
 		same = strcmp(str_cstr(&e), want_endp) == 0;
 		str_release(&e);
 		if (!same) {
@@ -466,6 +490,7 @@ static smtp_sess_t *sess_from_shared(smtp_client_t *cl, int fd,
 	ss->born_ms = born > now ? now : born;
 	ss->uses = (unsigned)uses;
 	ss->idle_ms = now;
+	sess_tag(cl, ss);
 out:
 	if (m != NULL)
 		attr_msg_free(m);
@@ -475,7 +500,7 @@ out:
 
 static bool server_spoke(smtp_sess_t *ss);
 
-smtp_sess_t *smtp_shared_take(smtp_client_t *cl, const char *nexthop,
+smtp_sess_t *smtp_shared_take(smtp_client_t *cl, const char *key,
     const dns_server_t *srv)
 {
 	smtp_sess_t *ss;
@@ -485,9 +510,10 @@ smtp_sess_t *smtp_shared_take(smtp_client_t *cl, const char *nexthop,
 	if (!shared_on(cl))
 		return NULL;
 	if (srv == NULL)
-		str_setf(&cl->label, "%s/%s", cl->service, nexthop);
+		str_setf(&cl->label, "%s/%s", cl->service, key);
 	else
-		endpoint_label(cl, srv->addrstr, srv->port, &cl->label);
+		endpoint_label(cl, srv->addrstr, srv->port, str_cstr(&cl->tag),
+		    &cl->label);
 	if (!scache_label_ok(str_cstr(&cl->label)))
 		return NULL;
 	fd = cl->shared.find(cl->shared.ctx, srv != NULL, str_cstr(&cl->label),

@@ -389,6 +389,7 @@ H_FN dns_resolver_t *use_fakedns(const atf_tc_t *tc, const char *zone);
  *   "< PREFIX"  read a line; it must start with PREFIX (any case)
  *   "<DATA"     read message lines up to the single dot
  *   "CLOSE"     hang up; the next line serves the next connection
+ *   "NEXT"      leave this connection open, unread, and serve the next
  *   "SLEEP MS"  wait
  * Every line received is appended to script.log as "C: line", failures
  * as "FAIL: ...", and each connection starts with "CONNECT". */
@@ -473,6 +474,8 @@ H_FN void script_run(int lfd, const char *const *script)
 		} else if (strcmp(s, "CLOSE") == 0) {
 			close(fd);
 			fd = -1;
+		} else if (strcmp(s, "NEXT") == 0) {
+			fd = -1;	/* still open: closed when we exit */
 		} else if (strncmp(s, "SLEEP ", 6) == 0) {
 			h_sleep_ms(atoi(s + 6));
 		}
