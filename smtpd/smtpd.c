@@ -24,6 +24,7 @@
 static smtpd_cfg_t *cfg;
 static smtpd_conn_t *conn;
 static smtpd_dest_t *dest;
+static smtpd_sasl_backend_t *sasl;
 
 static void pet(void *ctx)
 {
@@ -48,6 +49,11 @@ static void pre_jail(void *ctx)
 			    "enforced: %s", str_cstr(&err));
 	}
 	dest = smtpd_dest_cleanup(cfg->cleanup_service, (int)cfg->ipc_timeout_ms);
+	/* Connected when first needed, from inside the jail: a relative
+	 * smtpd_sasl_path is found in the queue directory either way. */
+	if (cfg->sasl_enable)
+		sasl = smtpd_sasl_dovecot(cfg->sasl_path, cfg->sasl_service,
+		    (int)cfg->sasl_timeout_ms);
 	str_release(&err);
 }
 
@@ -55,8 +61,8 @@ static void pre_jail(void *ctx)
 static void post_jail(void *ctx)
 {
 	(void)ctx;
-	for (size_t i = 0; i < cfg->nlrmaps; i++) {
-		smtpd_lrmap_t *m = &cfg->lrmaps[i];
+	for (size_t i = 0; cfg->lrmaps && i < cfg->lrmaps->n; i++) {
+		smtpd_map_t *m = &cfg->lrmaps->v[i];
 		if (m->passwd && m->broken == NULL &&
 		    !server_jail_has("/etc/passwd", "unix:passwd.byname in "
 		    "local_recipient_maps; mail to local users gets 451"))
@@ -101,6 +107,7 @@ static void serve(stream_t *client, void *ctx)
 	smtpd_peer_from_fd(cfg, fd, &peer);
 	opts.conn = conn;
 	opts.progress = pet;
+	opts.sasl = sasl;
 	smtpd_session_run(cfg, s, &peer, dest, &opts);
 }
 
@@ -109,6 +116,9 @@ static void pre_exit(void *ctx)
 	(void)ctx;
 	if (dest)
 		dest->free(dest);
+	if (sasl)
+		sasl->free(sasl);
+	sasl = NULL;
 	smtpd_conn_close(conn);
 	smtpd_cfg_free(cfg);
 	dest = NULL;

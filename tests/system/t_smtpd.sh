@@ -261,15 +261,6 @@ connection_limit_cleanup() {
 	stop_instance
 }
 
-# make_cert: a self-signed certificate for mx.example.test (cert.pem,
-# key.pem), made now.
-make_cert() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-	    -nodes -keyout key.pem -out cert.pem -days 2 \
-	    -subj /CN=mx.example.test > pki.log 2>&1 ||
-	    { cat pki.log >&2; atf_fail "cannot make a test certificate"; }
-}
-
 # well_formed FILE: every line of FILE (CR removed) is an SMTP reply.
 well_formed() {
 	tr -d '\r' < "$1" | grep -Ev '^[2-5][0-9][0-9][ -]' > bad.lines
