@@ -168,12 +168,18 @@ typedef struct dovecot {
 	stream_t *s;		/* NULL: not connected */
 	unsigned long next_id;
 	unsigned long pending;	/* request in progress, 0 = none */
-	bool reused;		/* the connection served a request before */
 	smtpd_sasl_mech_t *mechs;
 	size_t nmechs;
 	str_t line;
 	struct timespec deadline;
+	bool peer_closed;	/* the last failure: the server hung up */
+	time_t quiet_until;	/* after a timeout: no new attempt before */
 } dovecot_t;
+
+/* After the server let a request time out, new connections are not
+ * tried for this long: a hung server must not cost every EHLO a full
+ * smtpd_sasl_timeout. */
+#define AUTH_QUIET_SECONDS 10
 
 static void dv_close(dovecot_t *d)
 {
@@ -181,7 +187,6 @@ static void dv_close(dovecot_t *d)
 		stream_close(d->s);
 	d->s = NULL;
 	d->pending = 0;
-	d->reused = false;
 }
 
 static long ms_left(const dovecot_t *d)
@@ -212,8 +217,10 @@ static int dv_getline(dovecot_t *d, str_t *why)
 	long left = ms_left(d);
 	int r;
 
+	d->peer_closed = false;
 	if (left <= 0) {
 		str_set(why, "timeout exceeded");
+		d->quiet_until = time(NULL) + AUTH_QUIET_SECONDS;
 		return -1;
 	}
 	stream_set_timeouts(d->s, (int)left, (int)left);
@@ -225,14 +232,18 @@ static int dv_getline(dovecot_t *d, str_t *why)
 		}
 		return 0;
 	}
-	if (r == STREAM_LINE_MORE)
+	if (r == STREAM_LINE_MORE) {
 		str_setf(why, "reply longer than %d bytes", AUTH_LINE_MAX);
-	else if (stream_timedout(d->s))
+	} else if (stream_timedout(d->s)) {
 		str_set(why, "timeout exceeded");
-	else if (stream_error(d->s))
+		d->quiet_until = time(NULL) + AUTH_QUIET_SECONDS;
+	} else if (stream_error(d->s)) {
 		str_setf(why, "read: %s", strerror(stream_errno(d->s)));
-	else
+		d->peer_closed = stream_errno(d->s) == ECONNRESET;
+	} else {
 		str_set(why, "connection closed");
+		d->peer_closed = true;
+	}
 	return -1;
 }
 
@@ -338,6 +349,12 @@ static int dv_connect(dovecot_t *d, str_t *why)
 
 	if (d->s != NULL)
 		return 0;
+	if (d->quiet_until != 0 && time(NULL) < d->quiet_until) {
+		str_setf(why, "%s timed out less than %d seconds ago", d->path,
+		    AUTH_QUIET_SECONDS);
+		return -1;
+	}
+	d->quiet_until = 0;
 	arm(d);
 	rc = sock_unix_connect(d->path, d->timeout_ms, &fd);
 	if (rc != 0) {
@@ -346,7 +363,6 @@ static int dv_connect(dovecot_t *d, str_t *why)
 	}
 	d->s = stream_open(fd);
 	d->next_id = 0;
-	d->reused = false;
 	if (dv_handshake(d, why) < 0) {
 		str_t w = STR_INIT;
 		str_setf(&w, "%s: %s", d->path, str_cstr(why));
@@ -439,6 +455,7 @@ broken:
 	    str_cstr(&why));
 	dv_close(d);
 	str_set(out, "Connection lost to authentication server");
+	str_reset(user);
 	str_release(&why);
 	return SMTPD_SASL_TEMP;
 }
@@ -467,13 +484,15 @@ static enum smtpd_sasl_status dv_start(smtpd_sasl_backend_t *b,
 
 		if (d->pending)
 			dv_close(d);
+		/* A connection from an earlier call may have been closed by
+		 * the server since (a restart): worth one more try. */
+		was_reused = d->s != NULL;
 		if (dv_connect(d, &why) < 0) {
 			log_warning("SASL: %s", str_cstr(&why));
 			str_set(out, "Connection lost to authentication server");
 			st = SMTPD_SASL_TEMP;
 			break;
 		}
-		was_reused = d->reused;
 		arm(d);
 		d->pending = ++d->next_id;
 		str_setf(&l, "AUTH\t%lu\t%s\tservice=%s\tnologin", d->pending,
@@ -494,20 +513,22 @@ static enum smtpd_sasl_status dv_start(smtpd_sasl_backend_t *b,
 			str_catf(&l, "\tresp=%s", req->resp);
 		str_putc(&l, '\n');
 		if (stream_write(d->s, l.buf, l.len) < 0 || stream_flush(d->s) < 0) {
+			int e = stream_errno(d->s);
 			log_warning("SASL: authentication server %s: write: %s",
-			    d->path, strerror(stream_errno(d->s)));
+			    d->path, strerror(e));
+			d->peer_closed = e == EPIPE || e == ECONNRESET;
 			dv_close(d);
 			str_set(out, "Connection lost to authentication server");
 			st = SMTPD_SASL_TEMP;
-			if (was_reused)
+			if (was_reused && d->peer_closed)
 				continue;
 			break;
 		}
-		d->reused = true;
 		st = dv_answer(d, out, user);
 		/* A kept connection the server closed meanwhile (it was
 		 * restarted): once more on a new one. */
-		if (st == SMTPD_SASL_TEMP && d->s == NULL && was_reused) {
+		if (st == SMTPD_SASL_TEMP && d->s == NULL && was_reused &&
+		    d->peer_closed) {
 			str_reset(out);
 			str_reset(user);
 			continue;
