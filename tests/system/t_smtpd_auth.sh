@@ -5,7 +5,8 @@
 # implicit TLS (playing 465); relay control by login with mynetworks not
 # holding 127.0.0.1; sender login mismatch; a dead or silent auth server;
 # hostile exchanges.  The instance runs smtpd and cleanup only: accepted
-# mail stays in incoming/.
+# mail stays in incoming/.  The _jail variant runs smtpd chrooted, as
+# shipped: the socket is then reached inside the queue directory.
 
 B=@BUILDDIR@
 BUILDDIR=@BUILDDIR@
@@ -450,8 +451,15 @@ received_header_head() {
 	atf_set timeout 60
 }
 received_header_body() {
+	# An absolute smtpd_sasl_path, except in the chrooted variant,
+	# where only a path inside the queue directory can be reached.
+	if [ -n "${PETREL_JAIL:-}" ]; then
+		path=private/auth
+	else
+		path=$PWD/q/private/auth
+	fi
 	auth_instance "smtpd_sasl_authenticated_header = yes" \
-	    "smtpd_sasl_path = $PWD/q/private/auth" "broken_sasl_auth_clients = yes"
+	    "smtpd_sasl_path = $path" "broken_sasl_auth_clients = yes"
 	atf_check -s exit:0 -o save:swaks.out -e ignore swaks \
 	    --server 127.0.0.1:$port -tls --helo client.test \
 	    --auth LOGIN --auth-user alice --auth-password wonderland \
@@ -463,6 +471,27 @@ received_header_body() {
 	assert_log_clean
 }
 received_header_cleanup() { auth_cleanup; }
+
+atf_test_case unprivileged cleanup
+unprivileged_head() {
+	atf_set descr "the same as a user other than root: the private" \
+	    "Dovecot runs as that user too, and a login over STARTTLS works"
+	atf_set require.progs "swaks openssl"
+	atf_set require.user unprivileged
+	atf_set timeout 60
+}
+unprivileged_body() {
+	auth_instance
+	atf_check -s exit:0 -o save:swaks.out -e ignore swaks \
+	    --server 127.0.0.1:$port -tls --helo client.test \
+	    --auth PLAIN --auth-user bob --auth-password builder \
+	    --from bob@example.org --to someone@elsewhere.example
+	atf_check -o match:"235 2.7.0 Authentication successful" \
+	    -o match:"250 2.0.0 Ok: queued as" cat swaks.out
+	grep_wait maillog "sasl_method=PLAIN, sasl_username=bob$"
+	assert_log_clean
+}
+unprivileged_cleanup() { auth_cleanup; }
 
 atf_test_case config
 config_head() {
@@ -498,5 +527,6 @@ atf_init_test_cases() {
 	atf_add_test_case login_mismatch
 	atf_add_test_case backend_down
 	atf_add_test_case received_header
+	atf_add_test_case unprivileged
 	atf_add_test_case config
 }
