@@ -229,17 +229,33 @@ static enum rd read_status(sess_t *ss)
 	return stream_timedout(ss->s) ? RD_TIMEOUT : RD_LOST;
 }
 
-/* One command line into ss->line.  A line longer than line_length_limit
- * is read to its end and dropped (RD_TOOLONG). */
+static bool auth_possible(const sess_t *ss);
+
+/* The longest command line: line_length_limit, or where AUTH is on
+ * offer enough for an AUTH command with an initial response of
+ * smtpd_sasl_response_limit bytes (RFC 4954 section 4 allows 12288);
+ * other commands longer than line_length_limit are refused after
+ * reading. */
+static size_t cmd_limit(const sess_t *ss)
+{
+	size_t auth = ss->cfg->sasl_resp_limit + 32;
+
+	return auth > ss->cfg->line_limit && auth_possible(ss) ? auth :
+	    ss->cfg->line_limit;
+}
+
+/* One command line into ss->line.  A line longer than cmd_limit() is
+ * read to its end and dropped (RD_TOOLONG). */
 static enum rd read_cmd(sess_t *ss, bool *crlf)
 {
-	int r = stream_getline(ss->s, &ss->line, ss->cfg->line_limit);
+	size_t limit = cmd_limit(ss);
+	int r = stream_getline(ss->s, &ss->line, limit);
 
 	if (r == STREAM_LINE_NONE || r == STREAM_LINE_PARTIAL)
 		return read_status(ss);
 	if (r == STREAM_LINE_MORE) {
 		do
-			r = stream_getline(ss->s, &ss->line, ss->cfg->line_limit);
+			r = stream_getline(ss->s, &ss->line, limit);
 		while (r == STREAM_LINE_MORE);
 		if (r == STREAM_LINE_NONE || r == STREAM_LINE_PARTIAL)
 			return read_status(ss);
@@ -1473,6 +1489,10 @@ static void command_loop(sess_t *ss)
 		if (c.verb == SMTPD_V_NONE) {
 			ss->total[SMTPD_V_UNKNOWN]++;
 			fail(ss, 500, "5.5.2", "Error: bad syntax");
+			continue;
+		}
+		if (ss->line.len > ss->cfg->line_limit && c.verb != SMTPD_V_AUTH) {
+			fail(ss, 500, "5.5.2", "Error: line too long");
 			continue;
 		}
 		if (c.verb == SMTPD_V_UNKNOWN && forbidden(ss, &c)) {

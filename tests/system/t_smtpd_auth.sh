@@ -155,6 +155,15 @@ EOF
 		grep_wait maillog "sasl_method=$m, sasl_username=bob$"
 	done
 
+	# An AUTH line may be longer than line_length_limit (2048), up to
+	# smtpd_sasl_response_limit (RFC 4954 section 4); other commands
+	# may not.
+	big=$(head -c 2500 /dev/zero | tr '\0' x)
+	printf 'AUTH PLAIN %s\nNOOP %s\nQUIT\n' "$(b64 "\\0alice\\0$big")" "$big" |
+	    python3 sess.py $port starttls > long.out 2>&1
+	atf_check -o match:"^535 5.7.8 Error: authentication failed$" \
+	    -o match:"^500 5.5.2 Error: line too long$" -o match:"^221 " cat long.out
+
 	# Without a login, relaying from 127.0.0.1 is refused.
 	atf_check -s not-exit:0 -o save:anon.out -e ignore swaks \
 	    --server 127.0.0.1:$port -tls --helo client.test \
