@@ -69,6 +69,13 @@ static void post_jail(void *ctx)
 			m->broken = xstrdup("/etc/passwd is missing in the "
 			    "chroot jail");
 	}
+	/* Dovecot's socket is opened later, from inside the jail: an
+	 * absolute path names a file in the jail, not the one outside. */
+	if (cfg->sasl_enable && server_jailed() && cfg->sasl_path[0] == '/')
+		log_warning("smtpd_sasl_path = %s is an absolute path and "
+		    "smtpd runs chrooted in the queue directory: the socket is "
+		    "looked for inside it; give a path relative to "
+		    "queue_directory (private/auth)", cfg->sasl_path);
 	if (config_get_bool("smtpd_peername_lookup"))
 		(void)server_jail_has("/etc/resolv.conf", "client name lookups "
 		    "(smtpd_peername_lookup)");

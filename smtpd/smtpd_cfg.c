@@ -97,6 +97,10 @@ static int load_sasl(smtpd_cfg_t *cfg, str_t *err)
 		    "smtpd_sasl_path");
 		return -1;
 	}
+	if (cfg->sasl_enable && cfg->tls_auth_only && cfg->tls == NULL)
+		log_warning("smtpd_sasl_auth_enable = yes but AUTH is never "
+		    "offered: smtpd_tls_auth_only = yes and TLS is not "
+		    "available (smtpd_tls_security_level, smtpd_tls_cert_file)");
 	if (cfg->tls_wrapper && cfg->tls == NULL)
 		log_warning("smtpd_tls_wrappermode = yes without a TLS "
 		    "certificate (smtpd_tls_security_level, smtpd_tls_cert_file): "

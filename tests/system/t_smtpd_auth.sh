@@ -502,6 +502,32 @@ unprivileged_body() {
 }
 unprivileged_cleanup() { auth_cleanup; }
 
+atf_test_case start_warnings cleanup
+start_warnings_head() {
+	atf_set descr "smtpd warns at start about AUTH that can never be" \
+	    "offered (smtpd_tls_auth_only without TLS), login checks without" \
+	    "smtpd_sender_login_maps and, chrooted, an absolute smtpd_sasl_path"
+	atf_set require.progs swaks
+}
+start_warnings_body() {
+	port=$(free_port)
+	mk_instance "myhostname = mx.example.test" "mydestination = mx.example.test" \
+	    "local_recipient_maps =" "smtpd_peername_lookup = no" \
+	    "smtpd_sasl_auth_enable = yes" "smtpd_sasl_path = $PWD/q/private/auth" \
+	    "smtpd_sender_restrictions = reject_sender_login_mismatch"
+	mcf "$port inet n - n - - smtpd" "cleanup unix n - n - 0 cleanup"
+	start_instance
+	atf_check -s exit:0 -o save:ehlo.out -e ignore swaks --server 127.0.0.1:$port \
+	    --helo client.test --quit-after EHLO
+	atf_check -o not-match:"AUTH" cat ehlo.out
+	grep_wait maillog "warning: smtpd_sasl_auth_enable = yes but AUTH is never offered: smtpd_tls_auth_only = yes and TLS is not available"
+	grep_wait maillog "warning: reject_\*sender_login_mismatch has no effect: smtpd_sender_login_maps is empty"
+	if [ -n "${PETREL_JAIL:-}" ]; then
+		grep_wait maillog "warning: smtpd_sasl_path = $PWD/q/private/auth is an absolute path and smtpd runs chrooted"
+	fi
+}
+start_warnings_cleanup() { stop_instance; }
+
 atf_test_case config
 config_head() {
 	atf_set descr "petrel check: smtpd_sasl_type other than dovecot and an" \
@@ -537,5 +563,6 @@ atf_init_test_cases() {
 	atf_add_test_case backend_down
 	atf_add_test_case received_header
 	atf_add_test_case unprivileged
+	atf_add_test_case start_warnings
 	atf_add_test_case config
 }
