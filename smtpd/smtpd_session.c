@@ -1468,9 +1468,21 @@ static void command_loop(sess_t *ss)
 			continue;
 		}
 		if (log_verbose > 0) {
+			/* An AUTH initial response is a password in base64:
+			 * never logged, not even here. */
+			size_t n = ss->line.len;
+			bool cut = n > 5 && strncasecmp(ss->line.buf, "AUTH ", 5) == 0;
+			if (cut) {
+				const char *m = ss->line.buf + 5;
+				m += strspn(m, " \t");
+				m += strcspn(m, " \t");
+				cut = (size_t)(m - ss->line.buf) < n;
+				n = (size_t)(m - ss->line.buf);
+			}
 			str_t q = STR_INIT;
-			str_quote_printable(&q, ss->line.buf, ss->line.len);
-			log_debug("< %s: %s", ss->namaddr, str_cstr(&q));
+			str_quote_printable(&q, ss->line.buf, n);
+			log_debug("< %s: %s%s", ss->namaddr, str_cstr(&q),
+			    cut ? " (initial response not logged)" : "");
 			str_release(&q);
 		}
 		switch (smtpd_cmd_parse(ss->line.buf ? ss->line.buf : "",
