@@ -114,9 +114,11 @@ starttls_body() {
 	atf_check -o not-match:"^250-AUTH" -o not-match:"^250 AUTH" \
 	    -o match:"^538 5.7.11 Encryption required for requested authentication mechanism$" \
 	    cat plain.out
-	# After STARTTLS: AUTH PLAIN LOGIN, nothing anonymous.
-	echo QUIT | python3 sess.py $port starttls > tls.out 2>&1
+	# After STARTTLS: AUTH PLAIN LOGIN; Dovecot's ANONYMOUS is not
+	# offered (noanonymous) and refused.
+	printf 'AUTH ANONYMOUS\nQUIT\n' | python3 sess.py $port starttls > tls.out 2>&1
 	atf_check -o match:"^250-AUTH PLAIN LOGIN$" -o not-match:"AUTH=" \
+	    -o match:"^504 5.5.4 Error: unsupported authentication mechanism$" \
 	    sed -n '/^220 2.0.0 Ready to start TLS/,$p' tls.out
 
 	# swaks, PLAIN and LOGIN, relaying to another domain.
@@ -316,6 +318,14 @@ EOF
 	    atf_fail "PLAIN accepted with noplaintext"
 	echo QUIT | python3 sess.py $port starttls > ehlo.out 2>&1
 	atf_check -o match:"^--- ready" -o not-match:"AUTH" cat ehlo.out
+	# No options at all: Dovecot's ANONYMOUS is offered and works.
+	echo "smtpd_sasl_tls_security_options =" >> etc/main.cf
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	WAIT_MAX=50 wait_for sh -c "echo QUIT | python3 sess.py $port starttls | grep -q '^250-AUTH PLAIN LOGIN ANONYMOUS$'" ||
+	    atf_fail "ANONYMOUS not offered without noanonymous"
+	printf 'AUTH ANONYMOUS %s\nQUIT\n' "$(b64 'trace')" |
+	    python3 sess.py $port starttls > anon.out 2>&1
+	atf_check -o match:"^235 2.7.0 Authentication successful$" cat anon.out
 	assert_log_clean
 }
 failures_cleanup() { auth_cleanup; }
