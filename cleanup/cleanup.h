@@ -177,7 +177,7 @@ typedef struct cln_envelope {
 	const char *log_ident;
 	const char *client_name, *client_address, *client_port;
 	const char *helo_name, *protocol, *tls_info;
-	const char *sasl_method, *sasl_username;
+	const char *sasl_method, *sasl_username, *received_auth;
 	const cleanup_attr_t *attrs;
 	size_t nattrs;
 } cln_envelope_t;

@@ -44,6 +44,7 @@ struct cln_msg {
 	int64_t uid;
 	char *log_ident;
 	char *client_name, *client_address, *helo_name, *protocol, *tls_info;
+	char *received_auth;
 	struct timeval arrival;
 	size_t nrcpt;		/* written to the queue file */
 	size_t given;		/* envelope recipients received */
@@ -294,6 +295,7 @@ static bool check_envelope(cln_msg_t *m, const cln_envelope_t *env)
 		{ "tls_info", env->tls_info, 1000 },
 		{ "sasl_method", env->sasl_method, 100 },
 		{ "sasl_username", env->sasl_username, 1000 },
+		{ "received_auth", env->received_auth, 1000 },
 	};
 	bool good = false;
 
@@ -415,6 +417,7 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 	m->helo_name = dup_opt(env->helo_name);
 	m->protocol = dup_opt(env->protocol);
 	m->tls_info = dup_opt(env->tls_info);
+	m->received_auth = dup_opt(env->received_auth);
 
 	/* The client= (smtpd) and uid= from= (pickup) lines are the
 	 * clients' own, as in Postfix: CLEANUP_FLAG_QUEUE_ID gives them the
@@ -590,6 +593,9 @@ static void add_received(cln_msg_t *m, str_t *out)
 			    m->client_address);
 		if (m->tls_info != NULL)
 			str_catf(out, "%s\t(%s)", eol, m->tls_info);
+		if (m->received_auth != NULL)
+			str_catf(out, "%s\t(Authenticated sender: %s)", eol,
+			    m->received_auth);
 		str_catf(out, "%s\tby %s (%s) with %s id %s", eol,
 		    cfg->myhostname, cfg->mail_name,
 		    m->protocol ? m->protocol : "SMTP", m->id);
@@ -934,6 +940,7 @@ void cln_msg_free(cln_msg_t *m)
 	free(m->helo_name);
 	free(m->protocol);
 	free(m->tls_info);
+	free(m->received_auth);
 	free(m->first_rcpt);
 	cln_dup_free(&m->dup);
 	str_release(&m->hbuf);

@@ -206,6 +206,7 @@ int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env)
 	put_opt_str(&c->out, "tls_info", env->tls_info);
 	put_opt_str(&c->out, "sasl_method", env->sasl_method);
 	put_opt_str(&c->out, "sasl_username", env->sasl_username);
+	put_opt_str(&c->out, "received_auth", env->received_auth);
 	if (env->nattrs > 0) {
 		attr_put_list(&c->out, "attrs", env->nattrs);
 		for (size_t i = 0; i < env->nattrs; i++)

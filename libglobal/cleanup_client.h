@@ -80,6 +80,9 @@ typedef struct cleanup_envelope {
 	const char *tls_info;
 	const char *sasl_method;
 	const char *sasl_username;
+	/* The user name for "(Authenticated sender: NAME)" in the
+	 * Received: header (smtpd_sasl_authenticated_header). */
+	const char *received_auth;
 	/* More named attributes for the queue file. */
 	const cleanup_attr_t *attrs;
 	size_t nattrs;

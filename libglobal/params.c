@@ -20,6 +20,7 @@ static bool check_feedback(const char *value, str_t *why);
 static bool check_protocols(const char *value, str_t *why);
 static bool check_host_lookup(const char *value, str_t *why);
 static bool check_reply_code(const char *value, str_t *why);
+static bool check_sasl_options(const char *value, str_t *why);
 static const char *compute_mydomain(void);
 
 #define UNL LONG_MAX
@@ -485,6 +486,37 @@ static const param_def_t table[] = {
 	    "Detail of the server's TLS logging."),
 	P_BOOL("smtpd_tls_received_header", "no",
 	    "Put the TLS protocol and cipher in the Received: header."),
+	P_BOOL("smtpd_tls_wrappermode", "no",
+	    "Implicit TLS: the TLS handshake starts with the connection, before the greeting (the submissions service, port 465)."),
+	P_BOOL("smtpd_tls_auth_only", "yes",
+	    "Offer and accept SMTP AUTH only in a TLS session (Postfix's default is no)."),
+
+	/* SMTP AUTH in the server. */
+	P_BOOL("smtpd_sasl_auth_enable", "no",
+	    "Offer and accept SMTP AUTH (RFC 4954)."),
+	P_CHOICE("smtpd_sasl_type", "dovecot", "dovecot",
+	    "The authentication backend: dovecot (Dovecot's authentication protocol on a UNIX socket)."),
+	P_STR("smtpd_sasl_path", "private/auth",
+	    "Dovecot's authentication socket: relative to queue_directory, or an absolute path."),
+	P_STR("smtpd_sasl_service", "smtp",
+	    "Service name passed to the authentication backend."),
+	P_CHECK("smtpd_sasl_security_options", "noanonymous", check_sasl_options, 0,
+	    "Mechanisms not offered without TLS: noanonymous, noplaintext, noactive, nodictionary; or mechanisms required to have forward_secrecy, mutual_auth."),
+	P_CHECK("smtpd_sasl_tls_security_options", "$smtpd_sasl_security_options",
+	    check_sasl_options, 0,
+	    "Like smtpd_sasl_security_options, in a TLS session."),
+	P_BOOL("smtpd_sasl_authenticated_header", "no",
+	    "Put the authenticated user name in the Received: header."),
+	P_STR("smtpd_sasl_local_domain", "",
+	    "The local SASL realm (Cyrus); not used with Dovecot, whose auth_default_realm does this."),
+	P_BOOL("broken_sasl_auth_clients", "no",
+	    "Also offer AUTH in the obsolete AUTH=mechanisms form, for old Microsoft clients."),
+	P_INT("smtpd_sasl_response_limit", "12288", 1, 1048576, 0,
+	    "Longest client response line during SMTP AUTH, in bytes."),
+	P_TIMER("smtpd_sasl_timeout", "30s", 's', 1, 0,
+	    "Time limit for each step of an exchange with the authentication server; then 454 (Petrel only: Postfix waits 10 s, less than the 15 s Dovecot may hold a reply after failed logins)."),
+	P_STR("smtpd_sender_login_maps", "",
+	    "Tables from a MAIL FROM address to the SASL login names that own it (reject_sender_login_mismatch)."),
 
 	/* SMTP client. */
 	P_TIMER("smtp_connect_timeout", "30s", 's', 1, 0,
@@ -884,6 +916,36 @@ static bool check_reply_code(const char *value, str_t *why)
 		return true;
 	str_set(why, "an SMTP reply code from 400 to 599");
 	return false;
+}
+
+/* smtpd_sasl_security_options: Postfix's words, blank or comma
+ * separated. */
+static bool check_sasl_options(const char *value, str_t *why)
+{
+	static const char *const words[] = { "noanonymous", "noplaintext",
+	    "noactive", "nodictionary", "forward_secrecy", "mutual_auth", NULL };
+	const char *p = value;
+
+	while (*p) {
+		size_t n;
+		int k;
+
+		p += strspn(p, " \t,");
+		n = strcspn(p, " \t,");
+		if (n == 0)
+			break;
+		for (k = 0; words[k]; k++)
+			if (strlen(words[k]) == n && strncasecmp(p, words[k], n) == 0)
+				break;
+		if (words[k] == NULL) {
+			str_setf(why, "noanonymous, noplaintext, noactive, "
+			    "nodictionary, forward_secrecy or mutual_auth, not "
+			    "\"%.*s\"", (int)(n > 64 ? 64 : n), p);
+			return false;
+		}
+		p += n;
+	}
+	return true;
 }
 
 /* The first dotted name on an /etc/hosts line that lists short.  Only the

@@ -24,6 +24,7 @@
 static smtpd_cfg_t *cfg;
 static smtpd_anvil_t *anvil;
 static smtpd_dest_t *dest;
+static smtpd_sasl_backend_t *sasl;
 
 static void pet(void *ctx)
 {
@@ -42,6 +43,11 @@ static void pre_jail(void *ctx)
 	if (cfg == NULL)
 		log_fatal("%s", str_cstr(&err));
 	dest = smtpd_dest_cleanup(cfg->cleanup_service, (int)cfg->ipc_timeout_ms);
+	/* Connected when first needed, from inside the jail: a relative
+	 * smtpd_sasl_path is found in the queue directory either way. */
+	if (cfg->sasl_enable)
+		sasl = smtpd_sasl_dovecot(cfg->sasl_path, cfg->sasl_service,
+		    (int)cfg->sasl_timeout_ms);
 	str_release(&err);
 }
 
@@ -60,6 +66,13 @@ static void post_jail(void *ctx)
 	/* anvil's endpoint is relative to the queue directory, in the jail
 	 * or not; nothing is opened until the first client. */
 	anvil = smtpd_anvil_new(cfg, SMTPD_ANVIL_PATH, server_service_name());
+	/* Dovecot's socket is opened later, from inside the jail: an
+	 * absolute path names a file in the jail, not the one outside. */
+	if (cfg->sasl_enable && server_jailed() && cfg->sasl_path[0] == '/')
+		log_warning("smtpd_sasl_path = %s is an absolute path and "
+		    "smtpd runs chrooted in the queue directory: the socket is "
+		    "looked for inside it; give a path relative to "
+		    "queue_directory (private/auth)", cfg->sasl_path);
 	if (config_get_bool("smtpd_peername_lookup"))
 		(void)server_jail_has("/etc/resolv.conf", "client name lookups "
 		    "(smtpd_peername_lookup)");
@@ -98,6 +111,7 @@ static void serve(stream_t *client, void *ctx)
 	smtpd_peer_from_fd(cfg, fd, &peer);
 	opts.anvil = anvil;
 	opts.progress = pet;
+	opts.sasl = sasl;
 	smtpd_session_run(cfg, s, &peer, dest, &opts);
 }
 
@@ -107,6 +121,9 @@ static void pre_exit(void *ctx)
 	if (dest)
 		dest->free(dest);
 	smtpd_anvil_free(anvil);
+	if (sasl)
+		sasl->free(sasl);
+	sasl = NULL;
 	smtpd_cfg_free(cfg);
 	dest = NULL;
 	anvil = NULL;

@@ -136,7 +136,7 @@ typedef struct smtpd_check_ctx {
 	const char *rcpt;		/* internal form */
 	const char *local_addr;		/* our end of the connection */
 	bool trusted;			/* stand-alone mode: a local user */
-	const char *sasl_username;	/* (SMTP AUTH, later) */
+	const char *sasl_username;	/* SMTP AUTH login, NULL if none */
 } smtpd_check_ctx_t;
 
 /* Parses a restriction list (blank/comma separated; check_*_access takes
@@ -152,6 +152,8 @@ bool smtpd_restr_empty(const smtpd_restr_t *r);
  * destination, defer_unauth_destination, reject, defer): the never-an-
  * open-relay check at start-up. */
 bool smtpd_restr_stops_relay(const smtpd_restr_t *r);
+/* True if the list has a reject_*sender_login_mismatch. */
+bool smtpd_restr_uses_login_maps(const smtpd_restr_t *r);
 
 /* Evaluates list r; on SMTPD_CHK_REJECT fills reply. */
 enum smtpd_chk smtpd_check(const smtpd_restr_t *r, smtpd_check_ctx_t *ctx,
@@ -184,8 +186,110 @@ enum {
 	SMTPD_EXT_8BITMIME = 1 << 2, SMTPD_EXT_DSN = 1 << 3,
 	SMTPD_EXT_ENHANCED = 1 << 4, SMTPD_EXT_SMTPUTF8 = 1 << 5,
 	SMTPD_EXT_CHUNKING = 1 << 6, SMTPD_EXT_STARTTLS = 1 << 7,
-	SMTPD_EXT_VRFY = 1 << 8,
+	SMTPD_EXT_VRFY = 1 << 8, SMTPD_EXT_AUTH = 1 << 9,
 };
+
+/* ---- Lists of tables (smtpd_check.c) --------------------------------- */
+
+/* One table of a list: a dict, or the passwd database. */
+typedef struct smtpd_map {
+	dict_t *dict;		/* NULL for unix:passwd.byname or broken */
+	bool passwd;		/* answers keys without '@' with getpwnam */
+	char *spec;
+	char *broken;		/* why it could not be opened, or NULL */
+} smtpd_map_t;
+
+/* A parameter that lists tables (local_recipient_maps,
+ * smtpd_sender_login_maps): each key is looked up in each table in
+ * turn, the first found wins.  A table that cannot be opened is kept as
+ * broken (a warning is logged; its lookups fail). */
+typedef struct smtpd_maps {
+	smtpd_map_t *v;
+	size_t n;
+	char *param;
+} smtpd_maps_t;
+
+/* NULL when value names no table. */
+smtpd_maps_t *smtpd_maps_open(const char *param, const char *value);
+void smtpd_maps_free(smtpd_maps_t *m);
+/* key in each table: 1 found (*value, if not NULL, valid until the next
+ * lookup), 0 not found, -1 not found and a table failed (err). */
+int smtpd_maps_get(smtpd_maps_t *m, const char *key, const char **value,
+    str_t *err);
+/* An address: addr, addr without its recipient_delimiter extension;
+ * then, with SMTPD_MAPS_LOCALPART, the local part with and without
+ * extension; then, with SMTPD_MAPS_ATDOMAIN, "@domain". */
+enum { SMTPD_MAPS_LOCALPART = 1, SMTPD_MAPS_ATDOMAIN = 2 };
+int smtpd_maps_find_addr(const smtpd_cfg_t *cfg, smtpd_maps_t *m,
+    const char *addr, int flags, const char **value, str_t *err);
+
+/* ---- SMTP AUTH (smtpd_sasl.c) ---------------------------------------- */
+
+/* Mechanism properties, as the backend describes them. */
+enum {
+	SMTPD_SASL_P_ANONYMOUS = 1 << 0, SMTPD_SASL_P_PLAINTEXT = 1 << 1,
+	SMTPD_SASL_P_DICTIONARY = 1 << 2, SMTPD_SASL_P_ACTIVE = 1 << 3,
+	SMTPD_SASL_P_FORWARD_SECRECY = 1 << 4,
+	SMTPD_SASL_P_MUTUAL_AUTH = 1 << 5,
+};
+/* smtpd_sasl_security_options */
+enum {
+	SMTPD_SASL_O_NOANONYMOUS = 1 << 0, SMTPD_SASL_O_NOPLAINTEXT = 1 << 1,
+	SMTPD_SASL_O_NOACTIVE = 1 << 2, SMTPD_SASL_O_NODICTIONARY = 1 << 3,
+	SMTPD_SASL_O_FORWARD_SECRECY = 1 << 4,
+	SMTPD_SASL_O_MUTUAL_AUTH = 1 << 5,
+};
+#define SMTPD_SASL_MECHS_MAX 32
+
+typedef struct smtpd_sasl_mech {
+	char name[24];		/* upper case */
+	unsigned props;		/* SMTPD_SASL_P_* */
+} smtpd_sasl_mech_t;
+
+enum smtpd_sasl_status {
+	SMTPD_SASL_OK,		/* authenticated (user); out: final data or "" */
+	SMTPD_SASL_CONT,	/* out: the next challenge (base64) */
+	SMTPD_SASL_FAIL,	/* refused; out: reason or "", user if known */
+	SMTPD_SASL_TEMP,	/* backend trouble; out: reason */
+};
+
+typedef struct smtpd_sasl_req {
+	const char *mech;	/* one of the backend's, upper case */
+	const char *resp;	/* initial response, valid base64; "" for
+				 * an empty one; NULL: none */
+	const char *client_addr, *client_port, *local_addr, *local_port;
+	bool secured;		/* in TLS */
+} smtpd_sasl_req_t;
+
+/* An authentication server.  One exchange at a time: start, next while
+ * CONT, or abort.  Nothing here blocks for longer than its timeout. */
+typedef struct smtpd_sasl_backend smtpd_sasl_backend_t;
+struct smtpd_sasl_backend {
+	/* The mechanisms offered: 0, or -1 with why (unavailable). */
+	int (*mechs)(smtpd_sasl_backend_t *b, const smtpd_sasl_mech_t **v,
+	    size_t *n, str_t *why);
+	enum smtpd_sasl_status (*start)(smtpd_sasl_backend_t *b,
+	    const smtpd_sasl_req_t *req, str_t *out, str_t *user);
+	/* resp: the client's response, valid base64 ("" for empty). */
+	enum smtpd_sasl_status (*next)(smtpd_sasl_backend_t *b,
+	    const char *resp, str_t *out, str_t *user);
+	void (*abort)(smtpd_sasl_backend_t *b);
+	void (*free)(smtpd_sasl_backend_t *b);
+};
+
+/* Dovecot's authentication protocol on the UNIX socket path (relative
+ * to the working directory, the queue directory of a daemon). */
+smtpd_sasl_backend_t *smtpd_sasl_dovecot(const char *path,
+    const char *service, int timeout_ms);
+
+/* "noanonymous, noplaintext" -> SMTPD_SASL_O_*; -1 with err. */
+int smtpd_sasl_options_parse(const char *value, unsigned *opts, str_t *err);
+/* May a mechanism with these properties be offered under opts? */
+bool smtpd_sasl_mech_allowed(unsigned props, unsigned opts);
+/* Strict base64 (RFC 4648, padded, no blanks); "" is valid. */
+bool smtpd_sasl_base64_ok(const char *s, size_t len);
+/* A SASL mechanism name (RFC 4422: 1-20 of A-Z 0-9 - _). */
+bool smtpd_sasl_mech_name_ok(const char *s, size_t len);
 
 struct smtpd_cfg {
 	char *myhostname;
@@ -213,6 +317,14 @@ struct smtpd_cfg {
 	smtpd_netlist_t *mynetworks, *limit_exceptions;
 	addr_domlist_t *mydestination, *relay_domains;
 	local_rcpt_t *lrcpt;		/* local_recipient_maps (local_rcpt.h) */
+	/* SMTP AUTH */
+	bool sasl_enable, tls_auth_only, tls_wrapper, sasl_header;
+	bool broken_sasl;
+	unsigned sasl_opts, sasl_tls_opts;	/* SMTPD_SASL_O_* */
+	char *sasl_path, *sasl_service;
+	long sasl_timeout_ms;
+	size_t sasl_resp_limit;
+	smtpd_maps_t *login_maps;	/* smtpd_sender_login_maps, or NULL */
 	char *recipient_delimiter;
 	dns_resolver_t *dns;		/* NULL: created on first use */
 	bool dns_failed;
@@ -254,6 +366,8 @@ typedef struct smtpd_txn_info {
 	const char *tls_info;		/* "using TLSv1.3 with ..." or NULL */
 	const char *log_ident;
 	const char *namaddr;		/* NAME[ADDR] as in log lines */
+	const char *sasl_method, *sasl_username;	/* SMTP AUTH, or NULL */
+	bool sasl_header;		/* the user name in Received: */
 } smtpd_txn_info_t;
 
 typedef struct smtpd_dest smtpd_dest_t;
@@ -343,6 +457,9 @@ typedef struct smtpd_session_opts {
 	 * last long as long as it moves). */
 	void (*progress)(void *ctx);
 	void *progress_ctx;
+	/* The authentication server (smtpd_sasl_auth_enable; NULL: AUTH
+	 * is answered with 454 when enabled). */
+	smtpd_sasl_backend_t *sasl;
 } smtpd_session_opts_t;
 
 /* Runs one SMTP session on s until QUIT, a disconnect, a timeout or a

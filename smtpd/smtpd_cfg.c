@@ -18,6 +18,7 @@ static const struct {
 	{ "enhancedstatuscodes", SMTPD_EXT_ENHANCED },
 	{ "smtputf8", SMTPD_EXT_SMTPUTF8 }, { "chunking", SMTPD_EXT_CHUNKING },
 	{ "starttls", SMTPD_EXT_STARTTLS }, { "vrfy", SMTPD_EXT_VRFY },
+	{ "auth", SMTPD_EXT_AUTH },
 };
 
 static int discard_mask(const char *value)
@@ -68,6 +69,70 @@ static void load_lrmaps(smtpd_cfg_t *cfg)
 		    "recipients get 451 4.3.0 until it can be read",
 		    str_cstr(&err));
 	str_release(&err);
+}
+
+/* SMTP AUTH and the sender login checks. */
+static int load_sasl(smtpd_cfg_t *cfg, str_t *err)
+{
+	str_t why = STR_INIT;
+	const char *v;
+	bool uses_login = false;
+
+	cfg->sasl_enable = config_get_bool("smtpd_sasl_auth_enable");
+	cfg->tls_auth_only = config_get_bool("smtpd_tls_auth_only");
+	cfg->tls_wrapper = config_get_bool("smtpd_tls_wrappermode");
+	cfg->sasl_header = config_get_bool("smtpd_sasl_authenticated_header");
+	cfg->broken_sasl = config_get_bool("broken_sasl_auth_clients");
+	cfg->sasl_timeout_ms = config_get_time("smtpd_sasl_timeout") * 1000;
+	cfg->sasl_resp_limit = (size_t)config_get_int("smtpd_sasl_response_limit");
+	cfg->sasl_path = xstrdup(config_get_str("smtpd_sasl_path"));
+	cfg->sasl_service = xstrdup(config_get_str("smtpd_sasl_service"));
+	if (smtpd_sasl_options_parse(config_get_str("smtpd_sasl_security_options"),
+	    &cfg->sasl_opts, &why) < 0 ||
+	    smtpd_sasl_options_parse(config_get_str("smtpd_sasl_tls_security_options"),
+	    &cfg->sasl_tls_opts, &why) < 0) {
+		str_setf(err, "smtpd_sasl_security_options: %s", str_cstr(&why));
+		str_release(&why);
+		return -1;
+	}
+	str_release(&why);
+	v = config_get_str("smtpd_sasl_type");
+	if (strcmp(v, "dovecot") != 0) {
+		str_setf(err, "smtpd_sasl_type = %s: only dovecot is supported", v);
+		return -1;
+	}
+	/* The service name goes into the protocol as it is. */
+	if (!smtpd_sasl_mech_name_ok(cfg->sasl_service, strlen(cfg->sasl_service))) {
+		str_setf(err, "smtpd_sasl_service = %s: not a service name",
+		    cfg->sasl_service);
+		return -1;
+	}
+	if (cfg->sasl_enable && *cfg->sasl_path == 0) {
+		str_set(err, "smtpd_sasl_auth_enable = yes with an empty "
+		    "smtpd_sasl_path");
+		return -1;
+	}
+	if (cfg->sasl_enable && cfg->tls_auth_only && cfg->tls == NULL)
+		log_warning("smtpd_sasl_auth_enable = yes but AUTH is never "
+		    "offered: smtpd_tls_auth_only = yes and TLS is not "
+		    "available (smtpd_tls_security_level, smtpd_tls_cert_file)");
+	if (cfg->tls_wrapper && cfg->tls == NULL)
+		log_warning("smtpd_tls_wrappermode = yes without a TLS "
+		    "certificate (smtpd_tls_security_level, smtpd_tls_cert_file): "
+		    "every connection is closed");
+	cfg->login_maps = smtpd_maps_open("smtpd_sender_login_maps",
+	    config_get_str("smtpd_sender_login_maps"));
+	uses_login = smtpd_restr_uses_login_maps(cfg->client_restr) ||
+	    smtpd_restr_uses_login_maps(cfg->helo_restr) ||
+	    smtpd_restr_uses_login_maps(cfg->sender_restr) ||
+	    smtpd_restr_uses_login_maps(cfg->relay_restr) ||
+	    smtpd_restr_uses_login_maps(cfg->rcpt_restr) ||
+	    smtpd_restr_uses_login_maps(cfg->data_restr) ||
+	    smtpd_restr_uses_login_maps(cfg->eod_restr);
+	if (uses_login && cfg->login_maps == NULL)
+		log_warning("reject_*sender_login_mismatch has no effect: "
+		    "smtpd_sender_login_maps is empty");
+	return 0;
 }
 
 smtpd_cfg_t *smtpd_cfg_load(str_t *err)
@@ -138,7 +203,9 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	v = config_get_str("smtpd_tls_security_level");
 	cfg->tls_level = strcmp(v, "encrypt") == 0 ? SMTPD_TLS_ENCRYPT :
 	    strcmp(v, "may") == 0 ? SMTPD_TLS_MAY : SMTPD_TLS_NONE;
-	if (cfg->tls_level != SMTPD_TLS_NONE) {
+	/* Implicit TLS needs the certificate whatever the level says. */
+	if (cfg->tls_level != SMTPD_TLS_NONE ||
+	    config_get_bool("smtpd_tls_wrappermode")) {
 		str_t terr = STR_INIT;
 		cfg->tls = tls_server_ctx_from_config(&terr);
 		if (cfg->tls == NULL) {
@@ -183,6 +250,8 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	if (cfg->relay_domains == NULL)
 		goto fail;
 	load_lrmaps(cfg);
+	if (load_sasl(cfg, err) < 0)
+		goto fail;
 	if (str_len(&warn) > 0)
 		log_lines(LOG_LVL_WARNING, str_cstr(&warn));
 	str_release(&warn);
@@ -218,6 +287,9 @@ void smtpd_cfg_free(smtpd_cfg_t *cfg)
 	addr_domlist_free(cfg->mydestination);
 	addr_domlist_free(cfg->relay_domains);
 	local_rcpt_free(cfg->lrcpt);
+	smtpd_maps_free(cfg->login_maps);
+	free(cfg->sasl_path);
+	free(cfg->sasl_service);
 	if (cfg->forbidden) {
 		for (char **p = cfg->forbidden; *p; p++)
 			free(*p);

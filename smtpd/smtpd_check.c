@@ -3,8 +3,8 @@
  *
  * A list is parsed once at start-up into items; evaluation walks the
  * items in order and stops at the first that permits or rejects.  A new
- * kind of restriction (permit_sasl_authenticated for SMTP AUTH, say) is
- * one enum value, one table row and one case in eval_item(). */
+ * kind of restriction is one enum value, one table row and one case in
+ * eval_item(). */
 #include <ctype.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -24,6 +24,8 @@ enum rkind {
 	R_REJECT_NON_FQDN_RCPT, R_REJECT_NON_FQDN_SENDER,
 	R_REJECT_NON_FQDN_HELO, R_REJECT_INVALID_HELO,
 	R_REJECT_UNLISTED_RCPT,
+	R_REJECT_SENDER_LOGIN_MISMATCH, R_REJECT_AUTH_SENDER_LOGIN_MISMATCH,
+	R_REJECT_UNAUTH_SENDER_LOGIN_MISMATCH,
 	R_CHECK_CLIENT, R_CHECK_HELO, R_CHECK_SENDER, R_CHECK_RCPT,
 };
 
@@ -47,6 +49,11 @@ static const struct {
 	{ "reject_non_fqdn_helo_hostname", R_REJECT_NON_FQDN_HELO, false },
 	{ "reject_invalid_helo_hostname", R_REJECT_INVALID_HELO, false },
 	{ "reject_unlisted_recipient", R_REJECT_UNLISTED_RCPT, false },
+	{ "reject_sender_login_mismatch", R_REJECT_SENDER_LOGIN_MISMATCH, false },
+	{ "reject_authenticated_sender_login_mismatch",
+	    R_REJECT_AUTH_SENDER_LOGIN_MISMATCH, false },
+	{ "reject_unauthenticated_sender_login_mismatch",
+	    R_REJECT_UNAUTH_SENDER_LOGIN_MISMATCH, false },
 	{ "check_client_access", R_CHECK_CLIENT, true },
 	{ "check_helo_access", R_CHECK_HELO, true },
 	{ "check_sender_access", R_CHECK_SENDER, true },
@@ -164,6 +171,20 @@ bool smtpd_restr_stops_relay(const smtpd_restr_t *r)
 		case R_DEFER_UNAUTH_DEST:
 		case R_REJECT:
 		case R_DEFER:
+			return true;
+		default:
+			break;
+		}
+	return false;
+}
+
+bool smtpd_restr_uses_login_maps(const smtpd_restr_t *r)
+{
+	for (size_t i = 0; r && i < r->n; i++)
+		switch (r->v[i].kind) {
+		case R_REJECT_SENDER_LOGIN_MISMATCH:
+		case R_REJECT_AUTH_SENDER_LOGIN_MISMATCH:
+		case R_REJECT_UNAUTH_SENDER_LOGIN_MISMATCH:
 			return true;
 		default:
 			break;
@@ -632,6 +653,140 @@ out:
 	return res;
 }
 
+/* ---- Lists of tables ------------------------------------------------ */
+
+smtpd_maps_t *smtpd_maps_open(const char *param, const char *value)
+{
+	char *copy = xstrdup(value ? value : ""), *cp = copy, *t;
+	smtpd_maps_t *m = NULL;
+
+	while ((t = smtpd_list_token(&cp)) != NULL) {
+		smtpd_map_t *e;
+		if (m == NULL) {
+			m = xcalloc(1, sizeof(*m));
+			m->param = xstrdup(param);
+		}
+		m->v = xreallocarray(m->v, m->n + 1, sizeof(*m->v));
+		e = &m->v[m->n++];
+		memset(e, 0, sizeof(*e));
+		e->spec = xstrdup(t);
+		/* The passwd file is no lookup table of ours; it is answered
+		 * with getpwnam() (in a chroot, the jail needs its own
+		 * etc/passwd: doc/smtpd.md). */
+		if (strcmp(t, "unix:passwd.byname") == 0) {
+			e->passwd = true;
+			continue;
+		}
+		str_t err = STR_INIT;
+		e->dict = dict_open(t, 0, &err);
+		if (e->dict == NULL) {
+			e->broken = xstrdup(str_cstr(&err));
+			log_warning("%s: %s: %s; its lookups answer 451 4.3.0 "
+			    "until it can be read", param, t, e->broken);
+		}
+		str_release(&err);
+	}
+	free(copy);
+	return m;
+}
+
+void smtpd_maps_free(smtpd_maps_t *m)
+{
+	if (m == NULL)
+		return;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->v[i].dict)
+			dict_close(m->v[i].dict);
+		free(m->v[i].spec);
+		free(m->v[i].broken);
+	}
+	free(m->v);
+	free(m->param);
+	free(m);
+}
+
+int smtpd_maps_get(smtpd_maps_t *m, const char *key, const char **value,
+    str_t *err)
+{
+	bool failed = false;
+
+	for (size_t i = 0; m && i < m->n; i++) {
+		smtpd_map_t *e = &m->v[i];
+		int rc;
+
+		if (e->broken) {
+			str_setf(err, "%s: %s", e->spec, e->broken);
+			failed = true;
+			continue;
+		}
+		if (e->passwd) {
+			/* Account names in lower case, as local(8) delivers. */
+			char name[256];
+			if (*key == 0 || strchr(key, '@') != NULL ||
+			    !bcopy_str(name, sizeof(name), key))
+				continue;
+			str_lower(name);
+			if (getpwnam(name) != NULL) {
+				if (value)
+					*value = key;
+				return 1;
+			}
+			continue;
+		}
+		rc = lookup(e->dict, key, value);
+		if (rc > 0)
+			return 1;
+		if (rc < 0) {
+			str_setf(err, "%s: %s", dict_spec(e->dict),
+			    dict_errmsg(e->dict));
+			failed = true;
+		}
+	}
+	return failed ? -1 : 0;
+}
+
+int smtpd_maps_find_addr(const smtpd_cfg_t *cfg, smtpd_maps_t *m,
+    const char *addr, int flags, const char **value, str_t *err)
+{
+	addr_split_t sp;
+	str_t k = STR_INIT;
+	const char *at = strrchr(addr, '@');
+	bool failed = false;
+	int rc;
+
+#define TRY(key) do { \
+		rc = smtpd_maps_get(m, (key), value, err); \
+		if (rc > 0) \
+			goto out; \
+		if (rc < 0) \
+			failed = true; \
+	} while (0)
+
+	addr_split(addr, cfg->recipient_delimiter, &sp);
+	TRY(addr);
+	if (sp.ext != NULL && sp.domain != NULL) {
+		str_setf(&k, "%s@%s", sp.user, sp.domain);
+		TRY(str_cstr(&k));
+	}
+	if (flags & SMTPD_MAPS_LOCALPART) {
+		str_reset(&k);
+		str_append(&k, addr, at ? (size_t)(at - addr) : strlen(addr));
+		TRY(str_cstr(&k));
+		if (sp.ext != NULL)
+			TRY(sp.user);
+	}
+	if ((flags & SMTPD_MAPS_ATDOMAIN) && sp.domain != NULL) {
+		str_setf(&k, "@%s", sp.domain);
+		TRY(str_cstr(&k));
+	}
+	rc = failed ? -1 : 0;
+#undef TRY
+out:
+	addr_split_free(&sp);
+	str_release(&k);
+	return rc;
+}
+
 /* ---- Local recipients ---------------------------------------------- */
 
 enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
@@ -687,6 +842,59 @@ enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
 		    "%s: Recipient address rejected: User unknown in local "
 		    "recipient table", str_cstr(&subject));
 	}
+	res = SMTPD_CHK_REJECT;
+out:
+	str_release(&err);
+	str_release(&subject);
+	return res;
+}
+
+/* ---- Sender login mismatch ----------------------------------------- */
+
+/* Postfix's semantics: the owners of a sender address are the login
+ * names smtpd_sender_login_maps gives for it (blank or comma separated).
+ * auth: a logged-in client must own the address (an address without
+ * owners is refused too unless allow_unowned); unauth: a client that did
+ * not log in may not use an address that has owners. */
+static enum smtpd_chk check_login_mismatch(smtpd_check_ctx_t *ctx,
+    bool auth, bool unauth, smtpd_reply_t *rp)
+{
+	const smtpd_cfg_t *cfg = ctx->cfg;
+	const char *owners = NULL;
+	str_t err = STR_INIT, subject = STR_INIT;
+	enum smtpd_chk res = SMTPD_CHK_DUNNO;
+	int rc;
+
+	if (cfg->login_maps == NULL || ctx->sender == NULL || *ctx->sender == 0)
+		return SMTPD_CHK_DUNNO;
+	if (ctx->sasl_username != NULL ? !auth : !unauth)
+		return SMTPD_CHK_DUNNO;
+	angle_addr(ctx->sender, &subject);
+	rc = smtpd_maps_find_addr(cfg, cfg->login_maps, ctx->sender,
+	    SMTPD_MAPS_ATDOMAIN, &owners, &err);
+	if (rc < 0) {
+		res = temp_lookup_failure(str_cstr(&subject), str_cstr(&err), rp);
+		goto out;
+	}
+	if (ctx->sasl_username == NULL) {
+		if (rc > 0) {
+			set_reply(rp, 553, "5.7.1", "%s: Sender address rejected: "
+			    "not logged in", str_cstr(&subject));
+			res = SMTPD_CHK_REJECT;
+		}
+		goto out;
+	}
+	if (rc > 0) {
+		char *copy = xstrdup(owners), *cp = copy, *name;
+		bool found = false;
+		while (!found && (name = smtpd_list_token(&cp)) != NULL)
+			found = strcasecmp(name, ctx->sasl_username) == 0;
+		free(copy);
+		if (found)
+			goto out;
+	}
+	set_reply(rp, 553, "5.7.1", "%s: Sender address rejected: not owned "
+	    "by user %s", str_cstr(&subject), ctx->sasl_username);
 	res = SMTPD_CHK_REJECT;
 out:
 	str_release(&err);
@@ -835,6 +1043,15 @@ static enum smtpd_chk eval_item(smtpd_check_ctx_t *ctx, const ritem_t *it,
 	case R_REJECT_UNLISTED_RCPT:
 		if (ctx->rcpt)
 			res = smtpd_check_unlisted(ctx, ctx->rcpt, rp);
+		break;
+	case R_REJECT_SENDER_LOGIN_MISMATCH:
+		res = check_login_mismatch(ctx, true, true, rp);
+		break;
+	case R_REJECT_AUTH_SENDER_LOGIN_MISMATCH:
+		res = check_login_mismatch(ctx, true, false, rp);
+		break;
+	case R_REJECT_UNAUTH_SENDER_LOGIN_MISMATCH:
+		res = check_login_mismatch(ctx, false, true, rp);
 		break;
 	case R_CHECK_CLIENT:
 	case R_CHECK_HELO:

@@ -54,6 +54,10 @@ static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 	env.helo_name = t->helo;
 	env.protocol = t->protocol;
 	env.tls_info = t->tls_info;
+	env.sasl_method = t->sasl_method;
+	env.sasl_username = t->sasl_username;
+	if (t->sasl_header)
+		env.received_auth = t->sasl_username;
 	/* For the delivery agents: how the body was declared and whether
 	 * the message needs an SMTPUTF8-capable path. */
 	if (t->body != NULL)

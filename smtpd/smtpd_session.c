@@ -39,6 +39,7 @@ typedef struct sess {
 	char *tls_info;
 	smtpd_reply_t client_reject;	/* smtpd_delay_reject = no */
 	bool client_rejected;
+	char *sasl_method, *sasl_username;	/* after AUTH */
 
 	/* transaction */
 	bool in_mail;
@@ -228,17 +229,33 @@ static enum rd read_status(sess_t *ss)
 	return stream_timedout(ss->s) ? RD_TIMEOUT : RD_LOST;
 }
 
-/* One command line into ss->line.  A line longer than line_length_limit
- * is read to its end and dropped (RD_TOOLONG). */
+static bool auth_possible(const sess_t *ss);
+
+/* The longest command line: line_length_limit, or where AUTH is on
+ * offer enough for an AUTH command with an initial response of
+ * smtpd_sasl_response_limit bytes (RFC 4954 section 4 allows 12288);
+ * other commands longer than line_length_limit are refused after
+ * reading. */
+static size_t cmd_limit(const sess_t *ss)
+{
+	size_t auth = ss->cfg->sasl_resp_limit + 32;
+
+	return auth > ss->cfg->line_limit && auth_possible(ss) ? auth :
+	    ss->cfg->line_limit;
+}
+
+/* One command line into ss->line.  A line longer than cmd_limit() is
+ * read to its end and dropped (RD_TOOLONG). */
 static enum rd read_cmd(sess_t *ss, bool *crlf)
 {
-	int r = stream_getline(ss->s, &ss->line, ss->cfg->line_limit);
+	size_t limit = cmd_limit(ss);
+	int r = stream_getline(ss->s, &ss->line, limit);
 
 	if (r == STREAM_LINE_NONE || r == STREAM_LINE_PARTIAL)
 		return read_status(ss);
 	if (r == STREAM_LINE_MORE) {
 		do
-			r = stream_getline(ss->s, &ss->line, ss->cfg->line_limit);
+			r = stream_getline(ss->s, &ss->line, limit);
 		while (r == STREAM_LINE_MORE);
 		if (r == STREAM_LINE_NONE || r == STREAM_LINE_PARTIAL)
 			return read_status(ss);
@@ -299,6 +316,9 @@ static bool dest_start(sess_t *ss, const char *stage)
 	t.tls_info = ss->cfg->tls_received ? ss->tls_info : NULL;
 	t.log_ident = ss->log_ident;
 	t.namaddr = ss->namaddr;
+	t.sasl_method = ss->sasl_method;
+	t.sasl_username = ss->sasl_username;
+	t.sasl_header = ss->cfg->sasl_header;
 	if (ss->dest->open(ss->dest, &t, &why) < 0) {
 		log_warning("%s from %s: cannot hand the message on: %s",
 		    stage, ss->namaddr, str_cstr(&why));
@@ -359,13 +379,304 @@ static void too_big(sess_t *ss, const char *stage, uint64_t bytes)
 
 /* ---- Commands ------------------------------------------------------ */
 
+/* ---- SMTP AUTH ----------------------------------------------------- */
+
+/* Is AUTH on offer in this session (before asking the backend)? */
+static bool auth_possible(const sess_t *ss)
+{
+	const smtpd_cfg_t *cfg = ss->cfg;
+
+	return cfg->sasl_enable && !ss->peer->stand_alone &&
+	    !(cfg->ext_discard & SMTPD_EXT_AUTH) &&
+	    (ss->tls != NULL || !cfg->tls_auth_only);
+}
+
+/* The mechanisms this session may use, blank separated, into list:
+ * the backend's, filtered by smtpd_sasl_(tls_)security_options.  False
+ * when the backend cannot be reached (logged). */
+static bool auth_mechs(sess_t *ss, str_t *list)
+{
+	const smtpd_sasl_mech_t *v;
+	size_t n;
+	str_t why = STR_INIT;
+	unsigned opts = ss->tls ? ss->cfg->sasl_tls_opts : ss->cfg->sasl_opts;
+
+	str_reset(list);
+	if (ss->opts == NULL || ss->opts->sasl == NULL)
+		return false;
+	if (ss->opts->sasl->mechs(ss->opts->sasl, &v, &n, &why) < 0) {
+		log_warning("SASL: %s; AUTH is not offered to %s",
+		    str_cstr(&why), ss->namaddr);
+		str_release(&why);
+		return false;
+	}
+	str_release(&why);
+	for (size_t i = 0; i < n; i++)
+		if (smtpd_sasl_mech_allowed(v[i].props, opts)) {
+			if (list->len)
+				str_putc(list, ' ');
+			str_cat(list, v[i].name);
+		}
+	return true;
+}
+
+static bool in_list(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; *p; ) {
+		size_t l = strcspn(p, " ");
+		if (l == n && strncmp(p, word, n) == 0)
+			return true;
+		p += l;
+		p += strspn(p, " ");
+	}
+	return false;
+}
+
+static void auth_forget(sess_t *ss)
+{
+	free(ss->sasl_method);
+	free(ss->sasl_username);
+	ss->sasl_method = NULL;
+	ss->sasl_username = NULL;
+	ss->chk.sasl_username = NULL;
+}
+
+/* A user name for logs, headers and cleanup: printable, bounded. */
+static char *printable_name(const str_t *u)
+{
+	size_t n = u->len > 255 ? 255 : u->len;
+	char *v = xstrndup(u->buf ? u->buf : "", n);
+
+	for (char *p = v; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return v;
+}
+
+static void auth_fail_log(sess_t *ss, const char *mech, const char *reason,
+    const str_t *user)
+{
+	char *u = user->len ? printable_name(user) : NULL;
+	str_t q = STR_INIT;
+
+	str_quote_printable(&q, reason, strlen(reason));
+	log_warning("%s: SASL %s authentication failed: %s, sasl_username=%s",
+	    ss->namaddr, mech, q.len ? str_cstr(&q) : "(reason unavailable)",
+	    u ? u : "(unavailable)");
+	str_release(&q);
+	free(u);
+}
+
+enum auth_rd { AR_OK, AR_TOOLONG, AR_GONE, AR_BARE_LF };
+
+/* One client response line (smtpd_sasl_response_limit). */
+static enum auth_rd auth_read(sess_t *ss)
+{
+	int r = stream_getline(ss->s, &ss->line, ss->cfg->sasl_resp_limit);
+
+	if (r == STREAM_LINE_NONE || r == STREAM_LINE_PARTIAL)
+		return AR_GONE;
+	if (r == STREAM_LINE_MORE) {
+		do
+			r = stream_getline(ss->s, &ss->line, ss->cfg->line_limit);
+		while (r == STREAM_LINE_MORE);
+		if (r == STREAM_LINE_NONE || r == STREAM_LINE_PARTIAL)
+			return AR_GONE;
+		return AR_TOOLONG;
+	}
+	if (r == STREAM_LINE_LF && ss->cfg->bare_lf == SMTPD_LF_REJECT)
+		return AR_BARE_LF;
+	return AR_OK;
+}
+
+/* AUTH mechanism [initial-response] (RFC 4954).  The one entry point of
+ * the command: whatever limits AUTH attempts belongs at its top. */
+static void cmd_auth(sess_t *ss, const smtpd_cmd_t *c)
+{
+	const smtpd_cfg_t *cfg = ss->cfg;
+	smtpd_sasl_backend_t *b = ss->opts ? ss->opts->sasl : NULL;
+	smtpd_sasl_req_t req;
+	char mech[24];
+	char *resp = NULL;
+	size_t mlen;
+	str_t list = STR_INIT, out = STR_INIT, user = STR_INIT;
+	enum smtpd_sasl_status st;
+
+	if (!cfg->sasl_enable || ss->peer->stand_alone ||
+	    (cfg->ext_discard & SMTPD_EXT_AUTH)) {
+		fail(ss, 503, "5.5.1", "Error: authentication not enabled");
+		return;
+	}
+	if (ss->tls == NULL && cfg->tls_auth_only) {
+		/* RFC 4954 section 6 */
+		fail(ss, 538, "5.7.11", "Encryption required for requested "
+		    "authentication mechanism");
+		return;
+	}
+	if (!ss->esmtp) {
+		fail(ss, 503, "5.5.1", "Error: send EHLO first");
+		return;
+	}
+	if (ss->in_mail) {
+		fail(ss, 503, "5.5.1", "Error: MAIL transaction in progress");
+		return;
+	}
+	if (ss->sasl_username != NULL) {
+		fail(ss, 503, "5.5.1", "Error: already authenticated");
+		return;
+	}
+	/* smtpd_client_auth_rate_limit: every AUTH command counts, as in
+	 * Postfix, once it is a real attempt. */
+	if (ss->opts && smtpd_anvil_auth(ss->opts->anvil, &ss->rp)) {
+		fail_reply(ss, &ss->rp);
+		return;
+	}
+	mlen = strcspn(c->arg, " \t");
+	if (mlen > c->arglen)
+		mlen = c->arglen;
+	if (mlen == 0) {
+		fail(ss, 501, "5.5.4", "Syntax: AUTH mechanism");
+		return;
+	}
+	if (!smtpd_sasl_mech_name_ok(c->arg, mlen) ||
+	    !bfmt(mech, sizeof(mech), "%.*s", (int)mlen, c->arg)) {
+		fail(ss, 504, "5.5.4", "Error: unsupported authentication mechanism");
+		goto out;
+	}
+	for (char *p = mech; *p; p++)
+		if (*p >= 'a' && *p <= 'z')
+			*p = (char)(*p - 'a' + 'A');
+	if (mlen < c->arglen) {
+		const char *p = c->arg + mlen;
+		size_t rest = c->arglen - mlen;
+		while (rest && (*p == ' ' || *p == '\t'))
+			p++, rest--;
+		if (memchr(p, ' ', rest) || memchr(p, '\t', rest)) {
+			fail(ss, 501, "5.5.4", "Syntax: AUTH mechanism");
+			return;
+		}
+		/* "=" is an empty initial response (RFC 4954 section 4) */
+		if (rest == 1 && p[0] == '=')
+			resp = xstrdup("");
+		else if (!smtpd_sasl_base64_ok(p, rest)) {
+			log_warning("%s: SASL %s authentication failed: malformed "
+			    "base64 in the initial response", ss->namaddr, mech);
+			fail(ss, 501, "5.5.2", "Error: invalid base64 data in the "
+			    "initial response");
+			return;
+		} else
+			resp = xstrndup(p, rest);
+	}
+	if (b == NULL || !auth_mechs(ss, &list)) {
+		log_warning("%s: SASL %s authentication failed: authentication "
+		    "server unavailable", ss->namaddr, mech);
+		fail(ss, 454, "4.7.0", "Temporary authentication failure");
+		goto out;
+	}
+	if (!in_list(str_cstr(&list), mech)) {
+		fail(ss, 504, "5.5.4", "Error: unsupported authentication mechanism");
+		goto out;
+	}
+	memset(&req, 0, sizeof(req));
+	req.mech = mech;
+	req.resp = resp;
+	req.client_addr = ss->peer->addr;
+	req.client_port = ss->peer->port;
+	req.local_addr = ss->peer->local_addr;
+	req.secured = ss->tls != NULL;
+	for (st = b->start(b, &req, &out, &user); st == SMTPD_SASL_CONT;
+	    st = b->next(b, str_cstr(&ss->line), &out, &user)) {
+		put_line(ss, 334, ' ', NULL, str_cstr(&out));
+		switch (auth_read(ss)) {
+		case AR_OK:
+			break;
+		case AR_TOOLONG:
+			b->abort(b);
+			log_warning("%s: SASL %s authentication failed: response "
+			    "exceeds length limit of %zu bytes", ss->namaddr, mech,
+			    cfg->sasl_resp_limit);
+			fail(ss, 500, "5.5.6", "Authentication exchange line is "
+			    "too long");
+			goto out;
+		case AR_BARE_LF:
+			b->abort(b);
+			bare_lf(ss);
+			goto out;
+		case AR_GONE:
+			b->abort(b);
+			lost(ss, read_status(ss), "");
+			goto out;
+		}
+		if (ss->line.len == 1 && ss->line.buf[0] == '*') {
+			b->abort(b);
+			log_warning("%s: SASL %s authentication aborted",
+			    ss->namaddr, mech);
+			fail(ss, 501, "5.7.0", "Authentication aborted");
+			goto out;
+		}
+		if (!smtpd_sasl_base64_ok(ss->line.buf ? ss->line.buf : "",
+		    ss->line.len)) {
+			b->abort(b);
+			log_warning("%s: SASL %s authentication failed: malformed "
+			    "base64 in a response", ss->namaddr, mech);
+			fail(ss, 501, "5.5.2", "Error: invalid base64 data in the "
+			    "response");
+			goto out;
+		}
+		if (ss->line.buf == NULL)
+			str_set(&ss->line, "");
+		progress(ss);
+	}
+	switch (st) {
+	case SMTPD_SASL_OK:
+		/* Final server data goes in a 334; the client answers with
+		 * an empty line (RFC 4954 section 4). */
+		if (out.len > 0) {
+			put_line(ss, 334, ' ', NULL, str_cstr(&out));
+			enum auth_rd r = auth_read(ss);
+			if (r != AR_OK) {
+				if (r == AR_GONE)
+					lost(ss, read_status(ss), "");
+				else
+					fail(ss, 501, "5.7.0", "Authentication aborted");
+				goto out;
+			}
+			if (ss->line.len != 0) {
+				fail(ss, 501, "5.7.0", "Authentication aborted");
+				goto out;
+			}
+		}
+		ss->sasl_username = printable_name(&user);
+		ss->sasl_method = xstrdup(mech);
+		ss->chk.sasl_username = ss->sasl_username;
+		reply(ss, 235, "2.7.0", "Authentication successful");
+		break;
+	case SMTPD_SASL_TEMP:
+		auth_fail_log(ss, mech, str_cstr(&out), &user);
+		fail(ss, 454, "4.7.0", "Temporary authentication failure");
+		break;
+	default:
+		auth_fail_log(ss, mech, str_cstr(&out), &user);
+		fail(ss, 535, "5.7.8", "Error: authentication failed");
+		break;
+	}
+out:
+	free(resp);
+	str_release(&list);
+	str_release(&out);
+	str_release(&user);
+}
+
 static void ehlo_reply(sess_t *ss)
 {
 	const smtpd_cfg_t *cfg = ss->cfg;
-	const char *kw[12];
+	const char *kw[14];
 	char size[40];
 	size_t n = 0;
 	int off = cfg->ext_discard;
+	str_t auth = STR_INIT, auth_eq = STR_INIT;
 
 	if (!(off & SMTPD_EXT_PIPELINING))
 		kw[n++] = "PIPELINING";
@@ -381,6 +692,15 @@ static void ehlo_reply(sess_t *ss)
 	if (!(off & SMTPD_EXT_STARTTLS) && cfg->tls && ss->tls == NULL &&
 	    cfg->tls_level != SMTPD_TLS_NONE && !ss->peer->stand_alone)
 		kw[n++] = "STARTTLS";
+	if (auth_possible(ss) && auth_mechs(ss, &auth_eq) && auth_eq.len > 0) {
+		str_setf(&auth, "AUTH %s", str_cstr(&auth_eq));
+		kw[n++] = str_cstr(&auth);
+		/* Old Outlook versions know only the draft's form. */
+		if (cfg->broken_sasl) {
+			str_setf(&auth_eq, "AUTH=%s", auth.buf + 5);
+			kw[n++] = str_cstr(&auth_eq);
+		}
+	}
 	if (!(off & SMTPD_EXT_ENHANCED))
 		kw[n++] = "ENHANCEDSTATUSCODES";
 	if (!(off & SMTPD_EXT_8BITMIME))
@@ -394,6 +714,8 @@ static void ehlo_reply(sess_t *ss)
 	put_line(ss, 250, n ? '-' : ' ', NULL, cfg->myhostname);
 	for (size_t i = 0; i < n; i++)
 		put_line(ss, 250, i + 1 < n ? '-' : ' ', NULL, kw[i]);
+	str_release(&auth);
+	str_release(&auth_eq);
 }
 
 static void cmd_helo(sess_t *ss, const smtpd_cmd_t *c)
@@ -449,7 +771,7 @@ static bool param_offered(const smtpd_cfg_t *cfg, const addr_param_t *p,
 		return !(cfg->ext_discard & SMTPD_EXT_DSN);
 	case ADDR_P_SMTPUTF8:
 		return !(cfg->ext_discard & SMTPD_EXT_SMTPUTF8);
-	default:		/* unknown, AUTH (no SMTP AUTH yet) */
+	default:		/* unknown */
 		return false;
 	}
 }
@@ -458,6 +780,11 @@ static bool check_params(sess_t *ss, const addr_smtp_t *a)
 {
 	for (size_t i = 0; i < a->nparams; i++) {
 		const addr_param_t *p = &a->params[i];
+		/* MAIL AUTH=: accepted where AUTH is offered, and ignored:
+		 * we do not relay on another server's word who sent it
+		 * (RFC 4954 section 5 allows that). */
+		if (p->kind == ADDR_P_AUTH && auth_possible(ss))
+			continue;
 		if (!param_offered(ss->cfg, p, a)) {
 			fail(ss, 555, "5.5.4", "Unsupported option: %s%s%s",
 			    p->keyword, p->value ? "=" : "", p->value ? p->value : "");
@@ -994,6 +1321,7 @@ static void cmd_starttls(sess_t *ss, const smtpd_cmd_t *c)
 	ss->tls_info = str_steal(&info);
 	/* RFC 3207 4.2: forget everything the client told us. */
 	txn_reset(ss);
+	auth_forget(ss);
 	free(ss->helo);
 	ss->helo = NULL;
 	ss->chk.helo = NULL;
@@ -1003,7 +1331,7 @@ static void cmd_starttls(sess_t *ss, const smtpd_cmd_t *c)
 static void cmd_help(sess_t *ss)
 {
 	put_line(ss, 214, '-', "2.0.0", "Commands: HELO EHLO MAIL RCPT DATA "
-	    "BDAT RSET NOOP QUIT VRFY HELP STARTTLS");
+	    "BDAT RSET NOOP QUIT VRFY HELP STARTTLS AUTH");
 	put_line(ss, 214, ' ', "2.0.0", "See RFC 5321");
 }
 
@@ -1105,7 +1433,7 @@ static void dispatch(sess_t *ss, const smtpd_cmd_t *c)
 		cmd_starttls(ss, c);
 		break;
 	case SMTPD_V_AUTH:
-		fail(ss, 503, "5.5.1", "Error: authentication not enabled");
+		cmd_auth(ss, c);
 		break;
 	case SMTPD_V_ETRN:
 	case SMTPD_V_EXPN:
@@ -1171,9 +1499,21 @@ static void command_loop(sess_t *ss)
 			continue;
 		}
 		if (log_verbose > 0) {
+			/* An AUTH initial response is a password in base64:
+			 * never logged, not even here. */
+			size_t n = ss->line.len;
+			bool cut = n > 5 && strncasecmp(ss->line.buf, "AUTH ", 5) == 0;
+			if (cut) {
+				const char *m = ss->line.buf + 5;
+				m += strspn(m, " \t");
+				m += strcspn(m, " \t");
+				cut = (size_t)(m - ss->line.buf) < n;
+				n = (size_t)(m - ss->line.buf);
+			}
 			str_t q = STR_INIT;
-			str_quote_printable(&q, ss->line.buf, ss->line.len);
-			log_debug("< %s: %s", ss->namaddr, str_cstr(&q));
+			str_quote_printable(&q, ss->line.buf, n);
+			log_debug("< %s: %s%s", ss->namaddr, str_cstr(&q),
+			    cut ? " (initial response not logged)" : "");
 			str_release(&q);
 		}
 		switch (smtpd_cmd_parse(ss->line.buf ? ss->line.buf : "",
@@ -1192,6 +1532,10 @@ static void command_loop(sess_t *ss)
 		if (c.verb == SMTPD_V_NONE) {
 			ss->total[SMTPD_V_UNKNOWN]++;
 			fail(ss, 500, "5.5.2", "Error: bad syntax");
+			continue;
+		}
+		if (ss->line.len > ss->cfg->line_limit && c.verb != SMTPD_V_AUTH) {
+			fail(ss, 500, "5.5.2", "Error: line too long");
 			continue;
 		}
 		if (c.verb == SMTPD_V_UNKNOWN && forbidden(ss, &c)) {
@@ -1213,6 +1557,36 @@ static void command_loop(sess_t *ss)
 		if (ss->cur_ok)
 			ss->ok[c.verb]++;
 	}
+}
+
+/* smtpd_tls_wrappermode (port 465): the TLS handshake before the
+ * greeting.  False when the session cannot go on. */
+static bool wrapper_start(sess_t *ss)
+{
+	str_t err = STR_INIT;
+	str_t info = STR_INIT;
+
+	if (ss->cfg->tls == NULL) {
+		log_warning("%s: smtpd_tls_wrappermode = yes but TLS is not "
+		    "available: %s", ss->namaddr, ss->cfg->tls_error ?
+		    ss->cfg->tls_error : "no certificate");
+		return false;
+	}
+	if (tls_server_start(ss->cfg->tls, ss->s, (int)ss->cfg->starttls_timeout_ms,
+	    &ss->tls, &err) != TLS_OK) {
+		log_warning("TLS handshake failed for %s: %s", ss->namaddr,
+		    str_cstr(&err));
+		log_info("lost connection after CONNECT from %s", ss->namaddr);
+		str_release(&err);
+		return false;
+	}
+	str_release(&err);
+	stream_set_timeouts(ss->s, (int)ss->cfg->timeout_ms,
+	    (int)ss->cfg->timeout_ms);
+	tls_sess_log(ss->tls, ss->namaddr);
+	str_setf(&info, "using %s", tls_sess_describe(ss->tls));
+	ss->tls_info = str_steal(&info);
+	return true;
 }
 
 int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
@@ -1247,7 +1621,10 @@ int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
 	stream_set_timeouts(s, (int)cfg->timeout_ms, (int)cfg->timeout_ms);
 
 	log_info("connect from %s", ss.namaddr);
-	if (opts && smtpd_anvil_connect(opts->anvil, peer, ss.namaddr, &ss.rp)) {
+	if (cfg->tls_wrapper && !peer->stand_alone && !wrapper_start(&ss))
+		ss.stop = true;
+	if (!ss.stop && opts &&
+	    smtpd_anvil_connect(opts->anvil, peer, ss.namaddr, &ss.rp)) {
 		reply(&ss, ss.rp.code, ss.rp.dsn, "%s", str_cstr(&ss.rp.text));
 		ss.stop = true;
 	}
@@ -1275,6 +1652,8 @@ int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
 	messages = ss.messages;
 	free(ss.helo);
 	free(ss.tls_info);
+	free(ss.sasl_method);
+	free(ss.sasl_username);
 	free(ss.rcpts);
 	str_release(&ss.line);
 	str_release(&ss.rp.text);

@@ -9,7 +9,14 @@
  *   - a message is only finished between an open and the session end,
  *     and every open is finished or aborted.
  * The command parser and the BDAT argument parser also run on the raw
- * bytes alone. */
+ * bytes alone.
+ *
+ * SMTP AUTH runs against a fake authentication server in this process
+ * (a fuzzer cannot run Dovecot): PLAIN, LOGIN and ANONYMOUS with
+ * Dovecot's challenges, one known user, temporary failures and final
+ * server data on demand.  It aborts when smtpd breaks the one-exchange-
+ * at-a-time rule: start during an exchange, next outside one, an
+ * exchange left open at the end, or a response that is not base64. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +117,126 @@ static void f_free(smtpd_dest_t *d)
 	(void)d;
 }
 
+/* ---- A fake authentication server ---------------------------------- */
+
+typedef struct fsasl {
+	smtpd_sasl_backend_t base;
+	bool pending;
+	int step;		/* LOGIN: 1 user asked, 2 password asked */
+	bool user_ok;
+	unsigned calls;
+} fsasl_t;
+
+static const smtpd_sasl_mech_t f_mechs[] = {
+	{ "PLAIN", SMTPD_SASL_P_PLAINTEXT },
+	{ "LOGIN", SMTPD_SASL_P_PLAINTEXT },
+	{ "ANONYMOUS", SMTPD_SASL_P_ANONYMOUS },
+	{ "X-FINAL", 0 },
+};
+
+/* base64 of "\0alice\0pw", "alice", "pw", "TEMP" */
+#define F_PLAIN "AGFsaWNlAHB3"
+#define F_USER "YWxpY2U="
+#define F_PASS "cHc="
+#define F_TEMP "VEVNUA=="
+
+static int fs_mechs(smtpd_sasl_backend_t *b, const smtpd_sasl_mech_t **v,
+    size_t *n, str_t *why)
+{
+	fsasl_t *f = (fsasl_t *)b;
+	/* Every 7th call: the server is down. */
+	if (++f->calls % 7 == 0) {
+		str_set(why, "fake: down");
+		return -1;
+	}
+	*v = f_mechs;
+	*n = sizeof(f_mechs) / sizeof(f_mechs[0]);
+	return 0;
+}
+
+static enum smtpd_sasl_status fs_answer(fsasl_t *f, const char *resp,
+    str_t *out, str_t *user)
+{
+	if (strcmp(resp, F_TEMP) == 0) {
+		f->pending = false;
+		str_set(out, "fake: temporary");
+		return SMTPD_SASL_TEMP;
+	}
+	if (f->step == 1) {
+		f->user_ok = strcmp(resp, F_USER) == 0;
+		f->step = 2;
+		str_set(out, "UGFzc3dvcmQ6");
+		return SMTPD_SASL_CONT;
+	}
+	f->pending = false;
+	str_set(user, "alice");
+	if (f->step == 2 ? f->user_ok && strcmp(resp, F_PASS) == 0 :
+	    strcmp(resp, F_PLAIN) == 0)
+		return SMTPD_SASL_OK;
+	str_set(out, "fake: wrong password\tand a TAB");
+	return SMTPD_SASL_FAIL;
+}
+
+static enum smtpd_sasl_status fs_start(smtpd_sasl_backend_t *b,
+    const smtpd_sasl_req_t *req, str_t *out, str_t *user)
+{
+	fsasl_t *f = (fsasl_t *)b;
+
+	check(!f->pending);
+	check(req->resp == NULL ||
+	    smtpd_sasl_base64_ok(req->resp, strlen(req->resp)));
+	str_reset(out);
+	str_reset(user);
+	f->pending = true;
+	f->step = 0;
+	if (strcmp(req->mech, "X-FINAL") == 0) {
+		f->pending = false;
+		str_set(user, "final\001user");
+		str_set(out, "ZmluYWw=");
+		return SMTPD_SASL_OK;
+	}
+	if (strcmp(req->mech, "ANONYMOUS") == 0) {
+		f->pending = false;
+		str_set(user, "anonymous");
+		return SMTPD_SASL_OK;
+	}
+	if (strcmp(req->mech, "LOGIN") == 0) {
+		f->step = 1;
+		if (req->resp == NULL || *req->resp == 0) {
+			str_set(out, "VXNlcm5hbWU6");
+			return SMTPD_SASL_CONT;
+		}
+	}
+	if (req->resp == NULL) {
+		str_set(out, "");
+		return SMTPD_SASL_CONT;
+	}
+	return fs_answer(f, req->resp, out, user);
+}
+
+static enum smtpd_sasl_status fs_next(smtpd_sasl_backend_t *b,
+    const char *resp, str_t *out, str_t *user)
+{
+	fsasl_t *f = (fsasl_t *)b;
+
+	check(f->pending);
+	check(smtpd_sasl_base64_ok(resp, strlen(resp)));
+	str_reset(out);
+	str_reset(user);
+	return fs_answer(f, resp, out, user);
+}
+
+static void fs_abort(smtpd_sasl_backend_t *b)
+{
+	fsasl_t *f = (fsasl_t *)b;
+	f->pending = false;
+}
+
+static void fs_free(smtpd_sasl_backend_t *b)
+{
+	(void)b;
+}
+
 static smtpd_cfg_t *cfgs[2];
 
 static void setup(void)
@@ -124,7 +251,15 @@ static void setup(void)
 		"smtpd_recipient_restrictions = check_recipient_access "
 		"inline:{ {bad@example.com = 550 5.1.1 no}, ok.example=OK }, "
 		"reject_non_fqdn_recipient\n"
-		"smtpd_sender_restrictions = check_sender_access inline:{ <>=DUNNO }\n",
+		"smtpd_sender_restrictions = check_sender_access inline:{ <>=DUNNO }, "
+		"reject_sender_login_mismatch\n"
+		"smtpd_relay_restrictions = permit_sasl_authenticated, "
+		"reject_unauth_destination\n"
+		"smtpd_sasl_auth_enable = yes\nsmtpd_tls_auth_only = no\n"
+		"smtpd_sasl_security_options =\nsmtpd_sasl_response_limit = 40\n"
+		"broken_sasl_auth_clients = yes\n"
+		"smtpd_sender_login_maps = inline:{ alice@example.org=alice, "
+		"{@team.example = alice, bob} }\n",
 		"myhostname = mx.example.test\nsmtpd_error_sleep_time = 0\n"
 		"smtpd_forbid_bare_newline = yes\nsmtpd_delay_reject = no\n"
 		"smtputf8_enable = no\nstrict_rfc821_envelopes = yes\n"
@@ -182,6 +317,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memio_t m = { data + 1, size - 1, 0, (size_t)(data[0] >> 1) % 17, STR_INIT };
 	fdest_t f = { .base = { f_open, f_write, f_finish, f_abort, f_free } };
+	fsasl_t fs = { .base = { fs_mechs, fs_start, fs_next, fs_abort, fs_free } };
+	smtpd_session_opts_t opts = { .sasl = &fs.base };
 	stream_t *s = stream_open(-1);
 
 	memset(&peer, 0, sizeof(peer));
@@ -190,8 +327,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bcopy_str(peer.local_addr, sizeof(peer.local_addr), "192.0.2.25");
 	if (stream_set_io(s, &m_io, &m) < 0)
 		abort();
-	smtpd_session_run(cfgs[data[0] & 1], s, &peer, &f.base, NULL);
+	smtpd_session_run(cfgs[data[0] & 1], s, &peer, &f.base, &opts);
 	check(!f.open && f.opens == f.closes);
+	check(!fs.pending);
 	check(m.out.len >= 5);
 	check_output(&m.out);
 	str_release(&m.out);

@@ -582,9 +582,9 @@ ATF_TC_BODY(help_and_others, tc)
 	td_init(&td);
 	r = talk(cfg, "192.0.2.1", "HELP\r\nhelp me\r\nEXPN list\r\nETRN x\r\n"
 	    "AUTH PLAIN\r\nQUIT\r\n", &td);
-	CHECK_REPLIES(r, "214-2.0.0 Commands: HELO EHLO MAIL RCPT DATA BDAT RSET NOOP QUIT VRFY HELP STARTTLS\n"
+	CHECK_REPLIES(r, "214-2.0.0 Commands: HELO EHLO MAIL RCPT DATA BDAT RSET NOOP QUIT VRFY HELP STARTTLS AUTH\n"
 	    "214 2.0.0 See RFC 5321\n"
-	    "214-2.0.0 Commands: HELO EHLO MAIL RCPT DATA BDAT RSET NOOP QUIT VRFY HELP STARTTLS\n"
+	    "214-2.0.0 Commands: HELO EHLO MAIL RCPT DATA BDAT RSET NOOP QUIT VRFY HELP STARTTLS AUTH\n"
 	    "214 2.0.0 See RFC 5321\n"
 	    "502 5.5.1 Error: command not implemented\n"
 	    "502 5.5.1 Error: command not implemented\n"

@@ -295,7 +295,7 @@ ATF_TC_BODY(destination, tc)
 	    "554 5.7.1 <a@elsewhere.example>: Recipient address rejected: Access denied");
 	x.rcpt = "a@relay.example";
 	EXPECT(cfg, "permit_auth_destination, reject", &x, "OK");
-	/* permit_mynetworks, permit_sasl_authenticated (no AUTH yet). */
+	/* permit_mynetworks, permit_sasl_authenticated. */
 	EXPECT(cfg, "permit_mynetworks", &x, "DUNNO");
 	x.client_addr = "127.0.0.2";
 	EXPECT(cfg, "permit_mynetworks", &x, "OK");
@@ -307,6 +307,121 @@ ATF_TC_BODY(destination, tc)
 	x.rcpt = "a@elsewhere.example";
 	EXPECT(cfg, "reject", &x, "OK");
 	smtpd_cfg_free(cfg);
+}
+
+/* reject_*sender_login_mismatch: Postfix's replies and which half of
+ * the rule each variant applies. */
+ATF_TC_WITHOUT_HEAD(login_mismatch);
+ATF_TC_BODY(login_mismatch, tc)
+{
+	smtpd_cfg_t *cfg = cfg_with("smtpd_sender_login_maps = inline:{ "
+	    "alice@example.org=alice, {carol+x@example.org = carol}, "
+	    "{@team.example = alice, bob} } inline:{ dave@example.org=dave }\n"
+	    "recipient_delimiter = +\n");
+	smtpd_check_ctx_t x = { .client_name = "unknown", .client_addr = "192.0.2.1" };
+	static const char *const all = "reject_sender_login_mismatch";
+	static const char *const auth = "reject_authenticated_sender_login_mismatch";
+	static const char *const unauth = "reject_unauthenticated_sender_login_mismatch";
+
+	/* Not logged in. */
+	x.sender = "alice@example.org";
+	EXPECT(cfg, all, &x, "553 5.7.1 <alice@example.org>: Sender address rejected: not logged in");
+	EXPECT(cfg, unauth, &x, "553 5.7.1 <alice@example.org>: Sender address rejected: not logged in");
+	EXPECT(cfg, auth, &x, "DUNNO");
+	x.sender = "anyone@team.example";	/* @domain key */
+	EXPECT(cfg, all, &x, "553 5.7.1 <anyone@team.example>: Sender address rejected: not logged in");
+	x.sender = "dave@example.org";		/* second table */
+	EXPECT(cfg, all, &x, "553 5.7.1 <dave@example.org>: Sender address rejected: not logged in");
+	x.sender = "nobody@example.net";	/* no owner */
+	EXPECT(cfg, all, &x, "DUNNO");
+	x.sender = "";				/* null sender: never */
+	EXPECT(cfg, all, &x, "DUNNO");
+
+	/* Logged in. */
+	x.sasl_username = "bob";
+	x.sender = "alice@example.org";
+	EXPECT(cfg, all, &x, "553 5.7.1 <alice@example.org>: Sender address rejected: not owned by user bob");
+	EXPECT(cfg, auth, &x, "553 5.7.1 <alice@example.org>: Sender address rejected: not owned by user bob");
+	EXPECT(cfg, unauth, &x, "DUNNO");
+	x.sender = "bob@team.example";
+	EXPECT(cfg, all, &x, "DUNNO");
+	x.sasl_username = "BOB";		/* login names fold case */
+	EXPECT(cfg, all, &x, "DUNNO");
+	x.sasl_username = "bob";
+	/* An address without an owner is not bob's either. */
+	x.sender = "nobody@example.net";
+	EXPECT(cfg, all, &x, "553 5.7.1 <nobody@example.net>: Sender address rejected: not owned by user bob");
+	/* Extensions: the full address first, then without it. */
+	x.sasl_username = "carol";
+	x.sender = "carol+x@example.org";
+	EXPECT(cfg, all, &x, "DUNNO");
+	x.sender = "carol+y@example.org";
+	EXPECT(cfg, all, &x, "553 5.7.1 <carol+y@example.org>: Sender address rejected: not owned by user carol");
+	x.sasl_username = "alice";
+	x.sender = "alice+lists@example.org";
+	EXPECT(cfg, all, &x, "DUNNO");
+	smtpd_cfg_free(cfg);
+
+	/* A table that cannot be read: 451, never a 5xx. */
+	cfg = cfg_with("smtpd_sender_login_maps = hash:/nonexistent/table\n");
+	x.sender = "alice@example.org";
+	EXPECT(cfg, all, &x, "451 4.3.0 <alice@example.org>: Temporary lookup failure");
+	smtpd_cfg_free(cfg);
+	/* Without smtpd_sender_login_maps the checks do nothing. */
+	cfg = cfg_with(NULL);
+	EXPECT(cfg, all, &x, "DUNNO");
+	smtpd_cfg_free(cfg);
+}
+
+/* The strict base64 check for client responses, mechanism names, and
+ * the security options' filter. */
+ATF_TC_WITHOUT_HEAD(sasl_helpers);
+ATF_TC_BODY(sasl_helpers, tc)
+{
+	static const struct {
+		const char *s;
+		bool ok;
+	} b64[] = {
+		{ "", true }, { "AGFsaWNlAHB3", true }, { "YWxpY2U=", true },
+		{ "cHc=", true }, { "YQ==", true }, { "+/+/", true },
+		{ "YQ=", false }, { "YQ", false }, { "Y===", false },
+		{ "YQ==YQ==", false }, { "Y=Q=", false }, { "YW xp", false },
+		{ "YWxp\tY2U=", false }, { "*", false }, { "=", false },
+		{ "YWx-", false }, { "YWx_", false }, { "YWxpY2U=\n", false },
+	};
+	for (size_t i = 0; i < sizeof(b64) / sizeof(b64[0]); i++)
+		ATF_CHECK_MSG(smtpd_sasl_base64_ok(b64[i].s, strlen(b64[i].s)) ==
+		    b64[i].ok, "\"%s\"", b64[i].s);
+	ATF_CHECK(smtpd_sasl_mech_name_ok("PLAIN", 5));
+	ATF_CHECK(smtpd_sasl_mech_name_ok("digest-md5", 10));
+	ATF_CHECK(smtpd_sasl_mech_name_ok("SCRAM-SHA-256-PLUS", 18));
+	ATF_CHECK(!smtpd_sasl_mech_name_ok("", 0));
+	ATF_CHECK(!smtpd_sasl_mech_name_ok("ABCDEFGHIJKLMNOPQRSTU", 21));
+	ATF_CHECK(!smtpd_sasl_mech_name_ok("PL\tAIN", 6));
+	ATF_CHECK(!smtpd_sasl_mech_name_ok("PLAIN=", 6));
+
+	unsigned o;
+	str_t err = STR_INIT;
+	ATF_REQUIRE(smtpd_sasl_options_parse("noanonymous", &o, &err) == 0);
+	ATF_CHECK(smtpd_sasl_mech_allowed(SMTPD_SASL_P_PLAINTEXT, o));
+	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_ANONYMOUS, o));
+	ATF_REQUIRE(smtpd_sasl_options_parse("noanonymous, noplaintext", &o, &err) == 0);
+	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_PLAINTEXT, o));
+	ATF_CHECK(smtpd_sasl_mech_allowed(SMTPD_SASL_P_DICTIONARY |
+	    SMTPD_SASL_P_ACTIVE, o));
+	ATF_REQUIRE(smtpd_sasl_options_parse("nodictionary noactive", &o, &err) == 0);
+	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_DICTIONARY, o));
+	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_ACTIVE, o));
+	ATF_CHECK(smtpd_sasl_mech_allowed(SMTPD_SASL_P_ANONYMOUS, o));
+	ATF_REQUIRE(smtpd_sasl_options_parse("forward_secrecy,mutual_auth", &o, &err) == 0);
+	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_FORWARD_SECRECY, o));
+	ATF_CHECK(smtpd_sasl_mech_allowed(SMTPD_SASL_P_FORWARD_SECRECY |
+	    SMTPD_SASL_P_MUTUAL_AUTH, o));
+	ATF_REQUIRE(smtpd_sasl_options_parse("", &o, &err) == 0);
+	ATF_CHECK_EQ(o, 0);
+	ATF_CHECK(smtpd_sasl_options_parse("noanonymous nosuch", &o, &err) < 0);
+	ATF_CHECK_MATCH("unknown SASL security option \"nosuch\"", str_cstr(&err));
+	str_release(&err);
 }
 
 ATF_TC_WITHOUT_HEAD(non_fqdn);
@@ -460,6 +575,8 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, lookup_keys);
 	ATF_TP_ADD_TC(tp, pattern_tables);
 	ATF_TP_ADD_TC(tp, destination);
+	ATF_TP_ADD_TC(tp, login_mismatch);
+	ATF_TP_ADD_TC(tp, sasl_helpers);
 	ATF_TP_ADD_TC(tp, non_fqdn);
 	ATF_TP_ADD_TC(tp, unknown_domain);
 	ATF_TP_ADD_TC(tp, restr_parse);
