@@ -22,12 +22,15 @@
 #include "sock.h"
 
 #define RELAY_BATCH	(64 * 1024)	/* bytes written at once */
+#define RELAY_DGRAM_MAX	(256 * 1024)	/* longer writes to stderr are cut */
 #define RELAY_ROUNDS	256		/* datagrams per event, at most */
 #define RELAY_BUFSIZE	(1 << 20)	/* socket buffers asked for */
 
 static void relay(void)
 {
-	static char buf[RELAY_BATCH + 8192];
+	/* A log line is one datagram of at most ~4.4 KiB; a child's other
+	 * writes to stderr (a sanitizer report) may be longer. */
+	static char buf[RELAY_BATCH + RELAY_DGRAM_MAX];
 	size_t used = 0;
 
 	for (int i = 0; i < RELAY_ROUNDS; i++) {
@@ -37,7 +40,7 @@ static void relay(void)
 		if (n <= 0)
 			break;
 		used += (size_t)n;
-		if (used >= RELAY_BATCH || sizeof(buf) - used < 4500) {
+		if (used >= RELAY_BATCH) {
 			log_write_raw(buf, used);
 			used = 0;
 		}
