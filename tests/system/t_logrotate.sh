@@ -58,13 +58,19 @@ pids() {
 	sed -n "s/.* petrel\/$2\[\([0-9]*\)\]: .*/\1/p" "$1" | sort -u
 }
 
+has_lines() {
+	[ -n "$(pids "$1" $2)" ]
+}
+
 # every_daemon_moved OLD NEW: each daemon that logged in OLD logs in NEW
 # too, with (for the long-lived ones) the same process; OLD got nothing
 # after the rotation.
 every_daemon_moved() {
 	for d in smtpd cleanup qmgr smtp local; do
 		[ -n "$(pids "$1" $d)" ] || atf_fail "$d logged nothing before the rotation"
-		[ -n "$(pids "$2" $d)" ] || { cat "$2" >&2; atf_fail "$d's lines after the rotation are not in the new file"; }
+		# master writes what the daemons sent a moment later: wait.
+		wait_for has_lines "$2" $d ||
+		    { cat "$2" >&2; atf_fail "$d's lines after the rotation are not in the new file"; }
 	done
 	# qmgr never exits, the others were idle and alive: the same
 	# processes write into the new file.
