@@ -20,6 +20,7 @@
 #include "master.h"
 #include "pconfig.h"
 #include "sock.h"
+#include "str.h"
 
 #define RELAY_BATCH	(64 * 1024)	/* bytes written at once */
 #define RELAY_DGRAM_MAX	(256 * 1024)	/* longer writes to stderr are cut */
@@ -94,12 +95,25 @@ void master_log_drain(void)
 void master_log_reopen(const char *why)
 {
 	const char *file = config_get_str("maillog_file");
+	str_t name = STR_INIT;
 	int fd;
 
-	if (*file == 0)
-		return;
 	/* What was sent before belongs in the old file. */
 	master_log_drain();
+	/* A reload may have changed syslog_name (multi_instance_name). */
+	str_setf(&name, "%s/master", config_get_str("syslog_name"));
+	log_init(str_cstr(&name));
+	str_release(&name);
+	if (*file == 0) {
+		/* maillog_file removed by a reload: back to syslog; daemons
+		 * started from now on log there themselves. */
+		if (log_file_fd() >= 0) {
+			log_info("%s: maillog_file is no longer set; logging to syslog",
+			    why);
+			log_to_syslog();
+		}
+		return;
+	}
 	if (log_to_file(file) < 0) {
 		log_error("%s: cannot reopen maillog_file %s: %s; still writing "
 		    "to the file opened before", why, file, strerror(errno));

@@ -145,6 +145,38 @@ reload_cleanup() {
 	stop_all
 }
 
+atf_test_case reload_new_file cleanup
+reload_new_file_head() {
+	atf_set descr "a reload that names another maillog_file and another multi_instance_name: master and the daemons log there, under the new name"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+reload_new_file_body() {
+	need_bash
+	start_sink s
+	mail_instance $port
+	send 1
+	sed -e "s|^maillog_file = .*|maillog_file = $PWD/other.log|" etc/main.cf > etc/main.cf.new
+	echo "multi_instance_name = petrel-two" >> etc/main.cf.new
+	mv etc/main.cf.new etc/main.cf
+	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc reload
+	WAIT_MAX=50 wait_for grep -q "petrel-two/master\[[0-9]*\]: reload: reopened maillog_file $PWD/other.log" other.log ||
+	    atf_fail "master did not move to other.log under its new name"
+	send 2
+	for d in smtpd cleanup qmgr; do
+		wait_for grep -q " petrel-two/$d\[" other.log ||
+		    { cat other.log >&2; atf_fail "$d does not log into other.log as petrel-two"; }
+	done
+	# (the processes the reload retires say goodbye under the old name,
+	# into the new file: they still send their lines to master)
+	stop_instance
+	finish
+}
+reload_new_file_cleanup() {
+	stop_instance
+	stop_all
+}
+
 atf_test_case keep_count cleanup
 keep_count_head() {
 	atf_set descr "petrel logrotate keeps maillog_file_rotate_count renamed files (the newest), touches no other file, and works with master stopped"
@@ -189,6 +221,7 @@ no_file_body() {
 atf_init_test_cases() {
 	atf_add_test_case logrotate
 	atf_add_test_case reload
+	atf_add_test_case reload_new_file
 	atf_add_test_case keep_count
 	atf_add_test_case no_file
 }
