@@ -177,6 +177,37 @@ reload_new_file_cleanup() {
 	stop_all
 }
 
+atf_test_case logrotate_snippet cleanup
+logrotate_snippet_head() {
+	atf_set descr "conf/logrotate.petrel run by logrotate(8): the file renamed, SIGUSR1, every daemon's next line in the new file"
+	atf_set require.user unprivileged
+	atf_set require.progs logrotate
+	atf_set timeout 120
+}
+logrotate_snippet_body() {
+	need_bash
+	start_sink s
+	mail_instance $port
+	send 1
+	# The shipped snippet with this instance's log and petrel command.
+	sed -e "s|/var/log/petrel.log|$PWD/maillog|" \
+	    -e "s|/usr/sbin/petrel|$PETREL -c $PWD/etc|g" \
+	    @SRCDIR@/conf/logrotate.petrel > logrotate.conf
+	grep -q "$PWD/maillog {" logrotate.conf || atf_fail "the snippet no longer names /var/log/petrel.log"
+	echo "ROTATED-HERE" >> maillog
+	atf_check -s exit:0 -o ignore -e ignore logrotate -f -s $PWD/logrotate.state logrotate.conf
+	[ -f maillog.1 ] || atf_fail "logrotate did not rename the log: $(ls)"
+	WAIT_MAX=50 wait_for in_log "logrotate: reopened maillog_file" || atf_fail "master did not reopen"
+	send 2
+	every_daemon_moved maillog.1 maillog
+	stop_instance
+	finish
+}
+logrotate_snippet_cleanup() {
+	stop_instance
+	stop_all
+}
+
 atf_test_case keep_count cleanup
 keep_count_head() {
 	atf_set descr "petrel logrotate keeps maillog_file_rotate_count renamed files (the newest), touches no other file, and works with master stopped"
@@ -222,6 +253,7 @@ atf_init_test_cases() {
 	atf_add_test_case logrotate
 	atf_add_test_case reload
 	atf_add_test_case reload_new_file
+	atf_add_test_case logrotate_snippet
 	atf_add_test_case keep_count
 	atf_add_test_case no_file
 }
