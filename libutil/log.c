@@ -196,7 +196,7 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 			 * mix.  Master gone: the file we opened ourselves. */
 			ssize_t n;
 			do
-				n = send(relay_fd, line, len, 0);
+				n = send(relay_fd, line, len, MSG_NOSIGNAL);
 			while (n < 0 && errno == EINTR);
 			if (n == (ssize_t)len)
 				goto copied;
