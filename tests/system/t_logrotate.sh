@@ -39,6 +39,11 @@ nmail() {
 	find mail/alice/Maildir/new -type f 2>/dev/null | wc -l | tr -d ' '
 }
 
+# (a function: wait_for must count again each time)
+has_mail() {
+	[ "$(nmail)" -eq "$1" ]
+}
+
 # send N: one message to alice@localhost (local) and one to
 # bob@far.example.test (smtp, the sink); waits until both are delivered
 # (N messages in total in each place).
@@ -49,8 +54,10 @@ send() {
 	grep -q '^250 .*queued' chat.out || atf_fail "not accepted: $(cat chat.out)"
 	bash chat.bash $port m.far > chat.out
 	grep -q '^250 .*queued' chat.out || atf_fail "not accepted: $(cat chat.out)"
-	WAIT_MAX=100 wait_for test "$(nmail)" -eq "$1" || atf_fail "local delivery $1 missing"
-	WAIT_MAX=100 wait_for stat_is s.stats messages "$1" || atf_fail "relay $1 missing"
+	WAIT_MAX=100 wait_for has_mail "$1" ||
+	    { tail -n 40 maillog other.log >&2 2>/dev/null; atf_fail "local delivery $1 missing"; }
+	WAIT_MAX=100 wait_for stat_is s.stats messages "$1" ||
+	    { tail -n 40 maillog other.log >&2 2>/dev/null; atf_fail "relay $1 missing"; }
 }
 
 # pids FILE PROGRAM: the process ids of PROGRAM's lines in FILE.
