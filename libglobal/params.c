@@ -257,12 +257,20 @@ static const param_def_t table[] = {
 
 	/* Logging. */
 	P_STR("maillog_file", "",
-	    "Log to this file instead of syslog."),
+	    "Log to this file instead of syslog (master writes it for every daemon; petrel logrotate renames it)."),
+	P_STR("maillog_file_compressor", "gzip",
+	    "Program petrel logrotate runs on the renamed log file (its name as the one argument); empty: not compressed."),
+	P_STR("maillog_file_rotate_suffix", "%Y%m%d-%H%M%S",
+	    "strftime(3) format of the suffix petrel logrotate adds to the renamed log file."),
+	P_INT("maillog_file_rotate_count", "7", 0, 100000, 0,
+	    "Renamed log files petrel logrotate keeps (the newest ones); 0 keeps all."),
+	P_STR("multi_instance_name", "",
+	    "Name of this instance when several run on one host; the default syslog_name."),
 	P_CHOICE("syslog_facility", "mail",
 	    "mail daemon user local0 local1 local2 local3 local4 local5 local6 local7",
 	    "Syslog facility of the log lines."),
-	P_STR("syslog_name", "petrel",
-	    "Prefix of the program names in log lines (petrel/qmgr)."),
+	P_STR("syslog_name", "${multi_instance_name:petrel}$multi_instance_name",
+	    "Prefix of the program names in log lines and syslog tags (petrel/qmgr): multi_instance_name when it is set."),
 	P_INT("delay_logging_resolution_limit", "2", 0, 6, 0,
 	    "At most this many digits after the decimal point in the delays "
 	    "of delivery log lines (two significant digits are shown)."),

@@ -64,6 +64,7 @@ static struct {
 	pid_t master_pid;	/* our parent at start (master) */
 	bool check_only;	/* -C: check the configuration, exit */
 	bool jailed;		/* chroots (or did) into queue_directory */
+	bool log_relay;		/* -l: log lines go to master over fd 2 */
 	int sig_pipe[2];
 	int last_status;
 	int32_t pid;		/* for status reports */
@@ -745,8 +746,15 @@ static void setup_logging(void)
 	log_init(str_cstr(&name));
 	str_release(&name);
 	if (*file) {
+		struct stat st;
+		/* The file is opened here too, as a fallback for when master
+		 * is gone; with -l every line goes to master, which writes it
+		 * into the file it has open (and reopens on logrotate and
+		 * reload: a chrooted process could not). */
 		if (log_to_file(file) < 0)
 			log_fatal("maillog_file %s: %s", file, strerror(errno));
+		if (S.log_relay && fstat(2, &st) == 0 && S_ISSOCK(st.st_mode))
+			log_relay_to(2);
 	} else {
 		log_to_syslog();
 	}
@@ -852,11 +860,12 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	log_init(S.progname);
 
 	opterr = 0;
-	while ((c = getopt(argc, argv, "+c:CDn:o:s:t:ujv")) != -1) {
+	while ((c = getopt(argc, argv, "+c:CDln:o:s:t:ujv")) != -1) {
 		switch (c) {
 		case 'c': config_dir = optarg; break;
 		case 'C': S.check_only = true; break;
 		case 'D': debug = true; break;
+		case 'l': S.log_relay = true; break;
 		case 'n': S.service = optarg; break;
 		case 'o':
 			str_append(&overrides, optarg, strlen(optarg) + 1);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/socket.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +17,8 @@ int log_verbose;
 static char progname[64] = "petrel";
 static enum { TO_STDERR, TO_SYSLOG, TO_FILE } target = TO_STDERR;
 static int log_fd = -1;
+static char log_path[PATH_MAX];	/* what log_to_file opened, for log_reopen */
+static int relay_fd = -1;	/* master's log socket (log_relay_to) */
 static int also_stderr;
 static void (*fatal_hook)(void);
 static int in_fatal;
@@ -51,6 +55,8 @@ static const char *log_host(void)
 	return my_host;
 }
 
+static void write_all(int fd, const char *buf, size_t len);
+
 void log_init(const char *name)
 {
 	snprintf(progname, sizeof(progname), "%s", name);
@@ -81,7 +87,36 @@ int log_to_file(const char *path)
 		close(log_fd);
 	log_fd = fd;
 	target = TO_FILE;
+	if (path != log_path)
+		snprintf(log_path, sizeof(log_path), "%s", path);
 	return 0;
+}
+
+int log_reopen(void)
+{
+	if (target != TO_FILE || log_path[0] == 0)
+		return 0;
+	return log_to_file(log_path);
+}
+
+int log_file_fd(void)
+{
+	return target == TO_FILE ? log_fd : -1;
+}
+
+void log_relay_to(int fd)
+{
+	relay_fd = fd;
+}
+
+void log_write_raw(const char *buf, size_t len)
+{
+	if (target == TO_FILE)
+		write_all(log_fd, buf, len);
+	else if (target == TO_STDERR)
+		write_all(2, buf, len);
+	else
+		syslog(LOG_INFO, "%.*s", (int)len, buf);
 }
 
 void log_also_stderr(int on)
@@ -156,7 +191,19 @@ void log_vmsg(enum log_level lvl, const char *fmt, va_list ap)
 			    log_pid(), lvl_prefix[lvl], text);
 		}
 		len = strlen(line);
+		if (target == TO_FILE && relay_fd >= 0) {
+			/* One datagram a line: lines of many processes never
+			 * mix.  Master gone: the file we opened ourselves. */
+			ssize_t n;
+			do
+				n = send(relay_fd, line, len, MSG_NOSIGNAL);
+			while (n < 0 && errno == EINTR);
+			if (n == (ssize_t)len)
+				goto copied;
+			relay_fd = -1;
+		}
 		write_all(target == TO_FILE ? log_fd : 2, line, len);
+	copied:;
 	}
 	if (also_stderr && target != TO_STDERR) {
 		snprintf(line, sizeof(line), "%s: %s%s\n", progname,

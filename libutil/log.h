@@ -9,6 +9,7 @@
 #ifndef PETREL_LOG_H
 #define PETREL_LOG_H
 #include <stdarg.h>
+#include <stddef.h>
 
 enum log_level { LOG_LVL_DEBUG, LOG_LVL_INFO, LOG_LVL_WARNING,
 	LOG_LVL_ERROR, LOG_LVL_FATAL, LOG_LVL_PANIC };
@@ -21,6 +22,18 @@ void log_to_stderr(void);
 void log_to_syslog(void);
 /* Appends to a file (maillog_file); returns -1 with errno on failure. */
 int log_to_file(const char *path);
+/* Opens the file of log_to_file again (after it was renamed); 0 when
+ * not logging to a file; -1 with errno (the old descriptor stays). */
+int log_reopen(void);
+/* The file's descriptor, or -1 when not logging to a file. */
+int log_file_fd(void);
+/* Lines for the file go as one datagram each to fd (a socket whose
+ * reader, master, writes them into its own descriptor of the file); the
+ * file opened by log_to_file is used only when a send fails (master
+ * gone).  -1 turns it off. */
+void log_relay_to(int fd);
+/* Bytes relayed from another process, written as they are. */
+void log_write_raw(const char *buf, size_t len);
 /* Also copy every line to stderr (for commands run by a person). */
 void log_also_stderr(int on);
 /* 0 = no debug lines; each -v adds one. */

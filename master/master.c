@@ -28,7 +28,7 @@
 struct master_state master;
 
 static int sig_pipe[2] = { -1, -1 };
-static volatile sig_atomic_t got_hup, got_term, got_quit, got_chld;
+static volatile sig_atomic_t got_hup, got_term, got_quit, got_chld, got_usr1;
 
 static void on_signal(int sig)
 {
@@ -39,6 +39,7 @@ static void on_signal(int sig)
 	case SIGTERM: case SIGINT: got_term = 1; break;
 	case SIGQUIT: got_quit = 1; break;
 	case SIGCHLD: got_chld = 1; break;
+	case SIGUSR1: got_usr1 = 1; break;
 	}
 	if (write(sig_pipe[1], "", 1) < 0) {
 		/* full: a wakeup is pending anyway */
@@ -66,6 +67,10 @@ static void signal_event(int fd, int events, void *ctx)
 		got_term = 0;
 		master_stop(false);
 	}
+	if (got_usr1) {
+		got_usr1 = 0;
+		master_log_reopen("logrotate");
+	}
 	if (got_hup) {
 		got_hup = 0;
 		if (!master.stopping)
@@ -76,7 +81,7 @@ static void signal_event(int fd, int events, void *ctx)
 static void setup_signals(void)
 {
 	struct sigaction sa;
-	static const int sigs[] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGCHLD };
+	static const int sigs[] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGCHLD, SIGUSR1 };
 
 	if (pipe(sig_pipe) < 0)
 		log_fatal("pipe: %s", strerror(errno));
@@ -267,6 +272,8 @@ int main(int argc, char **argv)
 	list_init(&master.services);
 	list_init(&master.detached);
 	master.envp = master_child_env(master.config_dir);
+	master.foreground = foreground;
+	master_log_init();
 	setup_signals();
 	if (master.private_instance) {
 		struct passwd *pw = getpwuid(geteuid());

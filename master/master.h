@@ -57,8 +57,10 @@ struct master_state {
 	event_loop_t *loop;
 	bool private_instance;		/* not root */
 	bool stopping;
+	bool foreground;		/* -d */
 	int children;			/* all children, detached too */
 	event_timer_t kill_timer;	/* stop: SIGKILL stragglers */
+	int log_rd, log_wr;		/* children's log lines (datagrams) */
 };
 
 extern struct master_state master;
@@ -87,6 +89,15 @@ void master_retire_children(master_service_t *s, bool detach);
  * stop_drain_timeout) or SIGQUIT (abort: killed at once); exits once
  * every child is gone. */
 void master_stop(bool abort_now);
+
+/* master_log.c: the log relay.  With maillog_file, children send each
+ * line as a datagram on their fd 2; master writes them into the one
+ * descriptor of the file, which it alone reopens (SIGUSR1, reload). */
+void master_log_init(void);
+/* Writes out whatever children have sent (also before master exits). */
+void master_log_drain(void);
+/* Opens maillog_file again: petrel logrotate (SIGUSR1) and reload. */
+void master_log_reopen(const char *why);
 
 /* Environment handed to children (built once). */
 char **master_child_env(const char *config_dir);

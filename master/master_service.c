@@ -661,6 +661,9 @@ void master_reload(void)
 	}
 	mastercf_free(old);
 out:
+	/* A renamed log file (or a new maillog_file) is taken up now, also
+	 * when the new configuration was refused. */
+	master_log_reopen("reload");
 	str_release(&errors);
 	str_release(&path);
 	str_release(&text);

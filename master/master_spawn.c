@@ -69,6 +69,8 @@ static void child_exec(master_service_t *s)
 {
 	const mastercf_entry_t *e = s->ent;
 	int top = SERVER_LISTEN_FD + s->nfds + 1;
+	bool relay = master.log_wr >= 0 && *config_get_str("maillog_file");
+	int logfd = -1;
 	int *tmp = xcalloc((size_t)s->nfds + 1, sizeof(int));
 	char **argv = xcalloc((size_t)e->argc + 16, sizeof(char *));
 	char count[16];
@@ -81,12 +83,15 @@ static void child_exec(master_service_t *s)
 	signal(SIGINT, SIG_DFL);
 	signal(SIGQUIT, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	/* Move every source above the targets first, so that no dup2()
 	 * overwrites a source still to be moved. */
+	if (relay && (logfd = fcntl(master.log_wr, F_DUPFD_CLOEXEC, top)) < 0)
+		relay = false;
 	tmp[0] = fcntl(s->status_wr, F_DUPFD_CLOEXEC, top);
 	for (int i = 0; i < s->nfds; i++)
 		tmp[i + 1] = fcntl(s->fds[i], F_DUPFD_CLOEXEC, top);
@@ -97,6 +102,9 @@ static void child_exec(master_service_t *s)
 			_exit(126);
 		}
 	}
+	/* The log relay is the child's standard error (master_log.c). */
+	if (relay && dup2(logfd, 2) < 0)
+		relay = false;
 	fd_close_from(SERVER_LISTEN_FD + s->nfds);
 
 	snprintf(count, sizeof(count), "%d", s->nfds);
@@ -113,6 +121,8 @@ static void child_exec(master_service_t *s)
 		argv[a++] = "-u";
 	if (e->chroot)
 		argv[a++] = "-j";
+	if (relay)
+		argv[a++] = "-l";
 	for (int i = 1; i < e->argc; i++)
 		argv[a++] = e->argv[i];
 	argv[a] = NULL;
@@ -356,6 +366,7 @@ void master_reap(void)
 		child_gone(c, status);
 	}
 	if (master.stopping && master.children == 0) {
+		master_log_drain();
 		log_info("terminating on signal; all processes stopped");
 		exit(0);
 	}

@@ -1,7 +1,7 @@
 /* petrel: start, stop and look after the mail system.
  *
  *   petrel [-v] [-c config_dir] start | start-fg | stop | abort | reload |
- *                               status | check | flush
+ *                               status | check | flush | logrotate
  *
  * See petrel(1) and doc/master.md. */
 #include "config.h"
@@ -20,6 +20,7 @@
 #include "mem.h"
 #include "pconfig.h"
 #include "petrel_check.h"
+#include "petrel_logrotate.h"
 #include "pidfile.h"
 #include "qfile.h"
 #include "server.h"
@@ -37,7 +38,7 @@ static str_t pidfile = STR_INIT;
 static void usage(void)
 {
 	fprintf(stderr, "usage: petrel [-v] [-c config_dir] start | start-fg | "
-	    "stop | abort | reload | status | check | flush\n");
+	    "stop | abort | reload | status | check | flush | logrotate\n");
 	exit(64);
 }
 
@@ -343,6 +344,8 @@ int main(int argc, char **argv)
 		return cmd_check();
 	if (strcmp(cmd, "flush") == 0)
 		return cmd_flush();
+	if (strcmp(cmd, "logrotate") == 0)
+		return petrel_logrotate(running());
 	log_error("unknown command '%s'", cmd);
 	usage();
 }

@@ -18,7 +18,10 @@ require_path() {
 # Runs tools/run-instance in the background with RUN_DIR=./run; SIGINT
 # reaches it as a terminal's Ctrl-C would (a background job of a script
 # would otherwise start with SIGINT ignored).
+# SMTP on a free port (PORT), never the default 2525: tests run at once.
 start_run() {
+	PORT=$(free_port)
+	export PORT
 	if env --default-signal=INT true 2>/dev/null; then
 		RUN_DIR=$PWD/run env --default-signal=INT $RI $B > run.out 2>&1 &
 		SIG=INT
@@ -89,6 +92,12 @@ private_instance_body() {
 	grep -q "It lands in: .*/run/mail/$me/Maildir/new/" run.out ||
 	    { cat run.out >&2; atf_fail "no 'lands in' line"; }
 	grep -q "See the queue: " run.out || { cat run.out >&2; atf_fail "no queue line"; }
+	# PORT=N: smtpd listens there, and the line says so
+	if [ -x $B/bin/smtpd ]; then
+		grep -q "SMTP: *127.0.0.1:$PORT " run.out || { cat run.out >&2; atf_fail "no SMTP line for PORT=$PORT"; }
+		grep -q "^127.0.0.1:$PORT inet" run/etc/master.cf || atf_fail "smtpd not on PORT=$PORT"
+		atf_check -s exit:0 -o match:"^220 " $TS client -t 5000 127.0.0.1:$PORT QUIT
+	fi
 	# doing what they say works
 	printf 'Subject: first\n\nhello from make run\n' > message.txt
 	atf_check -s exit:0 -o empty -e empty run/bin/sendmail $me@localhost < message.txt
@@ -106,6 +115,7 @@ private_instance_body() {
 	    atf_fail "queue not empty"
 	# a second one while this runs: refused
 	atf_check -s exit:1 -e match:"already running" env RUN_DIR=$PWD/run $RI $B
+	atf_check -s exit:1 -e match:"PORT=x25 is not a port number" env RUN_DIR=$PWD/run2 PORT=x25 $RI $B
 	stop_run
 	! grep -E "Sanitizer|runtime error" run/maillog || atf_fail "sanitizer report"
 

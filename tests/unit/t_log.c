@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "log.h"
@@ -141,6 +142,76 @@ ATF_TC_BODY(pid_after_fork, tc)
 	str_release(&text);
 }
 
+/* log_relay_to: each line is one datagram to the relay and nothing goes
+ * into the file; once the reader is gone (master killed) the lines go
+ * into the file the process opened itself. */
+ATF_TC_WITHOUT_HEAD(relay_and_fallback);
+ATF_TC_BODY(relay_and_fallback, tc)
+{
+	str_t text = STR_INIT;
+	char buf[8192];
+	int sv[2];
+	ssize_t n;
+
+	ATF_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0);
+	log_init("petrel/test");
+	ATF_REQUIRE(log_to_file("maillog") == 0);
+	log_relay_to(sv[1]);
+	log_info("first %d", 1);
+	log_warning("second");
+	n = recv(sv[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	ATF_REQUIRE(n > 0);
+	buf[n] = 0;
+	ATF_CHECK(strstr(buf, "petrel/test[") != NULL);
+	ATF_CHECK(strstr(buf, "]: first 1\n") != NULL);
+	ATF_CHECK(strchr(buf, '\n') == buf + n - 1);	/* one line a datagram */
+	n = recv(sv[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	ATF_REQUIRE(n > 0);
+	buf[n] = 0;
+	ATF_CHECK(strstr(buf, "]: warning: second\n") != NULL);
+	read_log(&text);
+	ATF_CHECK_EQ(str_len(&text), 0);
+	/* The reader goes away. */
+	close(sv[0]);
+	log_info("after master");
+	read_log(&text);
+	ATF_CHECK(strstr(str_cstr(&text), "]: after master\n") != NULL);
+	log_relay_to(-1);
+	close(sv[1]);
+	log_to_stderr();
+	str_release(&text);
+}
+
+/* log_reopen: after the file was renamed the next line is in a new file
+ * of the same name; log_write_raw appends bytes as they are. */
+ATF_TC_WITHOUT_HEAD(reopen_and_raw);
+ATF_TC_BODY(reopen_and_raw, tc)
+{
+	str_t text = STR_INIT;
+
+	log_init("petrel/test");
+	ATF_REQUIRE(log_to_file("maillog") == 0);
+	log_info("before");
+	ATF_REQUIRE(rename("maillog", "maillog.old") == 0);
+	log_info("still old");
+	ATF_REQUIRE(log_reopen() == 0);
+	ATF_REQUIRE(log_file_fd() >= 0);
+	log_info("after");
+	log_write_raw("relayed line\n", 13);
+	read_log(&text);
+	ATF_CHECK(strstr(str_cstr(&text), "before") == NULL);
+	ATF_CHECK(strstr(str_cstr(&text), "still old") == NULL);
+	ATF_CHECK(strstr(str_cstr(&text), "]: after\nrelayed line\n") != NULL);
+	str_reset(&text);
+	ATF_REQUIRE(file_read_all("maillog.old", &text, 1 << 20) == 0);
+	ATF_CHECK(strstr(str_cstr(&text), "]: before\n") != NULL);
+	ATF_CHECK(strstr(str_cstr(&text), "]: still old\n") != NULL);
+	log_to_stderr();
+	ATF_CHECK_EQ(log_file_fd(), -1);
+	ATF_CHECK_EQ(log_reopen(), 0);	/* not logging to a file: nothing */
+	str_release(&text);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, file_format_and_levels);
@@ -148,5 +219,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, fatal_and_panic);
 	ATF_TP_ADD_TC(tp, bad_log_file);
 	ATF_TP_ADD_TC(tp, pid_after_fork);
+	ATF_TP_ADD_TC(tp, relay_and_fallback);
+	ATF_TP_ADD_TC(tp, reopen_and_raw);
 	return atf_no_error();
 }
