@@ -130,7 +130,7 @@ enum {
 /* Longest user name and password taken from smtp_sasl_password_maps. */
 #define SMTP_SASL_FIELD_MAX	512
 
-struct dict;
+struct maps;
 
 /* SMTP AUTH in the client (smtp_sasl_*, doc/smtp.md "SMTP AUTH"). */
 typedef struct smtp_sasl_config {
@@ -140,8 +140,7 @@ typedef struct smtp_sasl_config {
 	unsigned opts;			/* smtp_sasl_security_options */
 	unsigned tls_opts;		/* smtp_sasl_tls_security_options */
 	char filter[512];		/* smtp_sasl_mechanism_filter */
-	struct dict **maps;		/* smtp_sasl_password_maps, in order */
-	size_t nmaps;
+	struct maps *maps;		/* smtp_sasl_password_maps, or NULL */
 } smtp_sasl_config_t;
 
 /* Parses security options ("noplaintext, noanonymous"); 0, or -1 with

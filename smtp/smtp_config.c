@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
-#include "dict.h"
+#include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "smtp/smtp_int.h"
@@ -174,11 +174,8 @@ int smtp_own_addresses(smtp_config_t *c, str_t *err)
 
 void smtp_config_release(smtp_config_t *c)
 {
-	for (size_t i = 0; i < c->sasl.nmaps; i++)
-		dict_close(c->sasl.maps[i]);
-	free(c->sasl.maps);
+	maps_free(c->sasl.maps);
 	c->sasl.maps = NULL;
-	c->sasl.nmaps = 0;
 	free((void *)c->dns.own_addrs);
 	c->dns.own_addrs = NULL;
 	c->dns.n_own_addrs = 0;

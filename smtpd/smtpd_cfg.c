@@ -287,7 +287,7 @@ void smtpd_cfg_free(smtpd_cfg_t *cfg)
 	addr_domlist_free(cfg->mydestination);
 	addr_domlist_free(cfg->relay_domains);
 	local_rcpt_free(cfg->lrcpt);
-	smtpd_maps_free(cfg->login_maps);
+	maps_free(cfg->login_maps);
 	free(cfg->sasl_path);
 	free(cfg->sasl_service);
 	if (cfg->forbidden) {
