@@ -271,8 +271,6 @@ smtpd_sasl_backend_t *smtpd_sasl_dovecot(const char *path,
 int smtpd_sasl_options_parse(const char *value, unsigned *opts, str_t *err);
 /* May a mechanism with these properties be offered under opts? */
 bool smtpd_sasl_mech_allowed(unsigned props, unsigned opts);
-/* Strict base64 (RFC 4648, padded, no blanks); "" is valid. */
-bool smtpd_sasl_base64_ok(const char *s, size_t len);
 /* A SASL mechanism name (RFC 4422: 1-20 of A-Z 0-9 - _). */
 bool smtpd_sasl_mech_name_ok(const char *s, size_t len);
 
