@@ -62,9 +62,9 @@ int smtp_config_load(smtp_config_t *c, str_t *err)
 	c->sasl.sender_dependent =
 	    config_get_bool("smtp_sender_dependent_authentication");
 	c->sasl.soft_bounce = config_get_bool("smtp_sasl_auth_soft_bounce");
-	if (smtp_sasl_opts_parse(config_get_str("smtp_sasl_security_options"),
+	if (sasl_opts_parse(config_get_str("smtp_sasl_security_options"),
 	    &c->sasl.opts, err) < 0 ||
-	    smtp_sasl_opts_parse(config_get_str("smtp_sasl_tls_security_options"),
+	    sasl_opts_parse(config_get_str("smtp_sasl_tls_security_options"),
 	    &c->sasl.tls_opts, err) < 0 ||
 	    smtp_sasl_filter_set(&c->sasl,
 	    config_get_str("smtp_sasl_mechanism_filter"), err) < 0)

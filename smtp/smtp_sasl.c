@@ -21,37 +21,6 @@
 
 /* ---- configuration ---- */
 
-static const struct { const char *name; unsigned bit; } opt_names[] = {
-	{ "noplaintext", SMTP_SASL_NOPLAINTEXT },
-	{ "noanonymous", SMTP_SASL_NOANONYMOUS },
-	{ "noactive", SMTP_SASL_NOACTIVE },
-	{ "nodictionary", SMTP_SASL_NODICTIONARY },
-	{ "mutual_auth", SMTP_SASL_MUTUAL_AUTH },
-	{ "forward_secrecy", SMTP_SASL_FORWARD_SECRECY },
-};
-
-int smtp_sasl_opts_parse(const char *text, unsigned *opts, str_t *err)
-{
-	char *copy = xstrdup(text), *cp = copy, *t;
-	int rc = 0;
-
-	*opts = 0;
-	while ((t = str_token(&cp, ", \t\r\n")) != NULL) {
-		size_t i;
-		for (i = 0; i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
-			if (strcasecmp(t, opt_names[i].name) == 0)
-				break;
-		if (i == sizeof(opt_names) / sizeof(opt_names[0])) {
-			str_setf(err, "unknown SASL security option \"%s\"", t);
-			rc = -1;
-			break;
-		}
-		*opts |= opt_names[i].bit;
-	}
-	free(copy);
-	return rc;
-}
-
 int smtp_sasl_maps_open(smtp_sasl_config_t *c, const char *spec, str_t *err)
 {
 	c->maps = maps_open("smtp_sasl_password_maps", spec, MAPS_FLAG_STRICT,
@@ -270,9 +239,9 @@ static bool filter_allows(const char *filter, const char *name)
 /* What PLAIN and LOGIN lack: the password crosses in the clear (base64),
  * so they are plaintext, open to active and dictionary attacks, without
  * mutual authentication or forward secrecy.  They are not anonymous. */
-#define PLAINTEXT_REFUSED (SMTP_SASL_NOPLAINTEXT | SMTP_SASL_NOACTIVE | \
-	SMTP_SASL_NODICTIONARY | SMTP_SASL_MUTUAL_AUTH | \
-	SMTP_SASL_FORWARD_SECRECY)
+#define PLAINTEXT_REFUSED (SASL_OPT_NOPLAINTEXT | SASL_OPT_NOACTIVE | \
+	SASL_OPT_NODICTIONARY | SASL_OPT_MUTUAL_AUTH | \
+	SASL_OPT_FORWARD_SECRECY)
 
 const char *smtp_sasl_choose(const smtp_sasl_config_t *c, const char *offered,
     unsigned opts)

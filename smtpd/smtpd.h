@@ -29,6 +29,7 @@
 #include "dns.h"
 #include "local_rcpt.h"
 #include "maps.h"
+#include "sasl_opts.h"
 #include "sock.h"
 #include "str.h"
 #include "stream.h"
@@ -217,13 +218,6 @@ enum {
 	SMTPD_SASL_P_FORWARD_SECRECY = 1 << 4,
 	SMTPD_SASL_P_MUTUAL_AUTH = 1 << 5,
 };
-/* smtpd_sasl_security_options */
-enum {
-	SMTPD_SASL_O_NOANONYMOUS = 1 << 0, SMTPD_SASL_O_NOPLAINTEXT = 1 << 1,
-	SMTPD_SASL_O_NOACTIVE = 1 << 2, SMTPD_SASL_O_NODICTIONARY = 1 << 3,
-	SMTPD_SASL_O_FORWARD_SECRECY = 1 << 4,
-	SMTPD_SASL_O_MUTUAL_AUTH = 1 << 5,
-};
 #define SMTPD_SASL_MECHS_MAX 32
 
 typedef struct smtpd_sasl_mech {
@@ -267,8 +261,6 @@ struct smtpd_sasl_backend {
 smtpd_sasl_backend_t *smtpd_sasl_dovecot(const char *path,
     const char *service, int timeout_ms);
 
-/* "noanonymous, noplaintext" -> SMTPD_SASL_O_*; -1 with err. */
-int smtpd_sasl_options_parse(const char *value, unsigned *opts, str_t *err);
 /* May a mechanism with these properties be offered under opts? */
 bool smtpd_sasl_mech_allowed(unsigned props, unsigned opts);
 /* A SASL mechanism name (RFC 4422: 1-20 of A-Z 0-9 - _). */
@@ -303,7 +295,7 @@ struct smtpd_cfg {
 	/* SMTP AUTH */
 	bool sasl_enable, tls_auth_only, tls_wrapper, sasl_header;
 	bool broken_sasl;
-	unsigned sasl_opts, sasl_tls_opts;	/* SMTPD_SASL_O_* */
+	unsigned sasl_opts, sasl_tls_opts;	/* SASL_OPT_* (sasl_opts.h) */
 	char *sasl_path, *sasl_service;
 	long sasl_timeout_ms;
 	size_t sasl_resp_limit;

@@ -57,53 +57,20 @@ static const struct {
 	{ "mutual-auth", SMTPD_SASL_P_MUTUAL_AUTH },
 };
 
-int smtpd_sasl_options_parse(const char *value, unsigned *opts, str_t *err)
-{
-	static const struct {
-		const char *word;
-		unsigned bit;
-	} words[] = {
-		{ "noanonymous", SMTPD_SASL_O_NOANONYMOUS },
-		{ "noplaintext", SMTPD_SASL_O_NOPLAINTEXT },
-		{ "noactive", SMTPD_SASL_O_NOACTIVE },
-		{ "nodictionary", SMTPD_SASL_O_NODICTIONARY },
-		{ "forward_secrecy", SMTPD_SASL_O_FORWARD_SECRECY },
-		{ "mutual_auth", SMTPD_SASL_O_MUTUAL_AUTH },
-	};
-	char *copy = xstrdup(value), *cp = copy, *t;
-	int rc = 0;
-
-	*opts = 0;
-	while ((t = smtpd_list_token(&cp)) != NULL) {
-		size_t k;
-		for (k = 0; k < sizeof(words) / sizeof(words[0]); k++)
-			if (strcasecmp(t, words[k].word) == 0)
-				break;
-		if (k == sizeof(words) / sizeof(words[0])) {
-			str_setf(err, "unknown SASL security option \"%s\"", t);
-			rc = -1;
-			break;
-		}
-		*opts |= words[k].bit;
-	}
-	free(copy);
-	return rc;
-}
-
 bool smtpd_sasl_mech_allowed(unsigned props, unsigned opts)
 {
-	if ((opts & SMTPD_SASL_O_NOANONYMOUS) && (props & SMTPD_SASL_P_ANONYMOUS))
+	if ((opts & SASL_OPT_NOANONYMOUS) && (props & SMTPD_SASL_P_ANONYMOUS))
 		return false;
-	if ((opts & SMTPD_SASL_O_NOPLAINTEXT) && (props & SMTPD_SASL_P_PLAINTEXT))
+	if ((opts & SASL_OPT_NOPLAINTEXT) && (props & SMTPD_SASL_P_PLAINTEXT))
 		return false;
-	if ((opts & SMTPD_SASL_O_NOACTIVE) && (props & SMTPD_SASL_P_ACTIVE))
+	if ((opts & SASL_OPT_NOACTIVE) && (props & SMTPD_SASL_P_ACTIVE))
 		return false;
-	if ((opts & SMTPD_SASL_O_NODICTIONARY) && (props & SMTPD_SASL_P_DICTIONARY))
+	if ((opts & SASL_OPT_NODICTIONARY) && (props & SMTPD_SASL_P_DICTIONARY))
 		return false;
-	if ((opts & SMTPD_SASL_O_FORWARD_SECRECY) &&
+	if ((opts & SASL_OPT_FORWARD_SECRECY) &&
 	    !(props & SMTPD_SASL_P_FORWARD_SECRECY))
 		return false;
-	if ((opts & SMTPD_SASL_O_MUTUAL_AUTH) && !(props & SMTPD_SASL_P_MUTUAL_AUTH))
+	if ((opts & SASL_OPT_MUTUAL_AUTH) && !(props & SMTPD_SASL_P_MUTUAL_AUTH))
 		return false;
 	return true;
 }

@@ -388,24 +388,24 @@ ATF_TC_BODY(sasl_helpers, tc)
 
 	unsigned o;
 	str_t err = STR_INIT;
-	ATF_REQUIRE(smtpd_sasl_options_parse("noanonymous", &o, &err) == 0);
+	ATF_REQUIRE(sasl_opts_parse("noanonymous", &o, &err) == 0);
 	ATF_CHECK(smtpd_sasl_mech_allowed(SMTPD_SASL_P_PLAINTEXT, o));
 	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_ANONYMOUS, o));
-	ATF_REQUIRE(smtpd_sasl_options_parse("noanonymous, noplaintext", &o, &err) == 0);
+	ATF_REQUIRE(sasl_opts_parse("noanonymous, noplaintext", &o, &err) == 0);
 	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_PLAINTEXT, o));
 	ATF_CHECK(smtpd_sasl_mech_allowed(SMTPD_SASL_P_DICTIONARY |
 	    SMTPD_SASL_P_ACTIVE, o));
-	ATF_REQUIRE(smtpd_sasl_options_parse("nodictionary noactive", &o, &err) == 0);
+	ATF_REQUIRE(sasl_opts_parse("nodictionary noactive", &o, &err) == 0);
 	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_DICTIONARY, o));
 	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_ACTIVE, o));
 	ATF_CHECK(smtpd_sasl_mech_allowed(SMTPD_SASL_P_ANONYMOUS, o));
-	ATF_REQUIRE(smtpd_sasl_options_parse("forward_secrecy,mutual_auth", &o, &err) == 0);
+	ATF_REQUIRE(sasl_opts_parse("forward_secrecy,mutual_auth", &o, &err) == 0);
 	ATF_CHECK(!smtpd_sasl_mech_allowed(SMTPD_SASL_P_FORWARD_SECRECY, o));
 	ATF_CHECK(smtpd_sasl_mech_allowed(SMTPD_SASL_P_FORWARD_SECRECY |
 	    SMTPD_SASL_P_MUTUAL_AUTH, o));
-	ATF_REQUIRE(smtpd_sasl_options_parse("", &o, &err) == 0);
+	ATF_REQUIRE(sasl_opts_parse("", &o, &err) == 0);
 	ATF_CHECK_EQ(o, 0);
-	ATF_CHECK(smtpd_sasl_options_parse("noanonymous nosuch", &o, &err) < 0);
+	ATF_CHECK(sasl_opts_parse("noanonymous nosuch", &o, &err) < 0);
 	ATF_CHECK_MATCH("unknown SASL security option \"nosuch\"", str_cstr(&err));
 	str_release(&err);
 }
