@@ -45,11 +45,10 @@ static struct {
 	unsigned long next_id;
 	long unit_s;
 	int64_t status_ms;
-	int64_t max_idle_ms;
 	unsigned long dropped_logged;	/* drops already warned about */
 	event_timer_t expire_timer;
 	event_timer_t status_timer;
-	event_timer_t idle_timer;
+	server_idle_t idle;		/* the exit after max_idle */
 	str_t out;
 } D;
 
@@ -167,7 +166,7 @@ static void cleanup(void)
 	D.store = NULL;
 	event_timer_cancel(&D.expire_timer);
 	event_timer_cancel(&D.status_timer);
-	event_timer_cancel(&D.idle_timer);
+	server_idle_cancel(&D.idle);
 	str_release(&D.out);
 }
 
@@ -181,25 +180,14 @@ static void pre_exit(void *ctx)
 /* Not recycled by max_use (that would lose every count): the process
  * leaves by itself only after max_idle with no client and nothing
  * counted. */
-static void idle_expired(void *ctx)
+static bool busy(void)
 {
-	(void)ctx;
-	if (!list_empty(&D.clients) || anvil_store_size(D.store) > 0)
-		return;
-	log_debug("exiting: idle for max_idle");
-	cleanup();
-	exit(0);
+	return !list_empty(&D.clients) || anvil_store_size(D.store) > 0;
 }
 
 static void idle_check(void)
 {
-	if (list_empty(&D.clients) && anvil_store_size(D.store) == 0) {
-		if (D.max_idle_ms > 0 && !event_timer_pending(&D.idle_timer))
-			event_timer_start(server_loop(), &D.idle_timer,
-			    D.max_idle_ms);
-	} else {
-		event_timer_cancel(&D.idle_timer);
-	}
+	server_idle_check(&D.idle);
 }
 
 /* ---- clients ---- */
@@ -316,7 +304,7 @@ static void on_connect(int fd, void *ctx)
 		return;
 	}
 	list_append(&D.clients, &c->node);
-	event_timer_cancel(&D.idle_timer);
+	server_idle_cancel(&D.idle);
 }
 
 /* ---- start ---- */
@@ -329,13 +317,13 @@ static void post_jail(void *ctx)
 	D.unit_s = config_get_time("anvil_rate_time_unit");
 	status_s = config_get_time("anvil_status_update_time");
 	D.status_ms = (int64_t)status_s * 1000;
-	D.max_idle_ms = (int64_t)config_get_time("max_idle") * 1000;
 	list_init(&D.clients);
 	D.store = anvil_store_new((int64_t)D.unit_s * 1000,
 	    (size_t)config_get_int("anvil_client_limit"));
 	event_timer_init(&D.expire_timer, expire_tick, NULL);
 	event_timer_init(&D.status_timer, status_tick, NULL);
-	event_timer_init(&D.idle_timer, idle_expired, NULL);
+	server_idle_init(&D.idle, (int64_t)config_get_time("max_idle") * 1000,
+	    busy, cleanup);
 	event_timer_start(server_loop(), &D.status_timer, D.status_ms);
 	idle_check();
 }

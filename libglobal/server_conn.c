@@ -2,6 +2,7 @@
  * (server_conn.h). */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include "log.h"
@@ -129,4 +130,40 @@ void server_conn_stop(server_conn_t *c)
 	attr_reader_free(c->r);
 	c->r = NULL;
 	server_disconnect(c->fd);
+}
+
+static void idle_expired(void *ctx)
+{
+	server_idle_t *idle = ctx;
+
+	if (idle->busy())
+		return;
+	log_debug("exiting: idle for max_idle");
+	idle->stop();
+	exit(0);
+}
+
+void server_idle_init(server_idle_t *idle, int64_t max_idle_ms,
+    bool (*busy)(void), void (*stop)(void))
+{
+	idle->max_idle_ms = max_idle_ms;
+	idle->busy = busy;
+	idle->stop = stop;
+	event_timer_init(&idle->timer, idle_expired, idle);
+}
+
+void server_idle_check(server_idle_t *idle)
+{
+	if (!idle->busy()) {
+		if (idle->max_idle_ms > 0 && !event_timer_pending(&idle->timer))
+			event_timer_start(server_loop(), &idle->timer,
+			    idle->max_idle_ms);
+	} else {
+		event_timer_cancel(&idle->timer);
+	}
+}
+
+void server_idle_cancel(server_idle_t *idle)
+{
+	event_timer_cancel(&idle->timer);
 }

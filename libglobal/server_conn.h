@@ -11,6 +11,7 @@
 #define PETREL_SERVER_CONN_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "attr.h"
 #include "event.h"
@@ -61,5 +62,23 @@ void server_conn_bad(server_conn_t *c, const char *fmt, ...)
 /* Sends out in one go, with descriptor fd (-1: none) on its first byte.
  * false when the client did not take it all (it is closed then). */
 bool server_conn_reply(server_conn_t *c, const str_t *out, int fd);
+
+/* The exit of a daemon that holds state and so is not recycled
+ * (SERVER_F_UNLIMITED: anvil's counts, scache's sessions): once it has
+ * had no client and held nothing for max_idle, it says so (debug),
+ * stops and exits. */
+typedef struct server_idle {
+	event_timer_t timer;
+	int64_t max_idle_ms;	/* 0: never */
+	bool (*busy)(void);	/* a client, or something held */
+	void (*stop)(void);	/* before the exit */
+} server_idle_t;
+
+void server_idle_init(server_idle_t *idle, int64_t max_idle_ms,
+    bool (*busy)(void), void (*stop)(void));
+/* After anything that may change busy(): the wait starts (when not
+ * already waiting) or is called off. */
+void server_idle_check(server_idle_t *idle);
+void server_idle_cancel(server_idle_t *idle);
 
 #endif

@@ -48,10 +48,9 @@ static struct {
 	unsigned long next_id;
 	int timeout_ms;
 	int64_t status_ms;
-	int64_t max_idle_ms;
 	event_timer_t expire_timer;
 	event_timer_t status_timer;
-	event_timer_t idle_timer;
+	server_idle_t idle;		/* the exit after max_idle */
 	bool refused_logged;
 	str_t out;
 } D;
@@ -153,7 +152,7 @@ static void cleanup(void)
 	D.store = NULL;
 	event_timer_cancel(&D.expire_timer);
 	event_timer_cancel(&D.status_timer);
-	event_timer_cancel(&D.idle_timer);
+	server_idle_cancel(&D.idle);
 	str_release(&D.out);
 }
 
@@ -167,25 +166,14 @@ static void pre_exit(void *ctx)
 /* Not recycled by max_use (that would throw sessions away): the process
  * leaves by itself only when it has had nothing to hold and nobody to
  * serve for max_idle. */
-static void idle_expired(void *ctx)
+static bool busy(void)
 {
-	(void)ctx;
-	if (D.nclients > 0 || scache_store_count(D.store) > 0)
-		return;
-	log_debug("exiting: idle for max_idle");
-	cleanup();
-	exit(0);
+	return D.nclients > 0 || scache_store_count(D.store) > 0;
 }
 
 static void idle_check(void)
 {
-	if (D.nclients == 0 && scache_store_count(D.store) == 0) {
-		if (D.max_idle_ms > 0 && !event_timer_pending(&D.idle_timer))
-			event_timer_start(server_loop(), &D.idle_timer,
-			    D.max_idle_ms);
-	} else {
-		event_timer_cancel(&D.idle_timer);
-	}
+	server_idle_check(&D.idle);
 }
 
 /* ---- clients ---- */
@@ -346,7 +334,7 @@ static void on_connect(int fd, void *ctx)
 	D.nclients++;
 	if (D.nclients > D.peak_clients)
 		D.peak_clients = D.nclients;
-	event_timer_cancel(&D.idle_timer);
+	server_idle_cancel(&D.idle);
 }
 
 /* ---- start ---- */
@@ -367,7 +355,6 @@ static void post_jail(void *ctx)
 	(void)ctx;
 	D.timeout_ms = ms_of("connection_cache_protocol_timeout");
 	D.status_ms = ms_of("connection_cache_status_update_time");
-	D.max_idle_ms = (int64_t)config_get_time("max_idle") * 1000;
 	per_dest = (size_t)config_get_int("connection_cache_destination_limit");
 	total = (size_t)config_get_int("connection_cache_session_limit");
 
@@ -406,7 +393,8 @@ static void post_jail(void *ctx)
 	    ms_of("connection_cache_ttl_limit"), &hooks);
 	event_timer_init(&D.expire_timer, expire_tick, NULL);
 	event_timer_init(&D.status_timer, status_tick, NULL);
-	event_timer_init(&D.idle_timer, idle_expired, NULL);
+	server_idle_init(&D.idle, (int64_t)config_get_time("max_idle") * 1000,
+	    busy, cleanup);
 	event_timer_start(server_loop(), &D.status_timer, D.status_ms);
 	idle_check();
 }
