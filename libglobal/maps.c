@@ -59,10 +59,10 @@ char *maps_token_cut(char **cp)
 	char *t;
 
 	if (maps_token(&p, &tok, &len) == 0) {
-		*cp += p - *cp;
+		*cp += p - *cp;		/* at the end */
 		return NULL;
 	}
-	t = *cp + (tok - *cp);
+	t = *cp + (tok - *cp);		/* the same bytes, writable */
 	*cp = t + len;
 	if (**cp != '\0')
 		*(*cp)++ = '\0';
