@@ -26,18 +26,16 @@
 #include "mem.h"
 #include "pconfig.h"
 #include "server.h"
+#include "server_conn.h"
 
 /* Connections one client (an smtpd process, which serves one session at
  * a time) may hold at once. */
 #define HELD_MAX 1024
 
 typedef struct client {
-	int fd;
-	unsigned long id;	/* for log lines */
-	attr_reader_t *r;
+	server_conn_t conn;	/* first: the connection (server_conn.h) */
 	anvil_entry_t **held;	/* its open connections */
 	size_t nheld, cap;
-	event_timer_t timer;	/* a request begun must end in time */
 	list_node_t node;
 } client_t;
 
@@ -47,11 +45,10 @@ static struct {
 	unsigned long next_id;
 	long unit_s;
 	int64_t status_ms;
-	int64_t max_idle_ms;
 	unsigned long dropped_logged;	/* drops already warned about */
 	event_timer_t expire_timer;
 	event_timer_t status_timer;
-	event_timer_t idle_timer;
+	server_idle_t idle;		/* the exit after max_idle */
 	str_t out;
 } D;
 
@@ -169,7 +166,7 @@ static void cleanup(void)
 	D.store = NULL;
 	event_timer_cancel(&D.expire_timer);
 	event_timer_cancel(&D.status_timer);
-	event_timer_cancel(&D.idle_timer);
+	server_idle_cancel(&D.idle);
 	str_release(&D.out);
 }
 
@@ -183,25 +180,14 @@ static void pre_exit(void *ctx)
 /* Not recycled by max_use (that would lose every count): the process
  * leaves by itself only after max_idle with no client and nothing
  * counted. */
-static void idle_expired(void *ctx)
+static bool busy(void)
 {
-	(void)ctx;
-	if (!list_empty(&D.clients) || anvil_store_size(D.store) > 0)
-		return;
-	log_debug("exiting: idle for max_idle");
-	cleanup();
-	exit(0);
+	return !list_empty(&D.clients) || anvil_store_size(D.store) > 0;
 }
 
 static void idle_check(void)
 {
-	if (list_empty(&D.clients) && anvil_store_size(D.store) == 0) {
-		if (D.max_idle_ms > 0 && !event_timer_pending(&D.idle_timer))
-			event_timer_start(server_loop(), &D.idle_timer,
-			    D.max_idle_ms);
-	} else {
-		event_timer_cancel(&D.idle_timer);
-	}
+	server_idle_check(&D.idle);
 }
 
 /* ---- clients ---- */
@@ -216,62 +202,23 @@ static void client_close(client_t *c)
 	for (size_t i = 0; i < c->nheld; i++)
 		anvil_store_disconnect(D.store, now, c->held[i]);
 	free(c->held);
-	event_timer_cancel(&c->timer);
-	attr_reader_free(c->r);
-	server_disconnect(c->fd);
+	server_conn_stop(&c->conn);
 	free(c);
 	expire_arm();
 	idle_check();
 }
 
-static void client_bad(client_t *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void client_bad(client_t *c, const char *fmt, ...)
+static void conn_close(server_conn_t *conn)
 {
-	str_t why = STR_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	str_vcatf(&why, fmt, ap);
-	va_end(ap);
-	log_warning("client %lu: malformed request: %s", c->id,
-	    str_cstr(&why));
-	str_release(&why);
-	client_close(c);
-}
-
-static void client_timeout(void *ctx)
-{
-	client_t *c = ctx;
-
-	log_warning("client %lu: request not complete within %d ms; closing",
-	    c->id, ANVIL_TIMEOUT_MS);
-	client_close(c);
-}
-
-/* Replies are small and a client waits for each: one non-blocking send.
- * One that does not take it is not waited for. */
-static bool client_reply(client_t *c)
-{
-	ssize_t n = send(c->fd, D.out.buf, D.out.len, MSG_DONTWAIT |
-	    MSG_NOSIGNAL);
-
-	if (n == (ssize_t)D.out.len)
-		return true;
-	if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
-		log_debug("client %lu: gone before its reply", c->id);
-	else
-		log_warning("client %lu: cannot take its reply (%s); closing",
-		    c->id, n < 0 ? strerror(errno) : "socket buffer full");
-	client_close(c);
-	return false;
+	client_close((client_t *)conn);
 }
 
 static bool client_hold(client_t *c, anvil_entry_t *e)
 {
 	if (c->nheld >= HELD_MAX) {
 		anvil_store_disconnect(D.store, event_now_ms(), e);
-		client_bad(c, "more than %d connections open", HELD_MAX);
+		server_conn_bad(&c->conn, "more than %d connections open",
+		    HELD_MAX);
 		return false;
 	}
 	if (c->nheld == c->cap) {
@@ -283,8 +230,9 @@ static bool client_hold(client_t *c, anvil_entry_t *e)
 }
 
 /* One request.  false when the client is gone (closed here). */
-static bool client_request(client_t *c, const attr_msg_t *m)
+static bool client_request(server_conn_t *conn, const attr_msg_t *m)
 {
+	client_t *c = (client_t *)conn;
 	int64_t now = event_now_ms();
 	anvil_req_t req;
 	anvil_counts_t counts;
@@ -293,7 +241,7 @@ static bool client_request(client_t *c, const attr_msg_t *m)
 	bool connected;
 
 	if (anvil_request_parse(m, &req, &err) < 0) {
-		client_bad(c, "%s", str_cstr(&err));
+		server_conn_bad(conn, "%s", str_cstr(&err));
 		str_release(&err);
 		return false;
 	}
@@ -335,55 +283,14 @@ static bool client_request(client_t *c, const attr_msg_t *m)
 		break;
 	}
 	idle_check();
-	return client_reply(c);
+	/* Replies are small and a client waits for each. */
+	return server_conn_reply(conn, &D.out, -1);
 }
 
-static void client_event(int fd, int events, void *ctx)
-{
-	client_t *c = ctx;
-	char buf[4096];
-	size_t off = 0;
-	enum attr_result res = ATTR_DONE;
-	ssize_t n;
-
-	(void)events;
-	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-			return;
-		log_debug("client %lu: %s", c->id, strerror(errno));
-		client_close(c);
-		return;
-	}
-	if (n == 0) {
-		client_close(c);
-		return;
-	}
-	while (off < (size_t)n) {
-		size_t used;
-		res = attr_reader_feed(c->r, buf + off, (size_t)n - off, &used);
-		off += used;
-		if (res == ATTR_DONE) {
-			attr_msg_t *m = attr_reader_take(c->r);
-			bool ok = client_request(c, m);
-			attr_msg_free(m);
-			if (!ok)
-				return;
-		} else if (res == ATTR_ERROR) {
-			client_bad(c, "%s", attr_reader_error(c->r));
-			return;
-		} else {
-			break;
-		}
-	}
-	if (res == ATTR_NEED_MORE) {
-		if (!event_timer_pending(&c->timer))
-			event_timer_start(server_loop(), &c->timer,
-			    ANVIL_TIMEOUT_MS);
-	} else {
-		event_timer_cancel(&c->timer);
-	}
-}
+static const server_conn_ops_t conn_ops = {
+	.request = client_request,
+	.close = conn_close,
+};
 
 static void on_connect(int fd, void *ctx)
 {
@@ -391,19 +298,13 @@ static void on_connect(int fd, void *ctx)
 
 	(void)ctx;
 	c = xcalloc(1, sizeof(*c));
-	c->fd = fd;
-	c->id = ++D.next_id;
-	c->r = anvil_request_reader_new();
-	event_timer_init(&c->timer, client_timeout, c);
-	if (event_add(server_loop(), fd, EVENT_READ, client_event, c) < 0) {
-		log_warning("client %lu: %s", c->id, strerror(errno));
-		attr_reader_free(c->r);
+	if (!server_conn_start(&c->conn, fd, ++D.next_id,
+	    anvil_request_reader_new(), ANVIL_TIMEOUT_MS, 4096, &conn_ops)) {
 		free(c);
-		server_disconnect(fd);
 		return;
 	}
 	list_append(&D.clients, &c->node);
-	event_timer_cancel(&D.idle_timer);
+	server_idle_cancel(&D.idle);
 }
 
 /* ---- start ---- */
@@ -416,13 +317,13 @@ static void post_jail(void *ctx)
 	D.unit_s = config_get_time("anvil_rate_time_unit");
 	status_s = config_get_time("anvil_status_update_time");
 	D.status_ms = (int64_t)status_s * 1000;
-	D.max_idle_ms = (int64_t)config_get_time("max_idle") * 1000;
 	list_init(&D.clients);
 	D.store = anvil_store_new((int64_t)D.unit_s * 1000,
 	    (size_t)config_get_int("anvil_client_limit"));
 	event_timer_init(&D.expire_timer, expire_tick, NULL);
 	event_timer_init(&D.status_timer, status_tick, NULL);
-	event_timer_init(&D.idle_timer, idle_expired, NULL);
+	server_idle_init(&D.idle, (int64_t)config_get_time("max_idle") * 1000,
+	    busy, cleanup);
 	event_timer_start(server_loop(), &D.status_timer, D.status_ms);
 	idle_check();
 }

@@ -2,44 +2,30 @@
 #include <limits.h>
 #include <string.h>
 #include "cleanup.h"
+#include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
 
 int cln_maps_open(cln_maps_t *m, const char *param, const char *spec,
     str_t *err)
 {
-	const char *p = spec != NULL ? spec : "";
+	const char *p = spec != NULL ? spec : "", *tok;
+	size_t len;
+	int rc;
 
 	m->param = param;
 	m->d = NULL;
 	m->n = 0;
-	for (;;) {
-		const char *start;
-		int depth = 0;
+	while ((rc = maps_token(&p, &tok, &len)) != 0) {
 		str_t one = STR_INIT, why = STR_INIT;
 		dict_t *d;
 
-		while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n' ||
-		    *p == '\r')
-			p++;
-		if (*p == '\0')
-			break;
-		/* Separators inside inline:{ ... } belong to the table. */
-		for (start = p; *p != '\0'; p++) {
-			if (*p == '{')
-				depth++;
-			else if (*p == '}' && depth > 0)
-				depth--;
-			else if (depth == 0 && (*p == ' ' || *p == '\t' ||
-			    *p == ',' || *p == '\n' || *p == '\r'))
-				break;
-		}
-		if (depth > 0) {
+		if (rc < 0) {
 			str_setf(err, "%s: missing '}'", param);
 			cln_maps_close(m);
 			return -1;
 		}
-		str_append(&one, start, (size_t)(p - start));
+		str_append(&one, tok, len);
 		d = dict_open(str_cstr(&one), 0, &why);
 		if (d == NULL) {
 			str_setf(err, "%s: %s", param, str_cstr(&why));

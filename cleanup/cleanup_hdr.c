@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include "base64.h"
 #include "cleanup.h"
 
 long cln_hdr_name_len(const char *line, size_t len, bool complete)
@@ -137,24 +138,6 @@ static size_t u8len(const unsigned char *p, size_t left)
 	return n;
 }
 
-static void base64(const unsigned char *p, size_t n, str_t *out)
-{
-	static const char b64[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		str_putc(out, b64[(v >> 18) & 63]);
-		str_putc(out, b64[(v >> 12) & 63]);
-		str_putc(out, i + 1 < n ? b64[(v >> 6) & 63] : '=');
-		str_putc(out, i + 2 < n ? b64[v & 63] : '=');
-	}
-}
-
 void cln_phrase(const char *name, str_t *out)
 {
 	const unsigned char *p = (const unsigned char *)name;
@@ -183,7 +166,7 @@ void cln_phrase(const char *name, str_t *out)
 			if (i > 0)
 				str_putc(out, ' ');
 			str_cat(out, "=?UTF-8?B?");
-			base64(p + i, j - i, out);
+			base64_encode(out, p + i, j - i);
 			str_cat(out, "?=");
 			i = j;
 		}

@@ -5,6 +5,7 @@
 #include <strings.h>
 #include "addr.h"
 #include "dict.h"
+#include "maps.h"
 #include "mem.h"
 
 typedef struct pattern {
@@ -118,35 +119,20 @@ addr_domlist_t *addr_domlist_new(const char *name, const char *spec,
     int flags, str_t *err)
 {
 	addr_domlist_t *l = xcalloc(1, sizeof(*l));
-	const char *p = spec != NULL ? spec : "";	/* unset: empty list */
+	const char *p = spec != NULL ? spec : "", *tok;	/* unset: empty */
+	size_t len;
+	int rc;
 
 	l->param = xstrdup(name != NULL ? name : "domain list");
 	l->flags = flags;
-	for (;;) {
-		const char *start;
-		int depth = 0;
-
-		while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n' ||
-		    *p == '\r')
-			p++;
-		if (*p == '\0')
-			break;
-		/* A token ends at white space or a comma, except inside the
-		 * braces of inline:{ ... } and friends. */
-		for (start = p; *p != '\0'; p++) {
-			if (*p == '{')
-				depth++;
-			else if (*p == '}' && depth > 0)
-				depth--;
-			else if (depth == 0 && (*p == ' ' || *p == '\t' ||
-			    *p == ',' || *p == '\n' || *p == '\r'))
-				break;
-		}
-		if (depth > 0) {
+	/* Entries end at white space or a comma, except inside the braces
+	 * of inline:{ ... } and friends. */
+	while ((rc = maps_token(&p, &tok, &len)) != 0) {
+		if (rc < 0) {
 			str_setf(err, "%s: missing '}'", l->param);
 			goto fail;
 		}
-		if (!add_pattern(l, start, (size_t)(p - start), err))
+		if (!add_pattern(l, tok, len, err))
 			goto fail;
 	}
 	return l;

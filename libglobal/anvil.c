@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 #include "anvil.h"
 #include "event.h"
@@ -224,7 +223,6 @@ static void clnt_fail(anvil_clnt_t *ac, const char *fmt, ...)
  * timeout: a request is one send() and its reply one recv(). */
 static bool clnt_connect(anvil_clnt_t *ac)
 {
-	struct timeval tv;
 	int err;
 
 	err = sock_unix_connect(ac->path, ac->timeout_ms, &ac->fd);
@@ -234,11 +232,7 @@ static bool clnt_connect(anvil_clnt_t *ac)
 		    strerror(err));
 		return false;
 	}
-	tv.tv_sec = ac->timeout_ms / 1000;
-	tv.tv_usec = (ac->timeout_ms % 1000) * 1000;
-	if (sock_set_nonblock(ac->fd, false) < 0 ||
-	    setsockopt(ac->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(ac->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+	if (sock_set_blocking_timeout(ac->fd, ac->timeout_ms) < 0) {
 		clnt_fail(ac, "socket options: %s", strerror(errno));
 		return false;
 	}

@@ -7,6 +7,7 @@
 #include "dict.h"
 #include "local_rcpt.h"
 #include "luser.h"
+#include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
 
@@ -52,36 +53,14 @@ void local_rcpt_maps_from_config(str_t *alias_maps, str_t *recipient_maps)
 		    str_cstr(alias_maps));
 }
 
-/* The next table of a list: blanks and commas separate, and
- * "inline:{ a=b, c=d }" is one table (braces nest). */
-static char *next_table(char **cp)
-{
-	char *p = *cp + strspn(*cp, ", \t\r\n"), *start = p;
-	int depth = 0;
-
-	if (*p == '\0')
-		return NULL;
-	for (; *p != '\0'; p++) {
-		if (*p == '{')
-			depth++;
-		else if (*p == '}' && depth > 0)
-			depth--;
-		else if (depth == 0 && strchr(", \t\r\n", *p) != NULL)
-			break;
-	}
-	if (*p != '\0')
-		*p++ = '\0';
-	*cp = p;
-	return start;
-}
-
 local_rcpt_t *local_rcpt_new(const char *maps, const char *mail_root,
     const char *delims)
 {
 	local_rcpt_t *lr = xcalloc(1, sizeof(*lr));
 	char *copy = xstrdup(maps ? maps : ""), *p = copy, *item;
 
-	while ((item = next_table(&p)) != NULL) {
+	/* "inline:{ a=b, c=d }" is one table (maps.h). */
+	while ((item = maps_token_cut(&p)) != NULL) {
 		lr->spec = xreallocarray(lr->spec, lr->n + 1, sizeof(*lr->spec));
 		lr->d = xreallocarray(lr->d, lr->n + 1, sizeof(*lr->d));
 		lr->userdb = xreallocarray(lr->userdb, lr->n + 1,

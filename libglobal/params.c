@@ -15,6 +15,7 @@
 #include "mem.h"
 #include "params.h"
 #include "pconfig.h"
+#include "sasl_opts.h"
 
 static bool check_feedback(const char *value, str_t *why);
 static bool check_protocols(const char *value, str_t *why);
@@ -56,25 +57,17 @@ static const char *compute_mydomain(void);
 #define TR PARAM_F_TRANSPORT
 
 /* SASL security properties of the smtp client: any of these words, or
- * none (smtpd's options take the same words). */
+ * none (smtpd's options take the same words: sasl_opts.h). */
 static bool check_smtp_sasl_options(const char *value, str_t *why)
 {
-	static const char *const words[] = { "noplaintext", "noanonymous",
-	    "noactive", "nodictionary", "mutual_auth", "forward_secrecy", NULL };
-	char *copy = xstrdup(value), *cp = copy, *t;
-	bool ok = true;
+	unsigned mask;
+	size_t n;
 
-	while (ok && (t = str_token(&cp, ", \t")) != NULL) {
-		int k;
-		for (k = 0; words[k] != NULL && strcmp(t, words[k]) != 0; k++)
-			;
-		ok = words[k] != NULL;
-	}
-	free(copy);
-	if (!ok)
-		str_set(why, "words from noplaintext, noanonymous, noactive, "
-		    "nodictionary, mutual_auth, forward_secrecy");
-	return ok;
+	if (sasl_opts_scan(value, &mask, &n) == NULL)
+		return true;
+	str_set(why, "words from noplaintext, noanonymous, noactive, "
+	    "nodictionary, mutual_auth, forward_secrecy");
+	return false;
 }
 
 static const param_def_t table[] = {
@@ -927,33 +920,19 @@ static bool check_reply_code(const char *value, str_t *why)
 }
 
 /* smtpd_sasl_security_options: Postfix's words, blank or comma
- * separated. */
+ * separated (sasl_opts.h). */
 static bool check_sasl_options(const char *value, str_t *why)
 {
-	static const char *const words[] = { "noanonymous", "noplaintext",
-	    "noactive", "nodictionary", "forward_secrecy", "mutual_auth", NULL };
-	const char *p = value;
+	unsigned mask;
+	size_t n;
+	const char *bad = sasl_opts_scan(value, &mask, &n);
 
-	while (*p) {
-		size_t n;
-		int k;
-
-		p += strspn(p, " \t,");
-		n = strcspn(p, " \t,");
-		if (n == 0)
-			break;
-		for (k = 0; words[k]; k++)
-			if (strlen(words[k]) == n && strncasecmp(p, words[k], n) == 0)
-				break;
-		if (words[k] == NULL) {
-			str_setf(why, "noanonymous, noplaintext, noactive, "
-			    "nodictionary, forward_secrecy or mutual_auth, not "
-			    "\"%.*s\"", (int)(n > 64 ? 64 : n), p);
-			return false;
-		}
-		p += n;
-	}
-	return true;
+	if (bad == NULL)
+		return true;
+	str_setf(why, "noanonymous, noplaintext, noactive, nodictionary, "
+	    "forward_secrecy or mutual_auth, not \"%.*s\"",
+	    (int)(n > 64 ? 64 : n), bad);
+	return false;
 }
 
 /* The first dotted name on an /etc/hosts line that lists short.  Only the

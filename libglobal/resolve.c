@@ -14,6 +14,7 @@
 #include "htable.h"
 #include "list.h"
 #include "log.h"
+#include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "resolve.h"
@@ -228,7 +229,6 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 	resolver_t *res = xcalloc(1, sizeof(*res));
 	str_t def = STR_INIT;
 	char *copy, *cp, *tok;
-	int depth;
 
 	list_init(&res->lru);
 	res->myhostname = xstrdup(cfg->myhostname && *cfg->myhostname ?
@@ -265,27 +265,9 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 	 * braces of inline:{...} kept together. */
 	copy = xstrdup(cfg->transport_maps ? cfg->transport_maps : "");
 	cp = copy;
-	for (;;) {
-		char *start;
+	while ((tok = maps_token_cut(&cp)) != NULL) {
 		dict_t *d;
 
-		while (*cp == ' ' || *cp == '\t' || *cp == ',' || *cp == '\n' ||
-		    *cp == '\r')
-			cp++;
-		if (!*cp)
-			break;
-		for (start = cp, depth = 0; *cp; cp++) {
-			if (*cp == '{')
-				depth++;
-			else if (*cp == '}' && depth > 0)
-				depth--;
-			else if (depth == 0 && (*cp == ' ' || *cp == '\t' ||
-			    *cp == ',' || *cp == '\n' || *cp == '\r'))
-				break;
-		}
-		tok = start;
-		if (*cp)
-			*cp++ = 0;
 		if (!(d = dict_open(tok, 0, err))) {
 			str_t why = STR_INIT;
 			str_setf(&why, "transport_maps: %s", str_cstr(err));

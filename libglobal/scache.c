@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 #include "event.h"
 #include "log.h"
@@ -255,7 +254,6 @@ static void clnt_fail(scache_clnt_t *sc, const char *fmt, ...)
  * timeout: a request is then one sendmsg() and one recvmsg(). */
 static bool clnt_connect(scache_clnt_t *sc)
 {
-	struct timeval tv;
 	int err;
 
 	err = sock_unix_connect(sc->path, sc->timeout_ms, &sc->fd);
@@ -265,11 +263,7 @@ static bool clnt_connect(scache_clnt_t *sc)
 		    "timed out" : strerror(err));
 		return false;
 	}
-	tv.tv_sec = sc->timeout_ms / 1000;
-	tv.tv_usec = (sc->timeout_ms % 1000) * 1000;
-	if (sock_set_nonblock(sc->fd, false) < 0 ||
-	    setsockopt(sc->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(sc->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+	if (sock_set_blocking_timeout(sc->fd, sc->timeout_ms) < 0) {
 		clnt_fail(sc, "socket options: %s", strerror(errno));
 		return false;
 	}

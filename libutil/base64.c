@@ -54,29 +54,47 @@ static int value(unsigned char c)
 	return -1;
 }
 
-bool base64_decode(str_t *out, const char *text, size_t n)
+/* How many '=' end text[0..n), n a multiple of four. */
+static size_t padding(const unsigned char *t, size_t n)
+{
+	if (n == 0 || t[n - 1] != '=')
+		return 0;
+	return t[n - 2] == '=' ? 2 : 1;
+}
+
+bool base64_well_formed(const char *text, size_t n)
 {
 	const unsigned char *t = (const unsigned char *)text;
-	size_t start = out->len, pad = 0;
-	char *w;
+	size_t end;
 
 	if (n % 4 != 0)
 		return false;
-	if (n > 0 && t[n - 1] == '=')
-		pad = n > 1 && t[n - 2] == '=' ? 2 : 1;
+	end = n - padding(t, n);
+	for (size_t i = 0; i < end; i++)
+		if (value(t[i]) < 0)
+			return false;
+	return true;
+}
+
+bool base64_decode(str_t *out, const char *text, size_t n)
+{
+	const unsigned char *t = (const unsigned char *)text;
+	size_t start = out->len, pad;
+	char *w;
+
+	if (!base64_well_formed(text, n))
+		return false;
+	pad = padding(t, n);
 	str_reserve(out, n / 4 * 3);
 	w = out->buf + out->len;
 	for (size_t i = 0; i < n; i += 4) {
 		bool last = i + 4 == n;
-		int a = value(t[i]), b = value(t[i + 1]);
 		int c = last && pad == 2 ? 0 : value(t[i + 2]);
 		int d = last && pad >= 1 ? 0 : value(t[i + 3]);
-		uint32_t v;
-
-		if (a < 0 || b < 0 || c < 0 || d < 0)
-			goto bad;
-		v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 |
+		uint32_t v = (uint32_t)value(t[i]) << 18 |
+		    (uint32_t)value(t[i + 1]) << 12 | (uint32_t)c << 6 |
 		    (uint32_t)d;
+
 		*w++ = (char)(v >> 16);
 		if (last && pad == 2) {
 			if ((v & 0xffff) != 0)	/* bits that no byte uses */

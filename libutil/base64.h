@@ -26,4 +26,11 @@ void base64_encode(str_t *out, const void *data, size_t n);
  * base64 (above). */
 bool base64_decode(str_t *out, const char *text, size_t n);
 
+/* Whether text[0..n) has the form above: a length that is a multiple of
+ * four, only alphabet characters, '=' only as the last one or two ("" is
+ * well formed).  Unlike base64_decode it does not look at the unused bits
+ * of a padded last group: for text passed on to another decoder (smtpd's
+ * SASL responses, which the authentication server decodes). */
+bool base64_well_formed(const char *text, size_t n);
+
 #endif

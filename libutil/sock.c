@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +58,19 @@ static int fcntl_bit(int fd, int get, int set, int bit, bool on)
 int sock_set_nonblock(int fd, bool on)
 {
 	return fcntl_bit(fd, F_GETFL, F_SETFL, O_NONBLOCK, on);
+}
+
+int sock_set_blocking_timeout(int fd, int timeout_ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = timeout_ms / 1000;
+	tv.tv_usec = (timeout_ms % 1000) * 1000;
+	if (sock_set_nonblock(fd, false) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return -1;
+	return 0;
 }
 
 int sock_set_cloexec(int fd, bool on)

@@ -74,6 +74,10 @@ int sock_tcp_connect_str(const char *spec, int timeout_ms, int *fdp);
 
 /* Descriptor flags: 0, or -1 with errno. */
 int sock_set_nonblock(int fd, bool on);
+/* Blocking, with every send and receive waiting at most timeout_ms (> 0;
+ * then EAGAIN): a client's request is one send and its reply one
+ * receive, however slow the other side.  0, or -1 with errno. */
+int sock_set_blocking_timeout(int fd, int timeout_ms);
 int sock_set_cloexec(int fd, bool on);
 
 /* Descriptor passing over a UNIX stream socket (one byte of data carries

@@ -26,18 +26,16 @@
 #include "scache.h"
 #include "scache/scache_store.h"
 #include "server.h"
+#include "server_conn.h"
 #include "sock.h"
 
 /* Descriptors kept free for the skeleton, logging and accept(). */
 #define FD_RESERVE 32
 
 typedef struct client {
-	int fd;
-	unsigned long id;	/* for log lines */
-	attr_reader_t *r;
+	server_conn_t conn;	/* first: the connection (server_conn.h) */
 	int fds[SCACHE_FDS_PENDING];	/* received, not yet taken by a save */
 	int nfds;
-	event_timer_t timer;	/* a request begun must end in time */
 	list_node_t node;
 } client_t;
 
@@ -50,10 +48,9 @@ static struct {
 	unsigned long next_id;
 	int timeout_ms;
 	int64_t status_ms;
-	int64_t max_idle_ms;
 	event_timer_t expire_timer;
 	event_timer_t status_timer;
-	event_timer_t idle_timer;
+	server_idle_t idle;		/* the exit after max_idle */
 	bool refused_logged;
 	str_t out;
 } D;
@@ -155,7 +152,7 @@ static void cleanup(void)
 	D.store = NULL;
 	event_timer_cancel(&D.expire_timer);
 	event_timer_cancel(&D.status_timer);
-	event_timer_cancel(&D.idle_timer);
+	server_idle_cancel(&D.idle);
 	str_release(&D.out);
 }
 
@@ -169,25 +166,14 @@ static void pre_exit(void *ctx)
 /* Not recycled by max_use (that would throw sessions away): the process
  * leaves by itself only when it has had nothing to hold and nobody to
  * serve for max_idle. */
-static void idle_expired(void *ctx)
+static bool busy(void)
 {
-	(void)ctx;
-	if (D.nclients > 0 || scache_store_count(D.store) > 0)
-		return;
-	log_debug("exiting: idle for max_idle");
-	cleanup();
-	exit(0);
+	return D.nclients > 0 || scache_store_count(D.store) > 0;
 }
 
 static void idle_check(void)
 {
-	if (D.nclients == 0 && scache_store_count(D.store) == 0) {
-		if (D.max_idle_ms > 0 && !event_timer_pending(&D.idle_timer))
-			event_timer_start(server_loop(), &D.idle_timer,
-			    D.max_idle_ms);
-	} else {
-		event_timer_cancel(&D.idle_timer);
-	}
+	server_idle_check(&D.idle);
 }
 
 /* ---- clients ---- */
@@ -198,60 +184,19 @@ static void client_close(client_t *c)
 	D.nclients--;
 	for (int i = 0; i < c->nfds; i++)
 		close(c->fds[i]);
-	event_timer_cancel(&c->timer);
-	attr_reader_free(c->r);
-	server_disconnect(c->fd);
+	server_conn_stop(&c->conn);
 	free(c);
 	idle_check();
 }
 
-/* A client that broke the protocol: say why, close it, live on. */
-static void client_bad(client_t *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void client_bad(client_t *c, const char *fmt, ...)
+static void conn_close(server_conn_t *conn)
 {
-	str_t why = STR_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	str_vcatf(&why, fmt, ap);
-	va_end(ap);
-	log_warning("client %lu: malformed request: %s", c->id,
-	    str_cstr(&why));
-	str_release(&why);
-	client_close(c);
-}
-
-static void client_timeout(void *ctx)
-{
-	client_t *c = ctx;
-
-	log_warning("client %lu: request not complete within %d ms; closing",
-	    c->id, D.timeout_ms);
-	client_close(c);
-}
-
-/* Sends D.out (with fd on its first byte, -1: none) in one go.  A client
- * that does not take its reply is not waited for. */
-static bool client_reply(client_t *c, int fd)
-{
-	ssize_t n = sock_send_with_fd(c->fd, D.out.buf, D.out.len, fd,
-	    MSG_DONTWAIT);
-
-	if (n == (ssize_t)D.out.len)
-		return true;
-	if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
-		log_debug("client %lu: gone before its reply", c->id);
-	else
-		log_warning("client %lu: cannot take its reply (%s); closing",
-		    c->id, n < 0 ? strerror(errno) : "socket buffer full");
-	client_close(c);
-	return false;
+	client_close((client_t *)conn);
 }
 
 /* The descriptor of a save: a stream socket not held already.  Its
  * identity (device and inode) goes to ident.  true, or false after
- * client_bad(). */
+ * server_conn_bad(). */
 static bool check_session_fd(client_t *c, int fd, char *ident, size_t size)
 {
 	struct stat sb;
@@ -259,12 +204,12 @@ static bool check_session_fd(client_t *c, int fd, char *ident, size_t size)
 	socklen_t len = sizeof(type);
 
 	if (fstat(fd, &sb) < 0 || !S_ISSOCK(sb.st_mode)) {
-		client_bad(c, "the descriptor of a save is not a socket");
+		server_conn_bad(&c->conn, "the descriptor of a save is not a socket");
 		return false;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
 	    type != SOCK_STREAM) {
-		client_bad(c, "the descriptor of a save is not a stream socket");
+		server_conn_bad(&c->conn, "the descriptor of a save is not a stream socket");
 		return false;
 	}
 	bfmt(ident, size, "%ju:%ju", (uintmax_t)sb.st_dev, (uintmax_t)sb.st_ino);
@@ -272,8 +217,9 @@ static bool check_session_fd(client_t *c, int fd, char *ident, size_t size)
 }
 
 /* One request.  false when the client is gone (closed here). */
-static bool client_request(client_t *c, const attr_msg_t *m)
+static bool client_request(server_conn_t *conn, const attr_msg_t *m)
 {
+	client_t *c = (client_t *)conn;
 	scache_req_t req;
 	str_t err = STR_INIT;
 	scache_sess_t *ss;
@@ -281,7 +227,7 @@ static bool client_request(client_t *c, const attr_msg_t *m)
 	int fd;
 
 	if (scache_request_parse(m, &req, &err) < 0) {
-		client_bad(c, "%s", str_cstr(&err));
+		server_conn_bad(&c->conn, "%s", str_cstr(&err));
 		str_release(&err);
 		return false;
 	}
@@ -289,7 +235,7 @@ static bool client_request(client_t *c, const attr_msg_t *m)
 	str_reset(&D.out);
 	if (req.op == SCACHE_OP_SAVE) {
 		if (c->nfds == 0) {
-			client_bad(c, "save without a descriptor");
+			server_conn_bad(&c->conn, "save without a descriptor");
 			return false;
 		}
 		fd = c->fds[0];
@@ -303,18 +249,18 @@ static bool client_request(client_t *c, const attr_msg_t *m)
 		    req.endpoint, req.ttl_ms, req.props, fd, ident);
 		if (ss == NULL) {
 			close(fd);
-			client_bad(c, "save of a session the cache holds already");
+			server_conn_bad(&c->conn, "save of a session the cache holds already");
 			return false;
 		}
 		expire_arm();
 		scache_reply_encode(&D.out, SCACHE_STAT_OK, NULL, NULL, NULL);
-		return client_reply(c, -1);
+		return server_conn_reply(&c->conn, &D.out, -1);
 	}
 	ss = scache_store_take(D.store, req.op == SCACHE_OP_FIND_ENDP,
 	    req.op == SCACHE_OP_FIND_ENDP ? req.endpoint : req.dest);
 	if (ss == NULL) {
 		scache_reply_encode(&D.out, SCACHE_STAT_NONE, NULL, NULL, NULL);
-		return client_reply(c, -1);
+		return server_conn_reply(&c->conn, &D.out, -1);
 	}
 	event_remove(server_loop(), ss->fd);
 	expire_arm();
@@ -323,72 +269,44 @@ static bool client_request(client_t *c, const attr_msg_t *m)
 	fd = ss->fd;
 	scache_sess_free(ss);
 	/* Sent or not, the session has left the cache: our copy goes. */
-	bool ok = client_reply(c, fd);
+	bool ok = server_conn_reply(&c->conn, &D.out, fd);
 	close(fd);
 	idle_check();
 	return ok;
 }
 
-static void client_event(int fd, int events, void *ctx)
+/* Reads what came, with the descriptors clients send ahead of their
+ * save requests. */
+static ssize_t client_recv(server_conn_t *conn, char *buf, size_t size)
 {
-	client_t *c = ctx;
-	char buf[SCACHE_MSG_MAX];
+	client_t *c = (client_t *)conn;
 	int fds[SCACHE_FDS_PENDING], nfds;
 	bool extra;
-	size_t off = 0;
-	enum attr_result res = ATTR_DONE;
 	ssize_t n;
 
-	(void)events;
-	n = sock_recv_with_fds(fd, buf, sizeof(buf), fds,
+	n = sock_recv_with_fds(conn->fd, buf, size, fds,
 	    SCACHE_FDS_PENDING - c->nfds, &nfds, &extra, MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return;
-		log_debug("client %lu: %s", c->id, strerror(errno));
-		client_close(c);
-		return;
-	}
+	if (n < 0)
+		return n;
 	for (int i = 0; i < nfds; i++)
 		c->fds[c->nfds++] = fds[i];
 	if (extra) {
-		client_bad(c, "more than %d descriptors waiting for their "
-		    "request", SCACHE_FDS_PENDING);
-		return;
+		server_conn_bad(conn, "more than %d descriptors waiting for "
+		    "their request", SCACHE_FDS_PENDING);
+		return SERVER_CONN_CLOSED;
 	}
-	if (n == 0) {
-		/* Gone, maybe in the middle of a request: nothing to say. */
-		if (c->nfds > 0)
-			log_debug("client %lu: left %d descriptor(s) without a "
-			    "request", c->id, c->nfds);
-		client_close(c);
-		return;
-	}
-	while (off < (size_t)n) {
-		size_t used;
-		res = attr_reader_feed(c->r, buf + off, (size_t)n - off, &used);
-		off += used;
-		if (res == ATTR_DONE) {
-			attr_msg_t *m = attr_reader_take(c->r);
-			bool ok = client_request(c, m);
-			attr_msg_free(m);
-			if (!ok)
-				return;
-		} else if (res == ATTR_ERROR) {
-			client_bad(c, "%s", attr_reader_error(c->r));
-			return;
-		} else {
-			break;
-		}
-	}
-	/* A request begun must end within the protocol timeout. */
-	if (res == ATTR_NEED_MORE) {
-		if (!event_timer_pending(&c->timer))
-			event_timer_start(server_loop(), &c->timer, D.timeout_ms);
-	} else {
-		event_timer_cancel(&c->timer);
-	}
+	/* Gone, maybe in the middle of a request: nothing to say. */
+	if (n == 0 && c->nfds > 0)
+		log_debug("client %lu: left %d descriptor(s) without a "
+		    "request", conn->id, c->nfds);
+	return n;
 }
+
+static const server_conn_ops_t conn_ops = {
+	.request = client_request,
+	.close = conn_close,
+	.recv = client_recv,
+};
 
 static void on_connect(int fd, void *ctx)
 {
@@ -406,22 +324,17 @@ static void on_connect(int fd, void *ctx)
 	}
 	D.refused_logged = false;
 	c = xcalloc(1, sizeof(*c));
-	c->fd = fd;
-	c->id = ++D.next_id;
-	c->r = scache_request_reader_new();
-	event_timer_init(&c->timer, client_timeout, c);
-	if (event_add(server_loop(), fd, EVENT_READ, client_event, c) < 0) {
-		log_warning("client %lu: %s", c->id, strerror(errno));
-		attr_reader_free(c->r);
+	if (!server_conn_start(&c->conn, fd, ++D.next_id,
+	    scache_request_reader_new(), D.timeout_ms, SCACHE_MSG_MAX,
+	    &conn_ops)) {
 		free(c);
-		server_disconnect(fd);
 		return;
 	}
 	list_append(&D.clients, &c->node);
 	D.nclients++;
 	if (D.nclients > D.peak_clients)
 		D.peak_clients = D.nclients;
-	event_timer_cancel(&D.idle_timer);
+	server_idle_cancel(&D.idle);
 }
 
 /* ---- start ---- */
@@ -442,7 +355,6 @@ static void post_jail(void *ctx)
 	(void)ctx;
 	D.timeout_ms = ms_of("connection_cache_protocol_timeout");
 	D.status_ms = ms_of("connection_cache_status_update_time");
-	D.max_idle_ms = (int64_t)config_get_time("max_idle") * 1000;
 	per_dest = (size_t)config_get_int("connection_cache_destination_limit");
 	total = (size_t)config_get_int("connection_cache_session_limit");
 
@@ -481,7 +393,8 @@ static void post_jail(void *ctx)
 	    ms_of("connection_cache_ttl_limit"), &hooks);
 	event_timer_init(&D.expire_timer, expire_tick, NULL);
 	event_timer_init(&D.status_timer, status_tick, NULL);
-	event_timer_init(&D.idle_timer, idle_expired, NULL);
+	server_idle_init(&D.idle, (int64_t)config_get_time("max_idle") * 1000,
+	    busy, cleanup);
 	event_timer_start(server_loop(), &D.status_timer, D.status_ms);
 	idle_check();
 }

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/time.h>
 #include "dns.h"
+#include "sasl_opts.h"
 #include "str.h"
 #include "tls.h"
 
@@ -116,37 +117,23 @@ void smtp_content_mem(smtp_content_t *c, smtp_memtext_t *m, const char *text,
 
 /* ---- Configuration ---- */
 
-/* SASL security properties a mechanism must have (smtp_sasl_*security_
- * options: each word refuses the mechanisms that lack the property). */
-enum {
-	SMTP_SASL_NOPLAINTEXT = 1 << 0,
-	SMTP_SASL_NOANONYMOUS = 1 << 1,
-	SMTP_SASL_NOACTIVE = 1 << 2,
-	SMTP_SASL_NODICTIONARY = 1 << 3,
-	SMTP_SASL_MUTUAL_AUTH = 1 << 4,
-	SMTP_SASL_FORWARD_SECRECY = 1 << 5,
-};
-
 /* Longest user name and password taken from smtp_sasl_password_maps. */
 #define SMTP_SASL_FIELD_MAX	512
 
-struct dict;
+struct maps;
 
 /* SMTP AUTH in the client (smtp_sasl_*, doc/smtp.md "SMTP AUTH"). */
 typedef struct smtp_sasl_config {
 	bool enable;			/* smtp_sasl_auth_enable */
 	bool sender_dependent;		/* smtp_sender_dependent_authentication */
 	bool soft_bounce;		/* smtp_sasl_auth_soft_bounce */
-	unsigned opts;			/* smtp_sasl_security_options */
+	unsigned opts;			/* smtp_sasl_security_options:
+					 * SASL_OPT_* (sasl_opts.h) */
 	unsigned tls_opts;		/* smtp_sasl_tls_security_options */
 	char filter[512];		/* smtp_sasl_mechanism_filter */
-	struct dict **maps;		/* smtp_sasl_password_maps, in order */
-	size_t nmaps;
+	struct maps *maps;		/* smtp_sasl_password_maps, or NULL */
 } smtp_sasl_config_t;
 
-/* Parses security options ("noplaintext, noanonymous"); 0, or -1 with
- * the word refused in err. */
-int smtp_sasl_opts_parse(const char *text, unsigned *opts, str_t *err);
 /* Opens the tables of spec ("type:name, type:name") into cfg->maps
  * (closed by smtp_config_release); 0, or -1 with a reason. */
 int smtp_sasl_maps_open(smtp_sasl_config_t *cfg, const char *spec,

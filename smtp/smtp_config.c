@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
-#include "dict.h"
+#include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "smtp/smtp_int.h"
@@ -62,9 +62,9 @@ int smtp_config_load(smtp_config_t *c, str_t *err)
 	c->sasl.sender_dependent =
 	    config_get_bool("smtp_sender_dependent_authentication");
 	c->sasl.soft_bounce = config_get_bool("smtp_sasl_auth_soft_bounce");
-	if (smtp_sasl_opts_parse(config_get_str("smtp_sasl_security_options"),
+	if (sasl_opts_parse(config_get_str("smtp_sasl_security_options"),
 	    &c->sasl.opts, err) < 0 ||
-	    smtp_sasl_opts_parse(config_get_str("smtp_sasl_tls_security_options"),
+	    sasl_opts_parse(config_get_str("smtp_sasl_tls_security_options"),
 	    &c->sasl.tls_opts, err) < 0 ||
 	    smtp_sasl_filter_set(&c->sasl,
 	    config_get_str("smtp_sasl_mechanism_filter"), err) < 0)
@@ -174,11 +174,8 @@ int smtp_own_addresses(smtp_config_t *c, str_t *err)
 
 void smtp_config_release(smtp_config_t *c)
 {
-	for (size_t i = 0; i < c->sasl.nmaps; i++)
-		dict_close(c->sasl.maps[i]);
-	free(c->sasl.maps);
+	maps_free(c->sasl.maps);
 	c->sasl.maps = NULL;
-	c->sasl.nmaps = 0;
 	free((void *)c->dns.own_addrs);
 	c->dns.own_addrs = NULL;
 	c->dns.n_own_addrs = 0;

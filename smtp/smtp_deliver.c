@@ -358,8 +358,8 @@ void smtp_config_defaults(smtp_config_t *c)
 	c->dns.prefer = DNS_PREFER_ANY;
 	c->dns.address_limit = 5;
 	c->sasl.soft_bounce = true;
-	c->sasl.opts = c->sasl.tls_opts = SMTP_SASL_NOPLAINTEXT |
-	    SMTP_SASL_NOANONYMOUS;
+	c->sasl.opts = c->sasl.tls_opts = SASL_OPT_NOPLAINTEXT |
+	    SASL_OPT_NOANONYMOUS;
 }
 
 smtp_client_t *smtp_client_new(const smtp_config_t *cfg, tls_ctx_t *tls)

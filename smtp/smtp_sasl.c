@@ -14,86 +14,18 @@
 #include <strings.h>
 #include <openssl/evp.h>
 #include "base64.h"
-#include "dict.h"
 #include "log.h"
+#include "maps.h"
 #include "mem.h"
 #include "smtp/smtp_int.h"
 
 /* ---- configuration ---- */
 
-static const struct { const char *name; unsigned bit; } opt_names[] = {
-	{ "noplaintext", SMTP_SASL_NOPLAINTEXT },
-	{ "noanonymous", SMTP_SASL_NOANONYMOUS },
-	{ "noactive", SMTP_SASL_NOACTIVE },
-	{ "nodictionary", SMTP_SASL_NODICTIONARY },
-	{ "mutual_auth", SMTP_SASL_MUTUAL_AUTH },
-	{ "forward_secrecy", SMTP_SASL_FORWARD_SECRECY },
-};
-
-int smtp_sasl_opts_parse(const char *text, unsigned *opts, str_t *err)
-{
-	char *copy = xstrdup(text), *cp = copy, *t;
-	int rc = 0;
-
-	*opts = 0;
-	while ((t = str_token(&cp, ", \t\r\n")) != NULL) {
-		size_t i;
-		for (i = 0; i < sizeof(opt_names) / sizeof(opt_names[0]); i++)
-			if (strcasecmp(t, opt_names[i].name) == 0)
-				break;
-		if (i == sizeof(opt_names) / sizeof(opt_names[0])) {
-			str_setf(err, "unknown SASL security option \"%s\"", t);
-			rc = -1;
-			break;
-		}
-		*opts |= opt_names[i].bit;
-	}
-	free(copy);
-	return rc;
-}
-
 int smtp_sasl_maps_open(smtp_sasl_config_t *c, const char *spec, str_t *err)
 {
-	const char *p = spec != NULL ? spec : "";
-
-	for (;;) {
-		const char *start;
-		int depth = 0;
-		str_t one = STR_INIT, why = STR_INIT;
-		dict_t *d;
-
-		while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n' ||
-		    *p == '\r')
-			p++;
-		if (*p == '\0')
-			break;
-		/* Separators inside inline:{ ... } belong to the table. */
-		for (start = p; *p != '\0'; p++) {
-			if (*p == '{')
-				depth++;
-			else if (*p == '}' && depth > 0)
-				depth--;
-			else if (depth == 0 && (*p == ' ' || *p == '\t' ||
-			    *p == ',' || *p == '\n' || *p == '\r'))
-				break;
-		}
-		if (depth > 0) {
-			str_set(err, "smtp_sasl_password_maps: missing '}'");
-			return -1;
-		}
-		str_append(&one, start, (size_t)(p - start));
-		d = dict_open(str_cstr(&one), 0, &why);
-		str_release(&one);
-		if (d == NULL) {
-			str_setf(err, "smtp_sasl_password_maps: %s", str_cstr(&why));
-			str_release(&why);
-			return -1;
-		}
-		str_release(&why);
-		c->maps = xreallocarray(c->maps, c->nmaps + 1, sizeof(*c->maps));
-		c->maps[c->nmaps++] = d;
-	}
-	return 0;
+	c->maps = maps_open("smtp_sasl_password_maps", spec, MAPS_FLAG_STRICT,
+	    NULL, err);
+	return c->maps != NULL ? 0 : -1;
 }
 
 /* Mechanism names as RFC 4422 has them, or "!name". */
@@ -128,25 +60,20 @@ int smtp_sasl_filter_set(smtp_sasl_config_t *c, const char *filter,
 
 /* ---- the credentials of a request ---- */
 
-/* Looks key up in every table, in order.  1 found (*value), 0 not
- * found, -1 a table failed (err). */
+/* Looks key up in every table, in order; the first that fails ends the
+ * lookup.  1 found (*value), 0 not found, -1 a table failed (err). */
 static int maps_find(const smtp_sasl_config_t *c, const char *key,
     const char **value, str_t *err)
 {
-	for (size_t i = 0; i < c->nmaps; i++) {
-		switch (dict_get(c->maps[i], key, value)) {
-		case DICT_STAT_FOUND:
-			return 1;
-		case DICT_STAT_ERROR:
-			str_setf(err, "smtp_sasl_password_maps: %s: lookup of "
-			    "\"%s\" failed: %s", dict_spec(c->maps[i]), key,
-			    dict_errmsg(c->maps[i]));
-			return -1;
-		default:
-			break;
-		}
+	const char *spec, *reason;
+	int rc = maps_get(c->maps, key, value, NULL);
+
+	if (rc < 0) {
+		spec = maps_failed(c->maps, &reason);
+		str_setf(err, "smtp_sasl_password_maps: %s: lookup of \"%s\" "
+		    "failed: %s", spec, key, reason);
 	}
-	return 0;
+	return rc;
 }
 
 /* Most lookup keys: sender, @domain, [host]:port, [host], host. */
@@ -241,7 +168,7 @@ int smtp_sasl_prepare(smtp_client_t *cl, const char *sender,
 	smtp_sasl_forget(cl);
 	str_reset(&cl->tag);
 	str_set(&cl->key, nexthop);
-	if (!c->enable || c->nmaps == 0)
+	if (!c->enable || c->maps == NULL || maps_count(c->maps) == 0)
 		return 0;
 	n = lookup_keys(c, sender, nexthop, keys);
 	for (size_t i = 0; i < n && found == 0; i++)
@@ -312,9 +239,9 @@ static bool filter_allows(const char *filter, const char *name)
 /* What PLAIN and LOGIN lack: the password crosses in the clear (base64),
  * so they are plaintext, open to active and dictionary attacks, without
  * mutual authentication or forward secrecy.  They are not anonymous. */
-#define PLAINTEXT_REFUSED (SMTP_SASL_NOPLAINTEXT | SMTP_SASL_NOACTIVE | \
-	SMTP_SASL_NODICTIONARY | SMTP_SASL_MUTUAL_AUTH | \
-	SMTP_SASL_FORWARD_SECRECY)
+#define PLAINTEXT_REFUSED (SASL_OPT_NOPLAINTEXT | SASL_OPT_NOACTIVE | \
+	SASL_OPT_NODICTIONARY | SASL_OPT_MUTUAL_AUTH | \
+	SASL_OPT_FORWARD_SECRECY)
 
 const char *smtp_sasl_choose(const smtp_sasl_config_t *c, const char *offered,
     unsigned opts)

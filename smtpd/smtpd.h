@@ -28,6 +28,8 @@
 #include "dict.h"
 #include "dns.h"
 #include "local_rcpt.h"
+#include "maps.h"
+#include "sasl_opts.h"
 #include "sock.h"
 #include "str.h"
 #include "stream.h"
@@ -80,7 +82,7 @@ bool smtpd_helo_ok(const char *arg, size_t len, const char **why);
 
 /* The next word of a parameter list (separated by blanks and commas),
  * where "inline:{ a=b, c=d }" is one word: braces nest.  NUL-terminates
- * it in place; NULL at the end. */
+ * it in place; NULL at the end (maps_token_cut, maps.h). */
 char *smtpd_list_token(char **cp);
 
 /* ---- Network lists (smtpd_net.c) ------------------------------------- */
@@ -191,36 +193,20 @@ enum {
 
 /* ---- Lists of tables (smtpd_check.c) --------------------------------- */
 
-/* One table of a list: a dict, or the passwd database. */
-typedef struct smtpd_map {
-	dict_t *dict;		/* NULL for unix:passwd.byname or broken */
-	bool passwd;		/* answers keys without '@' with getpwnam */
-	char *spec;
-	char *broken;		/* why it could not be opened, or NULL */
-} smtpd_map_t;
-
-/* A parameter that lists tables (local_recipient_maps,
- * smtpd_sender_login_maps): each key is looked up in each table in
- * turn, the first found wins.  A table that cannot be opened is kept as
- * broken (a warning is logged; its lookups fail). */
-typedef struct smtpd_maps {
-	smtpd_map_t *v;
-	size_t n;
-	char *param;
-} smtpd_maps_t;
-
-/* NULL when value names no table. */
-smtpd_maps_t *smtpd_maps_open(const char *param, const char *value);
-void smtpd_maps_free(smtpd_maps_t *m);
-/* key in each table: 1 found (*value, if not NULL, valid until the next
- * lookup), 0 not found, -1 not found and a table failed (err). */
-int smtpd_maps_get(smtpd_maps_t *m, const char *key, const char **value,
-    str_t *err);
+/* A parameter that lists tables (smtpd_sender_login_maps, maps.h): each
+ * key is looked up in each table in turn, the first found wins, and a
+ * table that fails does not hide a later one that finds it.  A table
+ * that cannot be opened is kept as broken (a warning is logged; its
+ * lookups fail); unix:passwd.byname is answered with getpwnam().  NULL
+ * when value names no table; maps_free() frees it. */
+maps_t *smtpd_maps_open(const char *param, const char *value);
 /* An address: addr, addr without its recipient_delimiter extension;
  * then, with SMTPD_MAPS_LOCALPART, the local part with and without
- * extension; then, with SMTPD_MAPS_ATDOMAIN, "@domain". */
+ * extension; then, with SMTPD_MAPS_ATDOMAIN, "@domain".  1 found (*value, if
+ * not NULL, valid until the next lookup), 0 not found, -1 not found and
+ * a table failed (err). */
 enum { SMTPD_MAPS_LOCALPART = 1, SMTPD_MAPS_ATDOMAIN = 2 };
-int smtpd_maps_find_addr(const smtpd_cfg_t *cfg, smtpd_maps_t *m,
+int smtpd_maps_find_addr(const smtpd_cfg_t *cfg, maps_t *m,
     const char *addr, int flags, const char **value, str_t *err);
 
 /* ---- SMTP AUTH (smtpd_sasl.c) ---------------------------------------- */
@@ -231,13 +217,6 @@ enum {
 	SMTPD_SASL_P_DICTIONARY = 1 << 2, SMTPD_SASL_P_ACTIVE = 1 << 3,
 	SMTPD_SASL_P_FORWARD_SECRECY = 1 << 4,
 	SMTPD_SASL_P_MUTUAL_AUTH = 1 << 5,
-};
-/* smtpd_sasl_security_options */
-enum {
-	SMTPD_SASL_O_NOANONYMOUS = 1 << 0, SMTPD_SASL_O_NOPLAINTEXT = 1 << 1,
-	SMTPD_SASL_O_NOACTIVE = 1 << 2, SMTPD_SASL_O_NODICTIONARY = 1 << 3,
-	SMTPD_SASL_O_FORWARD_SECRECY = 1 << 4,
-	SMTPD_SASL_O_MUTUAL_AUTH = 1 << 5,
 };
 #define SMTPD_SASL_MECHS_MAX 32
 
@@ -282,12 +261,8 @@ struct smtpd_sasl_backend {
 smtpd_sasl_backend_t *smtpd_sasl_dovecot(const char *path,
     const char *service, int timeout_ms);
 
-/* "noanonymous, noplaintext" -> SMTPD_SASL_O_*; -1 with err. */
-int smtpd_sasl_options_parse(const char *value, unsigned *opts, str_t *err);
 /* May a mechanism with these properties be offered under opts? */
 bool smtpd_sasl_mech_allowed(unsigned props, unsigned opts);
-/* Strict base64 (RFC 4648, padded, no blanks); "" is valid. */
-bool smtpd_sasl_base64_ok(const char *s, size_t len);
 /* A SASL mechanism name (RFC 4422: 1-20 of A-Z 0-9 - _). */
 bool smtpd_sasl_mech_name_ok(const char *s, size_t len);
 
@@ -320,11 +295,11 @@ struct smtpd_cfg {
 	/* SMTP AUTH */
 	bool sasl_enable, tls_auth_only, tls_wrapper, sasl_header;
 	bool broken_sasl;
-	unsigned sasl_opts, sasl_tls_opts;	/* SMTPD_SASL_O_* */
+	unsigned sasl_opts, sasl_tls_opts;	/* SASL_OPT_* (sasl_opts.h) */
 	char *sasl_path, *sasl_service;
 	long sasl_timeout_ms;
 	size_t sasl_resp_limit;
-	smtpd_maps_t *login_maps;	/* smtpd_sender_login_maps, or NULL */
+	maps_t *login_maps;	/* smtpd_sender_login_maps, or NULL */
 	char *recipient_delimiter;
 	dns_resolver_t *dns;		/* NULL: created on first use */
 	bool dns_failed;

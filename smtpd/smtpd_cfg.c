@@ -87,9 +87,9 @@ static int load_sasl(smtpd_cfg_t *cfg, str_t *err)
 	cfg->sasl_resp_limit = (size_t)config_get_int("smtpd_sasl_response_limit");
 	cfg->sasl_path = xstrdup(config_get_str("smtpd_sasl_path"));
 	cfg->sasl_service = xstrdup(config_get_str("smtpd_sasl_service"));
-	if (smtpd_sasl_options_parse(config_get_str("smtpd_sasl_security_options"),
+	if (sasl_opts_parse(config_get_str("smtpd_sasl_security_options"),
 	    &cfg->sasl_opts, &why) < 0 ||
-	    smtpd_sasl_options_parse(config_get_str("smtpd_sasl_tls_security_options"),
+	    sasl_opts_parse(config_get_str("smtpd_sasl_tls_security_options"),
 	    &cfg->sasl_tls_opts, &why) < 0) {
 		str_setf(err, "smtpd_sasl_security_options: %s", str_cstr(&why));
 		str_release(&why);
@@ -287,7 +287,7 @@ void smtpd_cfg_free(smtpd_cfg_t *cfg)
 	addr_domlist_free(cfg->mydestination);
 	addr_domlist_free(cfg->relay_domains);
 	local_rcpt_free(cfg->lrcpt);
-	smtpd_maps_free(cfg->login_maps);
+	maps_free(cfg->login_maps);
 	free(cfg->sasl_path);
 	free(cfg->sasl_service);
 	if (cfg->forbidden) {

@@ -655,97 +655,44 @@ out:
 
 /* ---- Lists of tables ------------------------------------------------ */
 
-smtpd_maps_t *smtpd_maps_open(const char *param, const char *value)
+/* The passwd file is no lookup table of ours; it is answered with
+ * getpwnam() (in a chroot, the jail needs its own etc/passwd:
+ * doc/smtpd.md).  Account names in lower case, as local(8) delivers. */
+static int passwd_get(const char *key, const char **value)
 {
-	char *copy = xstrdup(value ? value : ""), *cp = copy, *t;
-	smtpd_maps_t *m = NULL;
+	char name[256];
 
-	while ((t = smtpd_list_token(&cp)) != NULL) {
-		smtpd_map_t *e;
-		if (m == NULL) {
-			m = xcalloc(1, sizeof(*m));
-			m->param = xstrdup(param);
-		}
-		m->v = xreallocarray(m->v, m->n + 1, sizeof(*m->v));
-		e = &m->v[m->n++];
-		memset(e, 0, sizeof(*e));
-		e->spec = xstrdup(t);
-		/* The passwd file is no lookup table of ours; it is answered
-		 * with getpwnam() (in a chroot, the jail needs its own
-		 * etc/passwd: doc/smtpd.md). */
-		if (strcmp(t, "unix:passwd.byname") == 0) {
-			e->passwd = true;
-			continue;
-		}
-		str_t err = STR_INIT;
-		e->dict = dict_open(t, 0, &err);
-		if (e->dict == NULL) {
-			e->broken = xstrdup(str_cstr(&err));
-			log_warning("%s: %s: %s; its lookups answer 451 4.3.0 "
-			    "until it can be read", param, t, e->broken);
-		}
-		str_release(&err);
+	if (*key == 0 || strchr(key, '@') != NULL ||
+	    !bcopy_str(name, sizeof(name), key))
+		return 0;
+	str_lower(name);
+	if (getpwnam(name) == NULL)
+		return 0;
+	if (value)
+		*value = key;
+	return 1;
+}
+
+static const maps_own_t passwd_map = { "unix:passwd.byname", passwd_get };
+
+maps_t *smtpd_maps_open(const char *param, const char *value)
+{
+	maps_t *m = maps_open(param, value, MAPS_FLAG_PAST_ERRORS, &passwd_map,
+	    NULL);
+
+	if (maps_count(m) == 0) {
+		maps_free(m);
+		return NULL;
 	}
-	free(copy);
+	for (size_t i = 0; i < maps_count(m); i++)
+		if (maps_broken(m, i) != NULL)
+			log_warning("%s: %s: %s; its lookups answer 451 4.3.0 "
+			    "until it can be read", param, maps_spec(m, i),
+			    maps_broken(m, i));
 	return m;
 }
 
-void smtpd_maps_free(smtpd_maps_t *m)
-{
-	if (m == NULL)
-		return;
-	for (size_t i = 0; i < m->n; i++) {
-		if (m->v[i].dict)
-			dict_close(m->v[i].dict);
-		free(m->v[i].spec);
-		free(m->v[i].broken);
-	}
-	free(m->v);
-	free(m->param);
-	free(m);
-}
-
-int smtpd_maps_get(smtpd_maps_t *m, const char *key, const char **value,
-    str_t *err)
-{
-	bool failed = false;
-
-	for (size_t i = 0; m && i < m->n; i++) {
-		smtpd_map_t *e = &m->v[i];
-		int rc;
-
-		if (e->broken) {
-			str_setf(err, "%s: %s", e->spec, e->broken);
-			failed = true;
-			continue;
-		}
-		if (e->passwd) {
-			/* Account names in lower case, as local(8) delivers. */
-			char name[256];
-			if (*key == 0 || strchr(key, '@') != NULL ||
-			    !bcopy_str(name, sizeof(name), key))
-				continue;
-			str_lower(name);
-			if (getpwnam(name) != NULL) {
-				if (value)
-					*value = key;
-				return 1;
-			}
-			continue;
-		}
-		rc = lookup(e->dict, key, value);
-		if (rc > 0)
-			return 1;
-		if (rc < 0) {
-			str_setf(err, "%s: %s", dict_spec(e->dict),
-			    dict_errmsg(e->dict));
-			failed = true;
-		}
-	}
-	return failed ? -1 : 0;
-}
-
-int smtpd_maps_find_addr(const smtpd_cfg_t *cfg, smtpd_maps_t *m,
+int smtpd_maps_find_addr(const smtpd_cfg_t *cfg, maps_t *m,
     const char *addr, int flags, const char **value, str_t *err)
 {
 	addr_split_t sp;
@@ -755,7 +702,7 @@ int smtpd_maps_find_addr(const smtpd_cfg_t *cfg, smtpd_maps_t *m,
 	int rc;
 
 #define TRY(key) do { \
-		rc = smtpd_maps_get(m, (key), value, err); \
+		rc = maps_get(m, (key), value, err); \
 		if (rc > 0) \
 			goto out; \
 		if (rc < 0) \

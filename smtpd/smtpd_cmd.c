@@ -130,26 +130,5 @@ bool smtpd_helo_ok(const char *arg, size_t len, const char **why)
 
 char *smtpd_list_token(char **cp)
 {
-	char *p = *cp, *start;
-	int depth = 0;
-
-	while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\r' || *p == '\n')
-		p++;
-	if (*p == '\0') {
-		*cp = p;
-		return NULL;
-	}
-	for (start = p; *p != '\0'; p++) {
-		if (*p == '{')
-			depth++;
-		else if (*p == '}' && depth > 0)
-			depth--;
-		else if (depth == 0 && (*p == ' ' || *p == '\t' || *p == ',' ||
-		    *p == '\r' || *p == '\n'))
-			break;
-	}
-	if (*p != '\0')
-		*p++ = '\0';
-	*cp = p;
-	return start;
+	return maps_token_cut(cp);
 }

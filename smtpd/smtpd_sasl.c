@@ -32,6 +32,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include "base64.h"
 #include "log.h"
 #include "mem.h"
 #include "smtpd.h"
@@ -56,92 +57,22 @@ static const struct {
 	{ "mutual-auth", SMTPD_SASL_P_MUTUAL_AUTH },
 };
 
-int smtpd_sasl_options_parse(const char *value, unsigned *opts, str_t *err)
-{
-	static const struct {
-		const char *word;
-		unsigned bit;
-	} words[] = {
-		{ "noanonymous", SMTPD_SASL_O_NOANONYMOUS },
-		{ "noplaintext", SMTPD_SASL_O_NOPLAINTEXT },
-		{ "noactive", SMTPD_SASL_O_NOACTIVE },
-		{ "nodictionary", SMTPD_SASL_O_NODICTIONARY },
-		{ "forward_secrecy", SMTPD_SASL_O_FORWARD_SECRECY },
-		{ "mutual_auth", SMTPD_SASL_O_MUTUAL_AUTH },
-	};
-	char *copy = xstrdup(value), *cp = copy, *t;
-	int rc = 0;
-
-	*opts = 0;
-	while ((t = smtpd_list_token(&cp)) != NULL) {
-		size_t k;
-		for (k = 0; k < sizeof(words) / sizeof(words[0]); k++)
-			if (strcasecmp(t, words[k].word) == 0)
-				break;
-		if (k == sizeof(words) / sizeof(words[0])) {
-			str_setf(err, "unknown SASL security option \"%s\"", t);
-			rc = -1;
-			break;
-		}
-		*opts |= words[k].bit;
-	}
-	free(copy);
-	return rc;
-}
-
 bool smtpd_sasl_mech_allowed(unsigned props, unsigned opts)
 {
-	if ((opts & SMTPD_SASL_O_NOANONYMOUS) && (props & SMTPD_SASL_P_ANONYMOUS))
+	if ((opts & SASL_OPT_NOANONYMOUS) && (props & SMTPD_SASL_P_ANONYMOUS))
 		return false;
-	if ((opts & SMTPD_SASL_O_NOPLAINTEXT) && (props & SMTPD_SASL_P_PLAINTEXT))
+	if ((opts & SASL_OPT_NOPLAINTEXT) && (props & SMTPD_SASL_P_PLAINTEXT))
 		return false;
-	if ((opts & SMTPD_SASL_O_NOACTIVE) && (props & SMTPD_SASL_P_ACTIVE))
+	if ((opts & SASL_OPT_NOACTIVE) && (props & SMTPD_SASL_P_ACTIVE))
 		return false;
-	if ((opts & SMTPD_SASL_O_NODICTIONARY) && (props & SMTPD_SASL_P_DICTIONARY))
+	if ((opts & SASL_OPT_NODICTIONARY) && (props & SMTPD_SASL_P_DICTIONARY))
 		return false;
-	if ((opts & SMTPD_SASL_O_FORWARD_SECRECY) &&
+	if ((opts & SASL_OPT_FORWARD_SECRECY) &&
 	    !(props & SMTPD_SASL_P_FORWARD_SECRECY))
 		return false;
-	if ((opts & SMTPD_SASL_O_MUTUAL_AUTH) && !(props & SMTPD_SASL_P_MUTUAL_AUTH))
+	if ((opts & SASL_OPT_MUTUAL_AUTH) && !(props & SMTPD_SASL_P_MUTUAL_AUTH))
 		return false;
 	return true;
-}
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-bool smtpd_sasl_base64_ok(const char *s, size_t len)
-{
-	size_t pad = 0;
-
-	if (len % 4 != 0)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '=') {
-			/* only at the end, at most two */
-			if (i < len - 2)
-				return false;
-			pad++;
-			continue;
-		}
-		if (pad > 0 || b64_value(c) < 0)
-			return false;
-	}
-	/* "=" after the next-to-last only if the last is "=" too */
-	return pad == 0 || s[len - 1] == '=';
 }
 
 bool smtpd_sasl_mech_name_ok(const char *s, size_t len)
@@ -404,7 +335,7 @@ static enum smtpd_sasl_status dv_answer(dovecot_t *d, str_t *out, str_t *user)
 		goto broken;
 	}
 	if (strcmp(f[0], "CONT") == 0) {
-		if (n < 3 || !smtpd_sasl_base64_ok(f[2], strlen(f[2]))) {
+		if (n < 3 || !base64_well_formed(f[2], strlen(f[2]))) {
 			str_set(&why, "malformed CONT reply");
 			goto broken;
 		}
@@ -419,7 +350,7 @@ static enum smtpd_sasl_status dv_answer(dovecot_t *d, str_t *out, str_t *user)
 				unescape(f[i] + 5, user);
 				have_user = user->len > 0;
 			} else if (strncmp(f[i], "resp=", 5) == 0) {
-				if (!smtpd_sasl_base64_ok(f[i] + 5, strlen(f[i] + 5))) {
+				if (!base64_well_formed(f[i] + 5, strlen(f[i] + 5))) {
 					str_set(&why, "malformed final response");
 					goto broken;
 				}

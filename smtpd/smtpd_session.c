@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include "base64.h"
 #include "log.h"
 #include "mem.h"
 #include "server.h"
@@ -560,7 +561,7 @@ static void cmd_auth(sess_t *ss, const smtpd_cmd_t *c)
 		/* "=" is an empty initial response (RFC 4954 section 4) */
 		if (rest == 1 && p[0] == '=')
 			resp = xstrdup("");
-		else if (!smtpd_sasl_base64_ok(p, rest)) {
+		else if (!base64_well_formed(p, rest)) {
 			log_warning("%s: SASL %s authentication failed: malformed "
 			    "base64 in the initial response", ss->namaddr, mech);
 			fail(ss, 501, "5.5.2", "Error: invalid base64 data in the "
@@ -616,7 +617,7 @@ static void cmd_auth(sess_t *ss, const smtpd_cmd_t *c)
 			fail(ss, 501, "5.7.0", "Authentication aborted");
 			goto out;
 		}
-		if (!smtpd_sasl_base64_ok(ss->line.buf ? ss->line.buf : "",
+		if (!base64_well_formed(ss->line.buf ? ss->line.buf : "",
 		    ss->line.len)) {
 			b->abort(b);
 			log_warning("%s: SASL %s authentication failed: malformed "

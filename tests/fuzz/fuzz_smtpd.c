@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base64.h"
 #include "log.h"
 #include "pconfig.h"
 #include "smtpd/smtpd.h"
@@ -184,7 +185,7 @@ static enum smtpd_sasl_status fs_start(smtpd_sasl_backend_t *b,
 
 	check(!f->pending);
 	check(req->resp == NULL ||
-	    smtpd_sasl_base64_ok(req->resp, strlen(req->resp)));
+	    base64_well_formed(req->resp, strlen(req->resp)));
 	str_reset(out);
 	str_reset(user);
 	f->pending = true;
@@ -220,7 +221,7 @@ static enum smtpd_sasl_status fs_next(smtpd_sasl_backend_t *b,
 	fsasl_t *f = (fsasl_t *)b;
 
 	check(f->pending);
-	check(smtpd_sasl_base64_ok(resp, strlen(resp)));
+	check(base64_well_formed(resp, strlen(resp)));
 	str_reset(out);
 	str_reset(user);
 	return fs_answer(f, resp, out, user);

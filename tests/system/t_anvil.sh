@@ -457,6 +457,32 @@ protocol_cleanup() {
 	stop_instance
 }
 
+atf_test_case idle_exit cleanup
+idle_exit_head() {
+	atf_set descr "anvil, never recycled by max_use, exits after max_idle" \
+	    "with no client and nothing counted, not before; master starts" \
+	    "a new one for the next request"
+	atf_set require.progs python3
+}
+idle_exit_body() {
+	anvil_instance "max_idle = 1s" "anvil_rate_time_unit = 3s"
+	# Something counted: kept past max_idle, until it expires.
+	atf_check -o match:"^status=0 rate=1$" ./anvilq auth smtp:192.0.2.9
+	apid=$(pids_of anvil)
+	[ -n "$apid" ] || atf_fail "no anvil process"
+	sleep 2
+	kill -0 "$apid" 2>/dev/null || atf_fail "anvil left with a count kept"
+	WAIT_MAX=100 wait_for pid_gone "$apid" ||
+	    atf_fail "anvil did not exit after max_idle"
+	atf_check -o match:"^status=0 count=0 rate=0 " ./anvilq lookup smtp:192.0.2.9
+	[ -n "$(pids_of anvil)" ] && [ "$(pids_of anvil)" != "$apid" ] ||
+	    atf_fail "no new anvil process"
+	assert_log_clean
+}
+idle_exit_cleanup() {
+	stop_instance
+}
+
 atf_test_case statistics cleanup
 statistics_head() {
 	atf_set descr "every anvil_status_update_time anvil logs the peaks" \
@@ -511,4 +537,5 @@ atf_init_test_cases() {
 	atf_add_test_case anvil_down
 	atf_add_test_case protocol
 	atf_add_test_case statistics
+	atf_add_test_case idle_exit
 }

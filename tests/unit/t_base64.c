@@ -94,11 +94,47 @@ ATF_TC_BODY(strict_decoder, tc)
 	str_release(&s);
 }
 
+/* The form alone, as smtpd checks a client's SASL response before it
+ * goes to the authentication server: padded, no blanks, "" is fine; the
+ * unused bits of a padded group are the decoder's business. */
+ATF_TC_WITHOUT_HEAD(well_formed);
+ATF_TC_BODY(well_formed, tc)
+{
+	static const struct {
+		const char *s;
+		bool ok;
+	} b64[] = {
+		{ "", true }, { "AGFsaWNlAHB3", true }, { "YWxpY2U=", true },
+		{ "cHc=", true }, { "YQ==", true }, { "+/+/", true },
+		{ "Zh==", true }, { "Zm9=", true },
+		{ "YQ=", false }, { "YQ", false }, { "Y===", false },
+		{ "YQ==YQ==", false }, { "Y=Q=", false }, { "YW xp", false },
+		{ "YWxp\tY2U=", false }, { "*", false }, { "=", false },
+		{ "====", false }, { "=Zm9", false }, { "Zm=v", false },
+		{ "YWx-", false }, { "YWx_", false }, { "YWxpY2U=\n", false },
+		{ "Zm9vYg=\x80", false },
+	};
+	str_t d = STR_INIT;
+
+	for (size_t i = 0; i < sizeof(b64) / sizeof(b64[0]); i++) {
+		size_t n = strlen(b64[i].s);
+
+		ATF_CHECK_MSG(base64_well_formed(b64[i].s, n) == b64[i].ok,
+		    "\"%s\"", b64[i].s);
+		/* What decodes is well formed. */
+		str_reset(&d);
+		if (base64_decode(&d, b64[i].s, n))
+			ATF_CHECK_MSG(b64[i].ok, "\"%s\" decoded", b64[i].s);
+	}
+	str_release(&d);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, rfc4648_vectors);
 	ATF_TP_ADD_TC(tp, plain_response);
 	ATF_TP_ADD_TC(tp, round_trip);
 	ATF_TP_ADD_TC(tp, strict_decoder);
+	ATF_TP_ADD_TC(tp, well_formed);
 	return atf_no_error();
 }

@@ -38,7 +38,7 @@ static void sasl_cfg(void)
 	cfg_init();
 	/* The scripted server has no TLS: these tests allow plaintext
 	 * mechanisms unless they test the default. */
-	cfg.sasl.opts = cfg.sasl.tls_opts = SMTP_SASL_NOANONYMOUS;
+	cfg.sasl.opts = cfg.sasl.tls_opts = SASL_OPT_NOANONYMOUS;
 }
 
 static void deliver_as(delivery_t *d, smtp_client_t *cl, int port,
@@ -276,7 +276,7 @@ SMTP_TC(plaintext_default_no_auth)
 
 	(void)tc;
 	cfg_init();
-	ATF_REQUIRE_EQ(cfg.sasl.opts, SMTP_SASL_NOPLAINTEXT | SMTP_SASL_NOANONYMOUS);
+	ATF_REQUIRE_EQ(cfg.sasl.opts, SASL_OPT_NOPLAINTEXT | SASL_OPT_NOANONYMOUS);
 	run(&d, script, alice, &slog);
 	CHECK_RCPT(&d, 0, SMTP_R_DEFER, "4.7.0", "SASL authentication failed; "
 	    "cannot authenticate to server 127.0.0.1[127.0.0.1]: no mechanism "

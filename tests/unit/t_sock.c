@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "sock.h"
 
@@ -607,8 +608,38 @@ ATF_TC_BODY(fd_with_data, tc)
 	close(p[1]);
 }
 
+/* A client socket made blocking with a timeout: a receive with nothing
+ * to read gives up after about the timeout, with EAGAIN. */
+ATF_TC_WITHOUT_HEAD(blocking_timeout);
+ATF_TC_BODY(blocking_timeout, tc)
+{
+	int sv[2];
+	char c;
+	struct timespec t0, t1;
+	long ms;
+	ssize_t n;
+
+	ATF_REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	ATF_REQUIRE(sock_set_nonblock(sv[0], true) == 0);
+	ATF_REQUIRE(sock_set_blocking_timeout(sv[0], 200) == 0);
+	ATF_CHECK((fcntl(sv[0], F_GETFL) & O_NONBLOCK) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	n = recv(sv[0], &c, 1, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ATF_CHECK_EQ(n, -1);
+	ATF_CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+	    (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	ATF_CHECK_MSG(ms >= 150 && ms < 5000, "%ld ms", ms);
+	ATF_REQUIRE(write(sv[1], "x", 1) == 1);
+	ATF_CHECK_EQ(recv(sv[0], &c, 1, 0), 1);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
+	ATF_TP_ADD_TC(tp, blocking_timeout);
 	ATF_TP_ADD_TC(tp, tcp4_loopback);
 	ATF_TP_ADD_TC(tp, tcp6_loopback);
 	ATF_TP_ADD_TC(tp, listen_addrs_shared_port);

@@ -1,0 +1,200 @@
+/* Lists of lookup tables (maps.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "dict.h"
+#include "maps.h"
+#include "mem.h"
+
+typedef struct maps_entry {
+	char *spec;
+	dict_t *dict;		/* NULL when own or broken */
+	const maps_own_t *own;
+	char *broken;		/* why dict_open failed, or NULL */
+} maps_entry_t;
+
+struct maps {
+	char *param;
+	int flags;
+	maps_entry_t *v;
+	size_t n;
+	const char *failed_spec;	/* the last lookup's failure */
+	const char *failed_reason;
+};
+
+static bool separator(char c)
+{
+	return c != '\0' && strchr(MAPS_SEPARATORS, c) != NULL;
+}
+
+int maps_token(const char **pp, const char **tok, size_t *len)
+{
+	const char *p = *pp, *start;
+	int depth = 0;
+
+	while (separator(*p))
+		p++;
+	if (*p == '\0') {
+		*pp = p;
+		return 0;
+	}
+	/* Separators inside braces belong to the entry. */
+	for (start = p; *p != '\0'; p++) {
+		if (*p == '{')
+			depth++;
+		else if (*p == '}' && depth > 0)
+			depth--;
+		else if (depth == 0 && separator(*p))
+			break;
+	}
+	*tok = start;
+	*len = (size_t)(p - start);
+	*pp = p;
+	return depth > 0 ? -1 : 1;
+}
+
+char *maps_token_cut(char **cp)
+{
+	const char *p = *cp, *tok;
+	size_t len;
+	char *t;
+
+	if (maps_token(&p, &tok, &len) == 0) {
+		*cp += p - *cp;		/* at the end */
+		return NULL;
+	}
+	t = *cp + (tok - *cp);		/* the same bytes, writable */
+	*cp = t + len;
+	if (**cp != '\0')
+		*(*cp)++ = '\0';
+	return t;
+}
+
+maps_t *maps_open(const char *param, const char *spec, int flags,
+    const maps_own_t *own, str_t *err)
+{
+	maps_t *m = xcalloc(1, sizeof(*m));
+	const char *p = spec != NULL ? spec : "", *tok;
+	size_t len;
+	int rc;
+
+	m->param = xstrdup(param);
+	m->flags = flags;
+	while ((rc = maps_token(&p, &tok, &len)) != 0) {
+		maps_entry_t *e;
+		str_t why = STR_INIT;
+
+		if (rc < 0 && (flags & MAPS_FLAG_STRICT)) {
+			str_setf(err, "%s: missing '}'", param);
+			goto fail;
+		}
+		m->v = xreallocarray(m->v, m->n + 1, sizeof(*m->v));
+		e = &m->v[m->n++];
+		memset(e, 0, sizeof(*e));
+		e->spec = xstrndup(tok, len);
+		if (own != NULL && strcmp(e->spec, own->spec) == 0) {
+			e->own = own;
+			continue;
+		}
+		e->dict = dict_open(e->spec, 0, &why);
+		if (e->dict == NULL) {
+			if (flags & MAPS_FLAG_STRICT) {
+				str_setf(err, "%s: %s", param, str_cstr(&why));
+				str_release(&why);
+				goto fail;
+			}
+			e->broken = xstrdup(str_cstr(&why));
+		}
+		str_release(&why);
+	}
+	return m;
+fail:
+	maps_free(m);
+	return NULL;
+}
+
+void maps_free(maps_t *m)
+{
+	if (m == NULL)
+		return;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->v[i].dict != NULL)
+			dict_close(m->v[i].dict);
+		free(m->v[i].spec);
+		free(m->v[i].broken);
+	}
+	free(m->v);
+	free(m->param);
+	free(m);
+}
+
+const char *maps_param(const maps_t *m)
+{
+	return m->param;
+}
+
+size_t maps_count(const maps_t *m)
+{
+	return m->n;
+}
+
+const char *maps_spec(const maps_t *m, size_t i)
+{
+	return m->v[i].spec;
+}
+
+const char *maps_broken(const maps_t *m, size_t i)
+{
+	return m->v[i].broken;
+}
+
+/* One entry: 1 found, 0 not found, -1 failed (m->failed_*). */
+static int entry_get(maps_t *m, maps_entry_t *e, const char *key,
+    const char **value)
+{
+	if (e->own != NULL)
+		return e->own->get(key, value) > 0;
+	if (e->broken != NULL) {
+		m->failed_spec = e->spec;
+		m->failed_reason = e->broken;
+		return -1;
+	}
+	switch (dict_get(e->dict, key, value)) {
+	case DICT_STAT_FOUND:
+		return 1;
+	case DICT_STAT_ERROR:
+		m->failed_spec = dict_spec(e->dict);
+		m->failed_reason = dict_errmsg(e->dict);
+		return -1;
+	default:
+		return 0;
+	}
+}
+
+int maps_get(maps_t *m, const char *key, const char **value, str_t *why)
+{
+	bool failed = false;
+
+	m->failed_spec = m->failed_reason = NULL;
+	for (size_t i = 0; i < m->n; i++) {
+		int rc = entry_get(m, &m->v[i], key, value);
+
+		if (rc > 0)
+			return 1;
+		if (rc < 0) {
+			if (why != NULL)
+				str_setf(why, "%s: %s", m->failed_spec,
+				    m->failed_reason);
+			failed = true;
+			if (!(m->flags & MAPS_FLAG_PAST_ERRORS))
+				break;
+		}
+	}
+	return failed ? -1 : 0;
+}
+
+const char *maps_failed(const maps_t *m, const char **reason)
+{
+	if (reason != NULL)
+		*reason = m->failed_reason;
+	return m->failed_spec;
+}

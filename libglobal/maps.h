@@ -1,0 +1,73 @@
+/* Lists of lookup tables: the value of a parameter such as
+ * smtp_sasl_password_maps or smtpd_sender_login_maps, "type:name"
+ * entries separated by commas and/or white space, each opened with
+ * dict_open (dict.h) and asked in turn, the first that finds a key
+ * answering.
+ *
+ * maps_token() is the one tokeniser of such lists: the braces of
+ * "inline:{ a=x, b=y }" (nested ones too) keep their separators, so
+ * that table is one entry. */
+#ifndef PETREL_MAPS_H
+#define PETREL_MAPS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include "str.h"
+
+/* The separators of a list: blanks and commas. */
+#define MAPS_SEPARATORS	", \t\r\n"
+
+/* The next entry of the list at *pp: *tok and *len get it and *pp moves
+ * past it.  1 an entry, 0 none left, -1 an entry with a '{' never
+ * closed (it runs to the end of the list). */
+int maps_token(const char **pp, const char **tok, size_t *len);
+/* The same on a writable copy: the entry is cut out (NUL-terminated in
+ * place) and returned, NULL when none is left; an entry with a '{'
+ * never closed is returned as it is, to the end of the list. */
+char *maps_token_cut(char **cp);
+
+typedef struct maps maps_t;
+
+/* The caller's own answer for one entry, which is then not opened with
+ * dict_open (smtpd answers unix:passwd.byname with getpwnam): 1 found
+ * (*value, when value is not NULL), 0 not found. */
+typedef struct maps_own {
+	const char *spec;	/* the entry, spelled exactly so */
+	int (*get)(const char *key, const char **value);
+} maps_own_t;
+
+enum {
+	/* A table that cannot be opened, or a '{' never closed, makes
+	 * maps_open fail (NULL, err "param: reason" or "param: missing
+	 * '}'") at the first such entry.  Without it the entry is kept as
+	 * broken (its reason: what dict_open said) and its lookups fail. */
+	MAPS_FLAG_STRICT = 1 << 0,
+	/* A table that fails does not end a lookup: a later one that finds
+	 * the key answers, and the lookup fails only when none does.
+	 * Without it the first table that fails ends the lookup. */
+	MAPS_FLAG_PAST_ERRORS = 1 << 1,
+};
+
+/* Opens the tables that spec (NULL: none) lists, for parameter param.
+ * own may be NULL.  An empty list gives an empty maps_t. */
+maps_t *maps_open(const char *param, const char *spec, int flags,
+    const maps_own_t *own, str_t *err);
+void maps_free(maps_t *m);
+
+const char *maps_param(const maps_t *m);
+size_t maps_count(const maps_t *m);
+/* Entry i: as written, and why it could not be opened (NULL when it
+ * was). */
+const char *maps_spec(const maps_t *m, size_t i);
+const char *maps_broken(const maps_t *m, size_t i);
+
+/* Looks key up in each table in order: 1 found (*value, when value is
+ * not NULL, valid until the next lookup), 0 not found, -1 a table failed
+ * (a lookup error, or a broken table): why, when not NULL, gets "spec:
+ * reason", and maps_failed() tells the same in parts. */
+int maps_get(maps_t *m, const char *key, const char **value, str_t *why);
+/* After maps_get returned -1: the spec of the table that failed (the
+ * last one with MAPS_FLAG_PAST_ERRORS); *reason gets why.  Valid until
+ * the next lookup. */
+const char *maps_failed(const maps_t *m, const char **reason);
+
+#endif
