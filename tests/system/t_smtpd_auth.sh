@@ -18,7 +18,7 @@ BUILDDIR=@BUILDDIR@
 # (the default smtpd_sasl_path, relative to the queue directory); smtpd
 # on $port with STARTTLS and AUTH; cleanup.  127.0.0.1 is not in
 # mynetworks: only a login lets it relay.  $smtpd_args: more arguments
-# for smtpd (-v).
+# for smtpd (-v); $with_anvil set: anvil runs too (client rate limits).
 auth_instance() {
 	make_cert
 	port=$(free_port)
@@ -33,7 +33,13 @@ auth_instance() {
 	    "smtpd_sasl_auth_enable = yes" \
 	    "smtpd_relay_restrictions = permit_mynetworks, permit_sasl_authenticated, reject_unauth_destination" \
 	    "$@"
-	mcf "$port inet n - n - - smtpd ${smtpd_args:-}" "cleanup unix n - n - 0 cleanup"
+	if [ -n "${with_anvil:-}" ]; then
+		mcf "$port inet n - n - - smtpd ${smtpd_args:-}" \
+		    "cleanup unix n - n - 0 cleanup" "anvil unix - - n - 1 anvil"
+	else
+		mcf "$port inet n - n - - smtpd ${smtpd_args:-}" \
+		    "cleanup unix n - n - 0 cleanup"
+	fi
 	# petrel check makes the queue tree, where Dovecot puts its socket.
 	atf_check -s exit:0 -o ignore -e ignore $PETREL -c $PWD/etc check
 	dovecot_start $PWD/q/private/auth
@@ -519,6 +525,41 @@ unprivileged_body() {
 }
 unprivileged_cleanup() { auth_cleanup; }
 
+atf_test_case auth_rate_limit cleanup
+auth_rate_limit_head() {
+	atf_set descr "smtpd_client_auth_rate_limit: the AUTH command over the" \
+	    "limit gets 450 4.7.1 before Dovecot is asked, also in the next" \
+	    "session (anvil counts for all smtpd processes); a warning is logged"
+}
+auth_rate_limit_body() {
+	with_anvil=1 auth_instance "smtpd_client_auth_rate_limit = 2" \
+	    "smtpd_client_event_limit_exceptions ="
+	write_sess
+	cat > rate.in <<EOF
+AUTH PLAIN $(b64 '\0alice\0wrong-secret')
+AUTH PLAIN $(b64 '\0alice\0wrong-secret')
+AUTH PLAIN $(b64 '\0alice\0wonderland')
+QUIT
+EOF
+	python3 sess.py $port starttls < rate.in > rate.out 2>&1
+	cat > expected <<'EOF'
+535 5.7.8 Error: authentication failed
+535 5.7.8 Error: authentication failed
+450 4.7.1 Error: too many AUTH commands from 127.0.0.1
+221 2.0.0 Bye
+EOF
+	sed -n '/^--- ready$/,$p' rate.out | sed 1d > got
+	diff -u expected got || atf_fail "AUTH over its rate: $(cat rate.out)"
+	# A new session: anvil still counts, so the right password gets no
+	# further than the limit.
+	printf 'AUTH PLAIN %s\nQUIT\n' "$(b64 '\0alice\0wonderland')" |
+	    python3 sess.py $port starttls > rate2.out 2>&1
+	grep -q '^450 4.7.1 Error: too many AUTH commands from 127.0.0.1$' rate2.out ||
+	    atf_fail "next session: $(cat rate2.out)"
+	grep_wait maillog "warning: AUTH command rate limit exceeded: 3 from unknown\[127.0.0.1\] for service $port"
+}
+auth_rate_limit_cleanup() { auth_cleanup; }
+
 atf_test_case start_warnings cleanup
 start_warnings_head() {
 	atf_set descr "smtpd warns at start about AUTH that can never be" \
@@ -580,6 +621,7 @@ atf_init_test_cases() {
 	atf_add_test_case backend_down
 	atf_add_test_case received_header
 	atf_add_test_case unprivileged
+	atf_add_test_case auth_rate_limit
 	atf_add_test_case start_warnings
 	atf_add_test_case config
 }
