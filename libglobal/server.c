@@ -900,6 +900,11 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	/* Configuration, then master.cf's -o settings on top. */
 	if (config_dir == NULL)
 		config_dir = DEF_CONFIG_DIR;
+	/* Warnings about main.cf (unknown names, Postfix parameters Petrel
+	 * lacks) are master's to log, once at start and at each reload: a
+	 * daemon that logged them too would repeat them at every process
+	 * start.  Errors still stop the daemon with their reason. */
+	config_defer_warnings();
 	if (config_load(config_dir) < 0)
 	{
 		log_lines(LOG_LVL_ERROR, config_errors());

@@ -208,6 +208,9 @@ int main(int argc, char **argv)
 		log_fatal("configuration directory %s: %s", config_dir, strerror(errno));
 	master.config_dir = real;
 
+	/* main.cf's warnings are logged below, once the log is set up (and
+	 * by nobody else: the daemons leave them to master). */
+	config_defer_warnings();
 	if (config_load(master.config_dir) < 0)
 	{
 		log_lines(LOG_LVL_ERROR, config_errors());
@@ -231,6 +234,7 @@ int main(int argc, char **argv)
 
 	setup_logging();
 	log_also_stderr(1);
+	config_log_warnings();
 	/* Services of a Postfix master.cf whose daemon Petrel does not have
 	 * are left out, with a warning (petrel check says the same). */
 	if (postfix_mastercf_filter(master.mcf, config_get_str("daemon_directory"),

@@ -549,6 +549,7 @@ void master_reload(void)
 		config_load_text(str_cstr(&oldtext), str_cstr(&path));
 		goto out;
 	}
+	config_log_warnings();
 	str_setf(&path, "%s/master.cf", master.config_dir);
 	mcf = mastercf_load(str_cstr(&path), &errors);
 	if (mcf == NULL || str_len(&errors) > 0) {

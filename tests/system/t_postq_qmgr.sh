@@ -234,11 +234,12 @@ delete_in_delivery_body() {
 	atf_check -s exit:0 $TS trigger-send q/public/qmgr I
 	WAIT_MAX=100 wait_for in_log "$M: from=<.*(queue active)" || atf_fail "$M not active"
 	atf_check -s exit:0 -e inline:'postsuper: Deleted: 1 message\n' $PS -c $PWD/etc -d $M
-	# qmgr did it after the delivery in flight ended, and said so
-	in_log "qmgr\[[0-9]*\]: $M: stopping delivery: delete requested by administrator" ||
+	# qmgr did it after the delivery in flight ended, and said so (the
+	# lines reach maillog_file through master, maybe after the reply)
+	wait_for in_log "qmgr\[[0-9]*\]: $M: stopping delivery: delete requested by administrator" ||
 	    atf_fail "no stop line"
-	in_log "qmgr\[[0-9]*\]: $M: removed" || atf_fail "no removal line"
-	in_log "$M: to=<slow+5@t.example>.*status=deferred (delivery stopped: message deleted by administrator)" ||
+	wait_for in_log "qmgr\[[0-9]*\]: $M: removed" || atf_fail "no removal line"
+	wait_for in_log "$M: to=<slow+5@t.example>.*status=deferred (delivery stopped: message deleted by administrator)" ||
 	    atf_fail "pending recipients not stopped"
 	not_in_queue active $M && not_in_queue deferred $M || atf_fail "$M still queued"
 	[ $(count "$M t.example slow" agent.log) -le 2 ] || atf_fail "all were delivered"
