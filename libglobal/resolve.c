@@ -45,6 +45,7 @@ struct resolver {
 	addr_domlist_t *mydest;
 	addr_domlist_t *relay;
 	addr_domlist_t *virt;	/* virtual_mailbox_domains */
+	addr_domlist_t *valias;	/* virtual_alias_domains */
 	dict_t **tmaps;
 	size_t ntmaps;
 	route_t local, relayc, deflt, virtc;
@@ -256,6 +257,9 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 	if (!(res->virt = addr_domlist_new("virtual_mailbox_domains",
 	    cfg->virtual_mailbox_domains, 0, err)))
 		goto fail;
+	if (!(res->valias = addr_domlist_new("virtual_alias_domains",
+	    cfg->virtual_alias_domains, 0, err)))
+		goto fail;
 	str_setf(&def, "local:%s", res->myhostname);
 	if (!route_parse(&res->local, "local_transport", cfg->local_transport ?
 	    cfg->local_transport : str_cstr(&def), err) ||
@@ -314,6 +318,7 @@ resolver_t *resolver_from_config(str_t *err)
 	c.relay_domains = config_get_str("relay_domains");
 	c.virtual_mailbox_domains = config_get_str("virtual_mailbox_domains");
 	c.virtual_transport = config_get_str("virtual_transport");
+	c.virtual_alias_domains = config_get_str("virtual_alias_domains");
 	c.transport_maps = config_get_str("transport_maps");
 	c.relayhost = config_get_str("relayhost");
 	c.default_transport = config_get_str("default_transport");
@@ -349,6 +354,7 @@ void resolver_free(resolver_t *res)
 	addr_domlist_free(res->mydest);
 	addr_domlist_free(res->relay);
 	addr_domlist_free(res->virt);
+	addr_domlist_free(res->valias);
 	for (size_t i = 0; i < res->ntmaps; i++)
 		dict_close(res->tmaps[i]);
 	free(res->tmaps);
@@ -455,6 +461,13 @@ done:
 	return r;
 }
 
+/* A recipient of virtual_alias_domains that cleanup did not rewrite
+ * through virtual_alias_maps has no mailbox anywhere (Postfix's
+ * wording). */
+static const route_t valias_route = {
+	(char *)"error", (char *)"5.1.1 User unknown in virtual alias table"
+};
+
 static resolve_status_t compute(resolver_t *res, const char *addr,
     resolve_reply_t *out)
 {
@@ -520,6 +533,11 @@ static resolve_status_t compute(resolver_t *res, const char *addr,
 		if (r < 0)
 			goto table_error;
 		out->flags |= RESOLVE_CLASS_LOCAL;
+	} else if (!literal && ((which = "virtual_alias_domains"),
+	    (r = addr_domlist_match(res->valias, domain, &key)) != 0)) {
+		if (r < 0)
+			goto table_error;
+		out->flags |= RESOLVE_CLASS_ALIAS;
 	} else if (!literal && ((which = "virtual_mailbox_domains"),
 	    (r = addr_domlist_match(res->virt, domain, &key)) != 0)) {
 		if (r < 0)
@@ -536,6 +554,7 @@ static resolve_status_t compute(resolver_t *res, const char *addr,
 
 	/* 2. the class's route. */
 	rt = (out->flags & RESOLVE_CLASS_LOCAL) ? &res->local :
+	    (out->flags & RESOLVE_CLASS_ALIAS) ? &valias_route :
 	    (out->flags & RESOLVE_CLASS_VIRTUAL) ? &res->virtc :
 	    (out->flags & RESOLVE_CLASS_RELAY) ? &res->relayc : &res->deflt;
 	str_set(&out->transport, rt->transport);

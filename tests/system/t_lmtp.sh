@@ -312,6 +312,45 @@ per_recipient_cleanup() {
 	lmtp_cleanup
 }
 
+atf_test_case aliases cleanup
+aliases_head() {
+	atf_set descr "virtual_alias_domains and virtual_alias_maps with virtual mailbox domains: aliases delivered over LMTP, unknown alias-domain recipients refused at RCPT, an alias accepted in a mailbox domain"
+	atf_set require.progs python3
+	atf_set timeout 60
+}
+aliases_body() {
+	lmtp_users
+	printf '%s\n' 'info@alias.test alice@one.test' \
+	    'sales@one.test bob@two.test' > valias
+	dovecot_lmtp_start $PWD/dovecot/lmtp "$(free_port)"
+	lmtp_instance "lmtp:unix:$PWD/dovecot/lmtp" \
+	    "virtual_alias_domains = alias.test" \
+	    "virtual_alias_maps = texthash:$PWD/valias"
+	send dave@two.test info@alias.test sales@one.test nobody@alias.test \
+	    > send.out
+	cat send.out
+	atf_check -s exit:0 -o ignore grep '^info@alias.test 250' send.out
+	# Not in virtual_mailbox_maps, but an alias: accepted.
+	atf_check -s exit:0 -o ignore grep '^sales@one.test 250' send.out
+	atf_check -s exit:0 -o ignore grep \
+	    '^nobody@alias.test 550 5.1.1 <nobody@alias.test>: Recipient address rejected: User unknown in virtual alias table' \
+	    send.out
+	wait_for lines_ge 2 'status=sent' maillog ||
+	    { cat maillog dovecot/dovecot.log; atf_fail "aliases not delivered"; }
+	atf_check -s exit:0 -o ignore grep \
+	    'to=<alice@one.test>, orig_to=<info@alias.test>, relay=localhost\[.*status=sent' \
+	    maillog
+	atf_check -s exit:0 -o ignore grep \
+	    'to=<bob@two.test>, orig_to=<sales@one.test>, relay=localhost\[.*status=sent' \
+	    maillog
+	assert_count alice@one.test 1
+	assert_count bob@two.test 1
+	assert_log_clean
+}
+aliases_cleanup() {
+	lmtp_cleanup
+}
+
 atf_test_case config cleanup
 config_head() {
 	atf_set descr "a virtual_transport that names no master.cf service: petrel check warns"
@@ -337,5 +376,6 @@ atf_init_test_cases() {
 	atf_add_test_case unix_socket
 	atf_add_test_case tcp
 	atf_add_test_case per_recipient
+	atf_add_test_case aliases
 	atf_add_test_case config
 }

@@ -16,6 +16,7 @@
 #define RT RESOLVE_F_ROUTED
 #define LIT RESOLVE_F_LITERAL
 #define VIR RESOLVE_CLASS_VIRTUAL
+#define VAL RESOLVE_CLASS_ALIAS
 
 typedef struct rcase {
 	const char *in;
@@ -240,6 +241,21 @@ ATF_TC_BODY(virtual_mailbox, tc)
 		{ "x@routed.test", RESOLVE_OK, "smtp", "[elsewhere]",
 		  "x@routed.test", VIR | RT, NULL },
 	};
+	static const rcase_t alias[] = {
+		/* virtual_alias_domains: what cleanup left there is unknown */
+		{ "nobody@alias.test", RESOLVE_OK, "error",
+		  "5.1.1 User unknown in virtual alias table",
+		  "nobody@alias.test", VAL, NULL },
+		/* alias domains come before mailbox domains */
+		{ "x@both.test", RESOLVE_OK, "error",
+		  "5.1.1 User unknown in virtual alias table",
+		  "x@both.test", VAL, NULL },
+		{ "x@one.test", RESOLVE_OK, "lmtp", "unix:lmtp",
+		  "x@one.test", VIR, NULL },
+		/* local first */
+		{ "x@localhost", RESOLVE_OK, "local", "host.example.com",
+		  "x@localhost", LOC, NULL },
+	};
 	static const rcase_t deflt[] = {
 		/* Postfix's default transport name; the domain as nexthop */
 		{ "bob@two.test", RESOLVE_OK, "virtual", "two.test",
@@ -259,6 +275,15 @@ ATF_TC_BODY(virtual_mailbox, tc)
 	res = resolver_new(&c, &err);
 	ATF_REQUIRE_MSG(res != NULL, "%s", str_cstr(&err));
 	run_cases(res, lmtp, sizeof(lmtp) / sizeof(lmtp[0]));
+	resolver_free(res);
+
+	base_config(&c);
+	c.virtual_alias_domains = "alias.test, both.test, localhost";
+	c.virtual_mailbox_domains = "one.test, both.test";
+	c.virtual_transport = "lmtp:unix:lmtp";
+	res = resolver_new(&c, &err);
+	ATF_REQUIRE_MSG(res != NULL, "%s", str_cstr(&err));
+	run_cases(res, alias, sizeof(alias) / sizeof(alias[0]));
 	resolver_free(res);
 
 	base_config(&c);
