@@ -268,9 +268,10 @@ per_recipient_head() {
 }
 per_recipient_body() {
 	printf '%s x\n' ok@one.test later@one.test gone@one.test \
-	    bad@one.test ok2@one.test > vmailbox
+	    bad@one.test ok2@one.test cfg@one.test nosock@one.test > vmailbox
 	fake_lmtp $PWD/fake.sock
-	lmtp_instance "lmtp:unix:$PWD/fake.sock"
+	lmtp_instance "lmtp:unix:$PWD/fake.sock" \
+	    "transport_maps = inline:{ cfg@one.test=lmtp:unix:, nosock@one.test=lmtp:unix:$PWD/nosock }"
 	send s@mx.example.test ok@one.test later@one.test gone@one.test > send.out
 	atf_check -s exit:0 -o ignore grep '^DATA 250' send.out
 	wait_for lines_ge 1 'to=<gone@one.test>.*status=' maillog ||
@@ -303,6 +304,19 @@ per_recipient_body() {
 	send s@mx.example.test ok@one.test > send3.out
 	wait_for lines_ge 2 'to=<ok@one.test>.*status=sent' maillog ||
 	    { cat maillog; atf_fail "the agent did not deliver after the malformed reply"; }
+	# A next hop that is no socket path is a configuration error; a
+	# socket that is not there a connection failure: both deferred.
+	send s@mx.example.test cfg@one.test nosock@one.test > send4.out
+	wait_for lines_ge 1 'to=<nosock@one.test>.*status=' maillog ||
+	    { cat maillog; atf_fail "no status for nosock"; }
+	wait_for lines_ge 1 'to=<cfg@one.test>.*status=' maillog ||
+	    { cat maillog; atf_fail "no status for cfg"; }
+	atf_check -s exit:0 -o ignore grep \
+	    'to=<cfg@one.test>, relay=none, .*dsn=4.3.5, status=deferred (bad next hop "unix:": empty socket path (configuration error))' \
+	    maillog
+	atf_check -s exit:0 -o ignore grep \
+	    "to=<nosock@one.test>, relay=none, .*dsn=4.4.1, status=deferred (connect to $PWD/nosock: No such file or directory)" \
+	    maillog
 	atf_check -s exit:0 -o ignore grep '^LHLO mx.example.test$' fake.log
 	atf_check -s exit:1 -o ignore grep -i '^EHLO\|^HELO' fake.log
 	assert_log_clean
