@@ -44,9 +44,11 @@ typedef struct centry {
 struct resolver {
 	addr_domlist_t *mydest;
 	addr_domlist_t *relay;
+	addr_domlist_t *virt;	/* virtual_mailbox_domains */
+	addr_domlist_t *valias;	/* virtual_alias_domains */
 	dict_t **tmaps;
 	size_t ntmaps;
-	route_t local, relayc, deflt;
+	route_t local, relayc, deflt, virtc;
 	char *relayhost;
 	char *myhostname;
 	char *delim;
@@ -252,11 +254,19 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 	if (!(res->relay = addr_domlist_new("relay_domains", cfg->relay_domains,
 	    cfg->parent_matches ? ADDR_DOMLIST_PARENT : 0, err)))
 		goto fail;
+	if (!(res->virt = addr_domlist_new("virtual_mailbox_domains",
+	    cfg->virtual_mailbox_domains, 0, err)))
+		goto fail;
+	if (!(res->valias = addr_domlist_new("virtual_alias_domains",
+	    cfg->virtual_alias_domains, 0, err)))
+		goto fail;
 	str_setf(&def, "local:%s", res->myhostname);
 	if (!route_parse(&res->local, "local_transport", cfg->local_transport ?
 	    cfg->local_transport : str_cstr(&def), err) ||
 	    !route_parse(&res->relayc, "relay_transport", cfg->relay_transport ?
 	    cfg->relay_transport : "relay", err) ||
+	    !route_parse(&res->virtc, "virtual_transport",
+	    cfg->virtual_transport ? cfg->virtual_transport : "virtual", err) ||
 	    !route_parse(&res->deflt, "default_transport",
 	    cfg->default_transport ? cfg->default_transport : "smtp", err))
 		goto fail;
@@ -306,6 +316,9 @@ resolver_t *resolver_from_config(str_t *err)
 	memset(&c, 0, sizeof(c));
 	c.mydestination = config_get_str("mydestination");
 	c.relay_domains = config_get_str("relay_domains");
+	c.virtual_mailbox_domains = config_get_str("virtual_mailbox_domains");
+	c.virtual_transport = config_get_str("virtual_transport");
+	c.virtual_alias_domains = config_get_str("virtual_alias_domains");
 	c.transport_maps = config_get_str("transport_maps");
 	c.relayhost = config_get_str("relayhost");
 	c.default_transport = config_get_str("default_transport");
@@ -340,6 +353,8 @@ void resolver_free(resolver_t *res)
 		return;
 	addr_domlist_free(res->mydest);
 	addr_domlist_free(res->relay);
+	addr_domlist_free(res->virt);
+	addr_domlist_free(res->valias);
 	for (size_t i = 0; i < res->ntmaps; i++)
 		dict_close(res->tmaps[i]);
 	free(res->tmaps);
@@ -349,6 +364,8 @@ void resolver_free(resolver_t *res)
 	free(res->relayc.nexthop);
 	free(res->deflt.transport);
 	free(res->deflt.nexthop);
+	free(res->virtc.transport);
+	free(res->virtc.nexthop);
 	free(res->relayhost);
 	free(res->myhostname);
 	free(res->delim);
@@ -444,6 +461,13 @@ done:
 	return r;
 }
 
+/* A recipient of virtual_alias_domains that cleanup did not rewrite
+ * through virtual_alias_maps has no mailbox anywhere (Postfix's
+ * wording). */
+static const route_t valias_route = {
+	(char *)"error", (char *)"5.1.1 User unknown in virtual alias table"
+};
+
 static resolve_status_t compute(resolver_t *res, const char *addr,
     resolve_reply_t *out)
 {
@@ -509,6 +533,16 @@ static resolve_status_t compute(resolver_t *res, const char *addr,
 		if (r < 0)
 			goto table_error;
 		out->flags |= RESOLVE_CLASS_LOCAL;
+	} else if (!literal && ((which = "virtual_alias_domains"),
+	    (r = addr_domlist_match(res->valias, domain, &key)) != 0)) {
+		if (r < 0)
+			goto table_error;
+		out->flags |= RESOLVE_CLASS_ALIAS;
+	} else if (!literal && ((which = "virtual_mailbox_domains"),
+	    (r = addr_domlist_match(res->virt, domain, &key)) != 0)) {
+		if (r < 0)
+			goto table_error;
+		out->flags |= RESOLVE_CLASS_VIRTUAL;
 	} else if ((which = "relay_domains"),
 	    (r = addr_domlist_match(res->relay, domain, &key)) != 0) {
 		if (r < 0)
@@ -520,12 +554,16 @@ static resolve_status_t compute(resolver_t *res, const char *addr,
 
 	/* 2. the class's route. */
 	rt = (out->flags & RESOLVE_CLASS_LOCAL) ? &res->local :
+	    (out->flags & RESOLVE_CLASS_ALIAS) ? &valias_route :
+	    (out->flags & RESOLVE_CLASS_VIRTUAL) ? &res->virtc :
 	    (out->flags & RESOLVE_CLASS_RELAY) ? &res->relayc : &res->deflt;
 	str_set(&out->transport, rt->transport);
 	if (*rt->nexthop)
 		str_set(&out->nexthop, rt->nexthop);
 	else if (out->flags & RESOLVE_CLASS_LOCAL)
 		str_set(&out->nexthop, res->myhostname);
+	else if (out->flags & RESOLVE_CLASS_VIRTUAL)
+		str_set(&out->nexthop, domain);	/* never relayhost */
 	else if (*res->relayhost)
 		str_set(&out->nexthop, res->relayhost);
 	else

@@ -44,6 +44,8 @@ enum {				/* resolve_reply_t.flags */
 	RESOLVE_F_ROUTED = 1 << 3,	/* transport_maps gave the result */
 	RESOLVE_F_LITERAL = 1 << 4,	/* the domain is an [ip-literal] */
 	RESOLVE_F_CACHED = 1 << 5,	/* served from the cache */
+	RESOLVE_CLASS_VIRTUAL = 1 << 6,	/* virtual_mailbox_domains */
+	RESOLVE_CLASS_ALIAS = 1 << 7,	/* virtual_alias_domains */
 };
 
 typedef struct resolve_reply {
@@ -69,6 +71,9 @@ void resolve_reply_free(resolve_reply_t *r);
 typedef struct resolve_config {
 	const char *mydestination;
 	const char *relay_domains;
+	const char *virtual_mailbox_domains;	/* NULL: none */
+	const char *virtual_transport;	/* NULL: "virtual" */
+	const char *virtual_alias_domains;	/* NULL: none */
 	const char *transport_maps;	/* table specs, comma/space separated */
 	const char *relayhost;
 	const char *default_transport;	/* NULL: "smtp" */

@@ -387,6 +387,28 @@ static int check_services(const mastercf_t *m, const char *config_dir)
 	return problems;
 }
 
+/* Petrel has no virtual(8) agent: Postfix's default virtual_transport
+ * (virtual) names a service only a configuration that adds one has.
+ * Mail to virtual_mailbox_domains would wait in the queue for it. */
+static void check_virtual_transport(const mastercf_t *m)
+{
+	const char *vt = config_get_str("virtual_transport");
+	const char *colon = strchr(vt, ':');
+	size_t n = colon != NULL ? (size_t)(colon - vt) : strlen(vt);
+	char name[256];
+
+	if (config_get_str("virtual_mailbox_domains")[0] == '\0' || n == 0 ||
+	    n >= sizeof(name))
+		return;
+	memcpy(name, vt, n);
+	name[n] = '\0';
+	if (mastercf_find(m, name, "unix") == NULL)
+		log_warning("virtual_transport = %s names no master.cf service "
+		    "\"%s\": mail to virtual_mailbox_domains will be deferred "
+		    "(Petrel has no virtual agent; use e.g. "
+		    "lmtp:unix:private/dovecot-lmtp)", vt, name);
+}
+
 int petrel_check(const char *config_dir)
 {
 	const char *qdir = config_get_str("queue_directory");
@@ -413,6 +435,8 @@ int petrel_check(const char *config_dir)
 		/* Not a problem: master leaves them out the same way. */
 		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
 	}
+	if (m != NULL)
+		check_virtual_transport(m);
 	str_setf(&path, "%s/master", config_get_str("daemon_directory"));
 	if (access(str_cstr(&path), X_OK) < 0) {
 		log_error("%s: %s (daemon_directory)", str_cstr(&path), strerror(errno));

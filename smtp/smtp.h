@@ -154,8 +154,11 @@ typedef struct smtp_config {
 	int data_done_timeout_ms;
 	int rset_timeout_ms;
 	int quit_timeout_ms;
-	char helo_name[256];
-	unsigned default_port;	/* 25 */
+	char helo_name[256];	/* sent with EHLO/HELO, or LHLO */
+	bool lmtp;		/* LMTP (RFC 2033): LHLO, a reply per
+				 * recipient after the dot, next hops
+				 * unix:PATH, inet:HOST:PORT, no MX lookup */
+	unsigned default_port;	/* 25 (24 for LMTP) */
 	size_t mx_session_limit;	/* 0: no limit */
 	size_t line_length_limit;	/* 0: no limit */
 	bool skip_5xx_greeting;
@@ -172,6 +175,8 @@ typedef struct smtp_config {
 /* Built-in defaults (the parameters' defaults; dns.lookup = native so
  * nothing is asked of the network unless the caller says so). */
 void smtp_config_defaults(smtp_config_t *cfg);
+/* LMTP: the defaults, then from the lmtp_* parameters (no TLS, no SASL). */
+int smtp_config_load_lmtp(smtp_config_t *cfg, str_t *err);
 /* From the smtp_* parameters of the loaded configuration (plus
  * inet_protocols, myhostname, dns_server_address: a resolver is created
  * and must be freed with smtp_config_release()).  0, or -1 with a reason. */
@@ -254,5 +259,9 @@ typedef struct smtp_stats {
 	unsigned long auth_failed;	/* ... that the server refused */
 } smtp_stats_t;
 const smtp_stats_t *smtp_client_stats(const smtp_client_t *cl);
+
+/* The delivery agent under master (smtp_agent.c): SMTP, or LMTP with
+ * lmtp.  Returns when master says so. */
+void smtp_agent_main(int argc, char **argv, bool lmtp);
 
 #endif

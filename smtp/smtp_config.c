@@ -83,6 +83,46 @@ int smtp_config_load(smtp_config_t *c, str_t *err)
 	return 0;
 }
 
+int smtp_config_load_lmtp(smtp_config_t *c, str_t *err)
+{
+	const char *v;
+	dns_resolver_t *r;
+
+	smtp_config_defaults(c);
+	c->lmtp = true;
+	c->default_port = 24;
+	c->connect_timeout_ms = ms("lmtp_connect_timeout");
+	c->helo_timeout_ms = ms("lmtp_lhlo_timeout");
+	c->mail_timeout_ms = ms("lmtp_mail_timeout");
+	c->rcpt_timeout_ms = ms("lmtp_rcpt_timeout");
+	c->data_init_timeout_ms = ms("lmtp_data_init_timeout");
+	c->data_xfer_timeout_ms = ms("lmtp_data_xfer_timeout");
+	c->data_done_timeout_ms = ms("lmtp_data_done_timeout");
+	c->rset_timeout_ms = ms("lmtp_rset_timeout");
+	c->quit_timeout_ms = ms("lmtp_quit_timeout");
+	v = config_get_str("lmtp_lhlo_name");
+	if (v[0] == '\0' || strpbrk(v, " \t\r\n") != NULL ||
+	    !bcopy_str(c->helo_name, sizeof(c->helo_name), v)) {
+		str_setf(err, "lmtp_lhlo_name: bad value \"%s\"", v);
+		return -1;
+	}
+	/* One server per next hop: its soft failures are final. */
+	c->mx_session_limit = 1;
+	c->line_length_limit = (size_t)config_get_int("lmtp_line_length_limit");
+	c->tls_level = TLS_LEVEL_NONE;
+	c->connection_cache = config_get_bool("lmtp_connection_cache_on_demand");
+	c->cache_time_limit_ms = ms("lmtp_connection_cache_time_limit");
+	c->reuse_time_limit_ms = ms("lmtp_connection_reuse_time_limit");
+	if (dns_opts_from_config(&c->dns, err) < 0)
+		return -1;
+	if ((c->dns.lookup & DNS_LOOKUP_DNS) != 0) {
+		if ((r = dns_resolver_from_config(err)) == NULL)
+			return -1;
+		c->dns.resolver = r;
+	}
+	return 0;
+}
+
 /* At most this many of our own addresses are kept. */
 #define OWN_MAX 256
 

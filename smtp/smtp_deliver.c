@@ -154,6 +154,48 @@ static bool use_session(smtp_client_t *cl, smtp_sess_t *ss,
 	return true;
 }
 
+/* An LMTP next hop: "unix:PATH" (relative to the queue directory, the
+ * current one, or absolute) sets *unix_path into spec; "inet:HOST:PORT",
+ * "HOST:PORT", "[HOST]:PORT" (the inet: is optional, the port defaults
+ * to 24) fills nh.  There is never an MX lookup (RFC 2033: LMTP is not
+ * for the Internet), as if the host were in brackets.  0, or -1 with a
+ * reason. */
+static int lmtp_nexthop(const char *spec, unsigned port, dns_nexthop_t *nh,
+    const char **unix_path, str_t *why)
+{
+	struct sockaddr_un sun;
+	socklen_t len;
+
+	*unix_path = NULL;
+	if (strncmp(spec, "unix:", 5) == 0) {
+		if (sock_unix_addr(spec + 5, &sun, &len) < 0) {
+			str_set(why, spec[5] == '\0' ? "empty socket path" :
+			    "socket path too long");
+			return -1;
+		}
+		*unix_path = spec + 5;
+		return 0;
+	}
+	if (strncmp(spec, "inet:", 5) == 0)
+		spec += 5;
+	if (dns_nexthop_parse(spec, port, nh, why) < 0) {
+		/* HOST:PORT with an IPv4 address and no brackets. */
+		const char *colon = strrchr(spec, ':');
+		size_t hl = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+		char buf[DNS_NAME_TEXTLEN + 16];
+
+		if (spec[0] == '[' || hl == 0 || hl >= DNS_NAME_TEXTLEN)
+			return -1;
+		bfmt(buf, sizeof(buf), "[%.*s]%s", (int)hl, spec,
+		    colon != NULL ? colon : "");
+		str_reset(why);
+		if (dns_nexthop_parse(buf, port, nh, why) < 0)
+			return -1;
+	}
+	nh->bracketed = true;
+	return 0;
+}
+
 void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 {
 	dns_nexthop_t nh;
@@ -167,8 +209,10 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 	char used_addr[SOCK_ADDR_STRLEN] = "";
 	unsigned used_port = 0;
 	bool reused_ok = false;
+	const char *unix_path = NULL;
 
 	memset(&at, 0, sizeof(at));
+	memset(&nh, 0, sizeof(nh));
 	req->conn_failed = req->avoid_destination = false;
 	req->delay_conn = req->delay_xfer = 0;
 	str_reset(&req->reason);
@@ -191,11 +235,14 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 		    NULL);
 		goto done;
 	}
-	if (dns_nexthop_parse(req->nexthop, cl->cfg.default_port, &nh,
+	if (cl->cfg.lmtp ? lmtp_nexthop(req->nexthop, cl->cfg.default_port,
+	    &nh, &unix_path, &why) < 0 :
+	    dns_nexthop_parse(req->nexthop, cl->cfg.default_port, &nh,
 	    &why) < 0) {
 		/* A domain from an address bounces; a bracket or a port is
-		 * configuration (relayhost, transport maps): defer. */
-		bool conf = strpbrk(req->nexthop, "[]:") != NULL;
+		 * configuration (relayhost, transport maps): defer.  An LMTP
+		 * next hop is always configuration. */
+		bool conf = cl->cfg.lmtp || strpbrk(req->nexthop, "[]:") != NULL;
 		str_t r = STR_INIT;
 		str_setf(&r, "bad next hop \"%s\": %s%s", req->nexthop,
 		    str_cstr(&why), conf ? " (configuration error)" : "");
@@ -238,7 +285,14 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 			goto done;
 	}
 
-	{
+	if (unix_path != NULL) {
+		/* One server: the socket (its path as its host name). */
+		servers.v = xcalloc(1, sizeof(*servers.v));
+		servers.n = 1;
+		servers.v[0].hostname = xstrdup(unix_path);
+		servers.v[0].addr.ss_family = AF_UNIX;
+		servers.v[0].pref = DNS_PREF_NONE;
+	} else {
 		double t0 = mono_sec();
 		enum dns_result dr = dns_find_servers(&nh, &cl->cfg.dns, &servers);
 		req->delay_conn += mono_sec() - t0;

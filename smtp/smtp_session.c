@@ -56,8 +56,16 @@ static smtp_sess_t *sess_new(const dns_server_t *srv, int fd)
 	ss->host = xstrdup(srv->hostname);
 	bcopy_str(ss->addr, sizeof(ss->addr), srv->addrstr);
 	ss->port = srv->port;
-	str_setf(&ss->namaddr, "%s[%s]", ss->host, ss->addr);
-	str_setf(&ss->relay, "%s[%s]:%u", ss->host, ss->addr, ss->port);
+	if (srv->addr.ss_family == AF_UNIX) {
+		/* An LMTP socket: "localhost[private/dovecot-lmtp]" (the
+		 * path is the hostname of its dns_server_t). */
+		str_setf(&ss->namaddr, "localhost[%s]", ss->host);
+		str_set(&ss->relay, str_cstr(&ss->namaddr));
+	} else {
+		str_setf(&ss->namaddr, "%s[%s]", ss->host, ss->addr);
+		str_setf(&ss->relay, "%s[%s]:%u", ss->host, ss->addr,
+		    ss->port);
+	}
 	ss->born_ms = event_now_ms();
 	return ss;
 }
@@ -102,6 +110,29 @@ static bool say_hello(smtp_client_t *cl, smtp_sess_t *ss, smtp_reply_t *r,
 	char cmd[300];
 	int io;
 
+	if (cl->cfg.lmtp) {		/* RFC 2033: LHLO, nothing else */
+		bfmt(cmd, sizeof(cmd), "LHLO %s", cl->cfg.helo_name);
+		send_cmd(ss, cmd);
+		io = smtp_reply_read(ss, cl->cfg.helo_timeout_ms, r);
+		if (io != SMTP_IO_OK) {
+			smtp_io_reason(ss, io, "performing the LHLO handshake", r,
+			    &at->reason);
+			bcopy_str(at->dsn, sizeof(at->dsn), smtp_io_dsn(io));
+			at->hard = false;
+			return false;
+		}
+		if (r->code / 100 != 2) {
+			attempt_fail(at, r->code / 100 == 5, r->dsn, "host %s "
+			    "refused to talk to me: %s (in reply to LHLO "
+			    "command)", str_cstr(&ss->namaddr),
+			    str_cstr(&r->text));
+			at_remote(at, ss, r);
+			return false;
+		}
+		smtp_ehlo_features(r, &ss->features, &ss->size_limit,
+		    &ss->auth_mechs);
+		return true;
+	}
 	if (cl->cfg.always_send_ehlo) {
 		bfmt(cmd, sizeof(cmd), "EHLO %s", cl->cfg.helo_name);
 		send_cmd(ss, cmd);
@@ -236,12 +267,21 @@ smtp_sess_t *smtp_session_open(smtp_client_t *cl, const dns_server_t *srv,
 	str_reset(&at->remote_reply);
 	str_reset(&at->remote_mta);
 	cl->stats.connects++;
-	err = sock_tcp_connect((const struct sockaddr *)&srv->addr, srv->addrlen,
-	    cl->cfg.connect_timeout_ms, &fd);
+	if (srv->addr.ss_family == AF_UNIX)
+		err = sock_unix_connect(srv->hostname,
+		    cl->cfg.connect_timeout_ms, &fd);
+	else
+		err = sock_tcp_connect((const struct sockaddr *)&srv->addr,
+		    srv->addrlen, cl->cfg.connect_timeout_ms, &fd);
 	if (err != 0) {
-		attempt_fail(at, false, "4.4.1", "connect to %s[%s]:%u: %s",
-		    srv->hostname, srv->addrstr, srv->port,
-		    err == ETIMEDOUT ? "Connection timed out" : strerror(err));
+		if (srv->addr.ss_family == AF_UNIX)
+			attempt_fail(at, false, "4.4.1", "connect to %s: %s",
+			    srv->hostname, strerror(err));
+		else
+			attempt_fail(at, false, "4.4.1", "connect to %s[%s]:%u: "
+			    "%s", srv->hostname, srv->addrstr, srv->port,
+			    err == ETIMEDOUT ? "Connection timed out" :
+			    strerror(err));
 		at->connect_failed = true;
 		log_info("%s", str_cstr(&at->reason));
 		return NULL;
@@ -312,6 +352,7 @@ void smtp_session_close(smtp_client_t *cl, smtp_sess_t *ss)
 static bool shared_on(const smtp_client_t *cl)
 {
 	return cl->shared.save != NULL && cl->cfg.connection_cache &&
+	    !cl->cfg.lmtp &&
 	    cl->cfg.tls_level <= TLS_LEVEL_MAY;
 }
 

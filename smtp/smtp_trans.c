@@ -318,6 +318,60 @@ static void rcpt_cmd(trans_t *t, const smtp_rcpt_t *r)
 }
 
 /* The content after 354, and the final reply. */
+/* A recipient's final reply (2xx sent, 4xx pending with the reason,
+ * 5xx bounced), from t->r. */
+static void final_one(trans_t *t, smtp_rcpt_t *r)
+{
+	int cls = t->r.code / 100;
+
+	if (cls == 2) {
+		bool passed = (t->ss->features & SMTP_F_DSN) != 0;
+		/* Without DSN support downstream, a requested success
+		 * notice is ours to send: "relayed". */
+		smtp_rcpt_result(r, SMTP_R_SENT, t->r.dsn, relay(t), "%s",
+		    str_cstr(&t->r.text));
+		if (!passed && (r->notify & QF_NOTIFY_SUCCESS))
+			r->action = "relayed";
+		r->dsn_passed = passed && r->notify != 0;
+	} else {
+		said(t, "end of DATA");
+		if (cls == 5)
+			smtp_rcpt_result(r, SMTP_R_BOUNCE, t->r.dsn, relay(t),
+			    "%s", str_cstr(&t->why));
+		else
+			smtp_rcpt_soft(r, t->r.dsn, relay(t), "%s",
+			    str_cstr(&t->why));
+	}
+	smtp_rcpt_remote(r, t->ss->host, str_cstr(&t->r.text));
+	r->tstate = T_DONE;
+}
+
+/* LMTP (RFC 2033 4.2): after the dot, one reply for each accepted
+ * recipient, in the order of their RCPT commands.  A failure to read one
+ * leaves it and the rest open ("message may be sent more than once"),
+ * as a lost final reply does in SMTP; those already answered keep their
+ * own status. */
+static void lmtp_replies(trans_t *t)
+{
+	for (size_t k = 0; k < t->n; k++) {
+		smtp_rcpt_t *r = &t->req->rcpt[t->idx[k]];
+		int io;
+
+		if (!open_rcpt(r) || r->tstate != T_OK)
+			continue;
+		io = smtp_reply_read(t->ss, t->cl->cfg.data_done_timeout_ms,
+		    &t->r);
+		if (io != SMTP_IO_OK) {
+			fail_io(t, io, "sending end of data -- message may be "
+			    "sent more than once");
+			return;
+		}
+		if (t->r.code == 421)
+			t->ss->broken = true;
+		final_one(t, r);
+	}
+}
+
 static void send_message(trans_t *t)
 {
 	smtp_client_t *cl = t->cl;
@@ -341,6 +395,10 @@ static void send_message(trans_t *t)
 		}
 		fail_io(t, stream_timedout(t->ss->s) ? SMTP_IO_TIMEOUT :
 		    SMTP_IO_LOST, "sending message body");
+		return;
+	}
+	if (cl->cfg.lmtp) {
+		lmtp_replies(t);
 		return;
 	}
 	io = smtp_reply_read(t->ss, cl->cfg.data_done_timeout_ms, &t->r);

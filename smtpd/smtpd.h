@@ -291,6 +291,10 @@ struct smtpd_cfg {
 	    *relay_restr, *rcpt_restr, *data_restr, *eod_restr;
 	smtpd_netlist_t *mynetworks, *limit_exceptions;
 	addr_domlist_t *mydestination, *relay_domains;
+	addr_domlist_t *virtual_domains;	/* virtual_mailbox_domains */
+	maps_t *virtual_maps;	/* virtual_mailbox_maps, or NULL */
+	addr_domlist_t *alias_domains;	/* virtual_alias_domains */
+	maps_t *alias_maps;	/* virtual_alias_maps, or NULL */
 	local_rcpt_t *lrcpt;		/* local_recipient_maps (local_rcpt.h) */
 	/* SMTP AUTH */
 	bool sasl_enable, tls_auth_only, tls_wrapper, sasl_header;
@@ -304,7 +308,7 @@ struct smtpd_cfg {
 	dns_resolver_t *dns;		/* NULL: created on first use */
 	bool dns_failed;
 	int relay_code, access_code, unknown_addr_code, unknown_local_code,
-	    non_fqdn_code;
+	    unknown_virtual_code, unknown_alias_code, non_fqdn_code;
 	char **forbidden;		/* smtpd_forbidden_commands, NULL-ended */
 	char *sendmail_path;		/* stand-alone mode */
 	char *cleanup_service;

@@ -195,6 +195,10 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	cfg->access_code = (int)config_get_int("access_map_reject_code");
 	cfg->unknown_addr_code = atoi(config_get_str("unknown_address_reject_code"));
 	cfg->unknown_local_code = (int)config_get_int("unknown_local_recipient_reject_code");
+	cfg->unknown_virtual_code =
+	    (int)config_get_int("unknown_virtual_mailbox_reject_code");
+	cfg->unknown_alias_code =
+	    (int)config_get_int("unknown_virtual_alias_reject_code");
 	cfg->non_fqdn_code = (int)config_get_int("non_fqdn_reject_code");
 	cfg->forbidden = word_list(config_get_str("smtpd_forbidden_commands"));
 	cfg->sendmail_path = xstrdup(config_get_str("sendmail_path"));
@@ -249,6 +253,18 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	    config_get_str("relay_domains"), 0, err);
 	if (cfg->relay_domains == NULL)
 		goto fail;
+	cfg->virtual_domains = addr_domlist_new("virtual_mailbox_domains",
+	    config_get_str("virtual_mailbox_domains"), 0, err);
+	if (cfg->virtual_domains == NULL)
+		goto fail;
+	cfg->virtual_maps = smtpd_maps_open("virtual_mailbox_maps",
+	    config_get_str("virtual_mailbox_maps"));
+	cfg->alias_domains = addr_domlist_new("virtual_alias_domains",
+	    config_get_str("virtual_alias_domains"), 0, err);
+	if (cfg->alias_domains == NULL)
+		goto fail;
+	cfg->alias_maps = smtpd_maps_open("virtual_alias_maps",
+	    config_get_str("virtual_alias_maps"));
 	load_lrmaps(cfg);
 	if (load_sasl(cfg, err) < 0)
 		goto fail;
@@ -286,6 +302,10 @@ void smtpd_cfg_free(smtpd_cfg_t *cfg)
 	smtpd_netlist_free(cfg->limit_exceptions);
 	addr_domlist_free(cfg->mydestination);
 	addr_domlist_free(cfg->relay_domains);
+	addr_domlist_free(cfg->virtual_domains);
+	maps_free(cfg->virtual_maps);
+	addr_domlist_free(cfg->alias_domains);
+	maps_free(cfg->alias_maps);
 	local_rcpt_free(cfg->lrcpt);
 	maps_free(cfg->login_maps);
 	free(cfg->sasl_path);

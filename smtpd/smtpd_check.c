@@ -523,6 +523,10 @@ int smtpd_rcpt_authorized(smtpd_check_ctx_t *ctx, const char *rcpt,
 	}
 	rc = smtpd_domain_is_local(cfg, dom, ctx->local_addr, &err);
 	if (rc == 0 && dom[0] != '[')
+		rc = addr_domlist_match(cfg->alias_domains, dom, &err);
+	if (rc == 0 && dom[0] != '[')
+		rc = addr_domlist_match(cfg->virtual_domains, dom, &err);
+	if (rc == 0 && dom[0] != '[')
 		rc = addr_domlist_match(cfg->relay_domains, dom, &err);
 	if (rc < 0) {
 		angle_addr(rcpt, &subject);
@@ -734,6 +738,72 @@ out:
 	return rc;
 }
 
+/* ---- Virtual recipients -------------------------------------------- */
+
+/* A recipient of virtual_alias_domains must be an alias in
+ * virtual_alias_maps; one of virtual_mailbox_domains must be in
+ * virtual_mailbox_maps (when set) or be an alias.  Keys: user@domain,
+ * user@domain without its extension, @domain, as Postfix has them.  A
+ * domain that is also local was judged by local_recipient_maps. */
+static enum smtpd_chk check_virtual(smtpd_check_ctx_t *ctx, const char *rcpt,
+    const char *dom, smtpd_reply_t *rp)
+{
+	const smtpd_cfg_t *cfg = ctx->cfg;
+	str_t err = STR_INIT, subject = STR_INIT;
+	enum smtpd_chk res = SMTPD_CHK_DUNNO;
+	const char *table;
+	maps_t *m;
+	char dsnbuf[16];
+	int code, rc;
+
+	if (dom[0] == '[')
+		return SMTPD_CHK_DUNNO;
+	if ((rc = addr_domlist_match(cfg->alias_domains, dom, &err)) != 0) {
+		table = "alias";
+		m = NULL;
+		code = cfg->unknown_alias_code;
+	} else if (cfg->virtual_maps != NULL && (rc = addr_domlist_match(
+	    cfg->virtual_domains, dom, &err)) != 0) {
+		table = "mailbox";
+		m = cfg->virtual_maps;
+		code = cfg->unknown_virtual_code;
+	} else {
+		goto out;
+	}
+	angle_addr(rcpt, &subject);
+	if (rc < 0) {
+		res = temp_lookup_failure(str_cstr(&subject), str_cstr(&err), rp);
+		goto out;
+	}
+	if (smtpd_domain_is_local(cfg, dom, ctx->local_addr, &err) != 0)
+		goto out;
+	str_reset(&err);
+	rc = 0;
+	if (cfg->alias_maps != NULL)
+		rc = smtpd_maps_find_addr(cfg, cfg->alias_maps, rcpt,
+		    SMTPD_MAPS_ATDOMAIN, NULL, &err);
+	if (rc == 0 && m != NULL)
+		rc = smtpd_maps_find_addr(cfg, m, rcpt, SMTPD_MAPS_ATDOMAIN,
+		    NULL, &err);
+	if (rc > 0)
+		goto out;
+	if (rc < 0) {
+		log_warning("%s: virtual_%s_maps: %s", str_cstr(&subject), table,
+		    str_cstr(&err));
+		set_reply(rp, 451, "4.3.0", "%s: Temporary lookup failure",
+		    str_cstr(&subject));
+	} else {
+		set_reply(rp, code, dsn_for(code, "1.1", dsnbuf),
+		    "%s: Recipient address rejected: User unknown in virtual "
+		    "%s table", str_cstr(&subject), table);
+	}
+	res = SMTPD_CHK_REJECT;
+out:
+	str_release(&err);
+	str_release(&subject);
+	return res;
+}
+
 /* ---- Local recipients ---------------------------------------------- */
 
 enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
@@ -748,7 +818,7 @@ enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
 	int rc;
 
 	if (!local_rcpt_enabled(cfg->lrcpt))
-		return SMTPD_CHK_DUNNO;
+		goto out;
 	rc = smtpd_domain_is_local(cfg, dom ? dom : cfg->myorigin, ctx->local_addr, &err);
 	if (rc == 0)
 		goto out;
@@ -793,6 +863,8 @@ enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
 out:
 	str_release(&err);
 	str_release(&subject);
+	if (res == SMTPD_CHK_DUNNO && dom != NULL)
+		res = check_virtual(ctx, rcpt, dom, rp);
 	return res;
 }
 

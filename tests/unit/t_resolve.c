@@ -15,6 +15,8 @@
 #define DEF RESOLVE_CLASS_DEFAULT
 #define RT RESOLVE_F_ROUTED
 #define LIT RESOLVE_F_LITERAL
+#define VIR RESOLVE_CLASS_VIRTUAL
+#define VAL RESOLVE_CLASS_ALIAS
 
 typedef struct rcase {
 	const char *in;
@@ -211,6 +213,84 @@ ATF_TC_BODY(relayhost, tc)
 	res = resolver_new(&c, &err);
 	ATF_REQUIRE_MSG(res != NULL, "%s", str_cstr(&err));
 	run_cases(res, cases, sizeof(cases) / sizeof(cases[0]));
+	resolver_free(res);
+	str_release(&err);
+}
+
+ATF_TC_WITHOUT_HEAD(virtual_mailbox);
+ATF_TC_BODY(virtual_mailbox, tc)
+{
+	static const rcase_t lmtp[] = {
+		/* virtual_mailbox_domains: virtual_transport with its
+		 * nexthop, never relayhost */
+		{ "User@One.Test", RESOLVE_OK, "lmtp",
+		  "unix:private/dovecot-lmtp", "User@one.test", VIR, NULL },
+		{ "bob@two.test", RESOLVE_OK, "lmtp",
+		  "unix:private/dovecot-lmtp", "bob@two.test", VIR, NULL },
+		/* not a subdomain (unlike relay_domains) */
+		{ "bob@sub.two.test", RESOLVE_OK, "smtp", "[smarthost]",
+		  "bob@sub.two.test", DEF, NULL },
+		/* local wins over virtual, virtual over relay */
+		{ "x@host.example.com", RESOLVE_OK, "local",
+		  "host.example.com", "x@host.example.com", LOC, NULL },
+		{ "x@relay.example", RESOLVE_OK, "lmtp",
+		  "unix:private/dovecot-lmtp", "x@relay.example", VIR, NULL },
+		{ "x@a.relay.example", RESOLVE_OK, "relay", "[smarthost]",
+		  "x@a.relay.example", REL, NULL },
+		/* transport_maps still overrides */
+		{ "x@routed.test", RESOLVE_OK, "smtp", "[elsewhere]",
+		  "x@routed.test", VIR | RT, NULL },
+	};
+	static const rcase_t alias[] = {
+		/* virtual_alias_domains: what cleanup left there is unknown */
+		{ "nobody@alias.test", RESOLVE_OK, "error",
+		  "5.1.1 User unknown in virtual alias table",
+		  "nobody@alias.test", VAL, NULL },
+		/* alias domains come before mailbox domains */
+		{ "x@both.test", RESOLVE_OK, "error",
+		  "5.1.1 User unknown in virtual alias table",
+		  "x@both.test", VAL, NULL },
+		{ "x@one.test", RESOLVE_OK, "lmtp", "unix:lmtp",
+		  "x@one.test", VIR, NULL },
+		/* local first */
+		{ "x@localhost", RESOLVE_OK, "local", "host.example.com",
+		  "x@localhost", LOC, NULL },
+	};
+	static const rcase_t deflt[] = {
+		/* Postfix's default transport name; the domain as nexthop */
+		{ "bob@two.test", RESOLVE_OK, "virtual", "two.test",
+		  "bob@two.test", VIR, NULL },
+	};
+	resolve_config_t c;
+	str_t err = STR_INIT;
+	resolver_t *res;
+
+	base_config(&c);
+	c.relayhost = "[smarthost]";
+	c.virtual_mailbox_domains = "one.test, two.test, relay.example, "
+	    "routed.test, host.example.com";
+	c.virtual_transport = "lmtp:unix:private/dovecot-lmtp";
+	c.relay_domains = "relay.example";
+	c.transport_maps = "inline:{ {routed.test = smtp:[elsewhere]} }";
+	res = resolver_new(&c, &err);
+	ATF_REQUIRE_MSG(res != NULL, "%s", str_cstr(&err));
+	run_cases(res, lmtp, sizeof(lmtp) / sizeof(lmtp[0]));
+	resolver_free(res);
+
+	base_config(&c);
+	c.virtual_alias_domains = "alias.test, both.test, localhost";
+	c.virtual_mailbox_domains = "one.test, both.test";
+	c.virtual_transport = "lmtp:unix:lmtp";
+	res = resolver_new(&c, &err);
+	ATF_REQUIRE_MSG(res != NULL, "%s", str_cstr(&err));
+	run_cases(res, alias, sizeof(alias) / sizeof(alias[0]));
+	resolver_free(res);
+
+	base_config(&c);
+	c.virtual_mailbox_domains = "two.test";
+	res = resolver_new(&c, &err);
+	ATF_REQUIRE_MSG(res != NULL, "%s", str_cstr(&err));
+	run_cases(res, deflt, sizeof(deflt) / sizeof(deflt[0]));
 	resolver_free(res);
 	str_release(&err);
 }
@@ -566,5 +646,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, cache);
 	ATF_TP_ADD_TC(tp, from_config);
 	ATF_TP_ADD_TC(tp, split_transport);
+	ATF_TP_ADD_TC(tp, virtual_mailbox);
 	return atf_no_error();
 }
