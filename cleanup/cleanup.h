@@ -43,6 +43,11 @@ typedef struct cln_cfg {
 	long virt_expansion_limit;
 	long dup_filter_limit;		/* 0 = no limit */
 	bool enable_original_recipient;
+	/* Content checks (cleanup_checks.c); NULL when not configured, so
+	 * a message without checks costs nothing more. */
+	struct maps *header_checks;
+	struct maps *body_checks;
+	long body_checks_size_limit;
 	queue_layout_t ql;
 	const char *queue;		/* where messages go: incoming */
 	int ipc_timeout_ms;
@@ -160,6 +165,20 @@ void cln_message_id(time_t t, const char *queue_id, const char *host,
  * string when specials occur, RFC 2047 encoded words (UTF-8, base64)
  * when there are non-ASCII bytes.  Appended. */
 void cln_phrase(const char *name, str_t *out);
+
+/* ---- Content checks (cleanup_checks.c) --------------------------------- */
+
+/* What a header_checks or body_checks answer asks for. */
+enum cln_act {
+	CA_NONE = 0,		/* DUNNO, OK, not found */
+	CA_REJECT, CA_WARN, CA_DISCARD, CA_IGNORE, CA_PREPEND, CA_REPLACE,
+	CA_UNSUPPORTED,		/* an action Petrel does not do (logged) */
+};
+/* Parses a table answer "ACTION [text]": the action, and in *text /
+ * *tlen what follows it (white space skipped).  An unknown action is
+ * CA_UNSUPPORTED. */
+enum cln_act cln_act_parse(const char *value, const char **text,
+    size_t *tlen);
 
 /* ---- One message (cleanup_msg.c) ---------------------------------------- */
 

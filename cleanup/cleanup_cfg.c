@@ -60,6 +60,19 @@ static int ms(long seconds)
 	return (int)(seconds * 1000);
 }
 
+/* A list of check tables; none configured leaves *m NULL.  A table that
+ * does not open (a malformed pattern: "file:line: ...") is an error. */
+static int checks_open(struct maps **m, const char *param, str_t *err)
+{
+	const char *spec = config_get_str(param);
+
+	*m = NULL;
+	if (spec == NULL || spec[strspn(spec, MAPS_SEPARATORS)] == '\0')
+		return 0;
+	*m = maps_open(param, spec, MAPS_FLAG_STRICT, NULL, err);
+	return *m == NULL ? -1 : 0;
+}
+
 int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 {
 	str_t spec = STR_INIT;
@@ -99,6 +112,10 @@ int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 	    cln_maps_open(&cfg->virtual_alias, "virtual_alias_maps",
 	    config_get_str("virtual_alias_maps"), err) < 0)
 		goto fail;
+	if (checks_open(&cfg->header_checks, "header_checks", err) < 0 ||
+	    checks_open(&cfg->body_checks, "body_checks", err) < 0)
+		goto fail;
+	cfg->body_checks_size_limit = config_get_size("body_checks_size_limit");
 	if (queue_layout_from_config(&cfg->ql, err) < 0)
 		goto fail;
 	return 0;
@@ -119,6 +136,10 @@ void cln_cfg_free(cln_cfg_t *cfg)
 	cln_maps_close(&cfg->sender_canonical);
 	cln_maps_close(&cfg->recipient_canonical);
 	cln_maps_close(&cfg->virtual_alias);
+	if (cfg->header_checks != NULL)
+		maps_free(cfg->header_checks);
+	if (cfg->body_checks != NULL)
+		maps_free(cfg->body_checks);
 	queue_layout_free(&cfg->ql);
 	memset(cfg, 0, sizeof(*cfg));
 }

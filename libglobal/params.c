@@ -146,6 +146,14 @@ static const param_def_t table[] = {
 	    "Lookup tables rewriting recipient addresses."),
 	P_STR("virtual_alias_maps", "",
 	    "Lookup tables redirecting recipients to other addresses."),
+
+	/* Content checks (cleanup). */
+	P_STR("header_checks", "",
+	    "Tables (regexp:, pcre:) each logical header of the message is looked up in; the answer is an action (REJECT, WARN, DISCARD, IGNORE, PREPEND, REPLACE, DUNNO, OK)."),
+	P_STR("body_checks", "",
+	    "Tables (regexp:, pcre:) each body line is looked up in; the answer is an action (REJECT, WARN, DISCARD, DUNNO, OK)."),
+	P_SIZE("body_checks_size_limit", "51200",
+	    "How many bytes of each message body body_checks look at."),
 	P_INT("virtual_alias_expansion_limit", "1000", 1, UNL, 0,
 	    "Most addresses one recipient may expand to through virtual_alias_maps."),
 	P_INT("virtual_alias_recursion_limit", "1000", 1, UNL, 0,

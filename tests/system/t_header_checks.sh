@@ -1,0 +1,270 @@
+#! /usr/bin/env atf-sh
+# header_checks and body_checks in cleanup: each action on a crafted
+# message (cleanup under master, fed by cleanup-submit, the queue file
+# read back with postcat), the SMTP reply through smtpd, a rejection of
+# sendmail mail through pickup, body_checks_size_limit, and a malformed
+# pattern reported with file:line.
+
+B=@BUILDDIR@
+. @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/submit.subr
+
+SUBMIT=$B/tests/tools/cleanup-submit
+CL=q/private/cleanup
+
+# cl_instance [main.cf lines...]: cleanup and a qmgr stand-in; started.
+cl_instance() {
+	mk_instance "myhostname = host.example.com" "mydomain = example.com" "$@"
+	mcf "cleanup unix - n n - 0 cleanup" \
+	    "qmgr unix n n n - 1 TS trigger $PWD/qmgr.out"
+	start_instance
+}
+
+# submit OUT [cleanup-submit args]: the client's exit status.
+submit() {
+	_out=$1
+	shift
+	$SUBMIT -s $CL -t 10000 "$@" > "$_out" 2> "$_out.err"
+}
+
+qid() {
+	awk '$1 == 0 { print $3 }' "$1"
+}
+
+incoming_count() {
+	find q/incoming -type f ! -name 'tmp.*' | wc -l | tr -d ' '
+}
+
+atf_test_case header_actions cleanup
+header_actions_head() {
+	atf_set descr "header_checks: WARN logs, IGNORE removes, REPLACE replaces, PREPEND inserts before, DUNNO/OK keep; a folded header is matched as one logical line; body lines are not header-checked"
+	atf_set require.user unprivileged
+}
+header_actions_body() {
+	cat > hc <<'T'
+# header checks
+/^X-Warn: (.*)/          WARN looked at $1
+/^X-Drop:/               IGNORE
+/^Subject: old (.*)/     REPLACE Subject: new $1
+/^X-Fold: one two[[:blank:]]three$/ PREPEND X-Seen: folded header joined
+/^X-Keep:/               DUNNO
+/^X-Ok:/                 OK
+T
+	cl_instance "header_checks = regexp:$PWD/hc"
+	printf 'Subject: old news\nX-Warn: yes\nX-Drop: me\n  and my continuation\nX-Fold: one\n two\n\tthree\nX-Keep: k\nX-Ok: o\n\nSubject: old body line\nX-Drop: body\n' > msg
+	submit out -f alice -u 1000 msg bob@example.net || { cat out out.err >&2; atf_fail "not queued"; }
+	id=$(qid out)
+	$POSTCAT -h q/incoming/$id > hdr || atf_fail "postcat -h"
+	grep -qx 'Subject: new news' hdr || { cat hdr >&2; atf_fail "Subject not replaced"; }
+	! grep -q 'old news' hdr || atf_fail "old Subject kept"
+	! grep -q 'X-Drop\|and my continuation' hdr || { cat hdr >&2; atf_fail "IGNOREd header (or its continuation) kept"; }
+	grep -qx 'X-Warn: yes' hdr || atf_fail "WARN changed the header"
+	grep -qx 'X-Keep: k' hdr && grep -qx 'X-Ok: o' hdr || atf_fail "DUNNO/OK header lost"
+	# PREPEND: the new line just before the (folded, unchanged) field
+	grep -A3 -x 'X-Seen: folded header joined' hdr > fold
+	printf 'X-Seen: folded header joined\nX-Fold: one\n two\n\tthree\n' | cmp - fold ||
+	    { cat hdr >&2; atf_fail "PREPEND not before the folded header"; }
+	# the body is untouched: header_checks see headers only
+	$POSTCAT -b q/incoming/$id > body
+	printf 'Subject: old body line\nX-Drop: body\n' | cmp - body || { cat body >&2; atf_fail "body changed"; }
+	wait_for in_log "cleanup\[[0-9]*\]: $id: warning: header X-Warn: yes from local; from=<alice> to=<bob@example.net>: looked at yes$" ||
+	    { cat maillog >&2; atf_fail "no WARN log line"; }
+	assert_log_clean
+}
+header_actions_cleanup() {
+	stop_instance
+}
+
+atf_test_case header_reject cleanup
+header_reject_head() {
+	atf_set descr "header_checks REJECT: the message is refused with 5.7.1 and the table's text (a default text without one), nothing is queued, Postfix's log line; SMTP client attributes in the log line"
+	atf_set require.user unprivileged
+}
+header_reject_body() {
+	cat > hc <<'T'
+/^Subject: .*viagra/     REJECT no pills here
+/^X-Bare:/               REJECT
+T
+	cl_instance "header_checks = regexp:$PWD/hc"
+	printf 'From: a@example.org\nSubject: cheap\n viagra\n\nbody\n' > msg
+	submit out -f alice -u 1000 msg bob@example.net
+	test $? = 5 || { cat out out.err >&2; atf_fail "not refused"; }
+	grep -q '^5 5\.7\.1 - no pills here$' out || { cat out >&2; atf_fail "reply"; }
+	test "$(incoming_count)" = 0 || atf_fail "something queued"
+	wait_for in_log "cleanup\[[0-9]*\]: [0-9A-Z]*: reject: header Subject: cheap viagra from local; from=<alice> to=<bob@example.net>: 5\.7\.1 no pills here$" ||
+	    { cat maillog >&2; atf_fail "no reject line"; }
+	# no second, generic reject line
+	test "$(grep -c 'reject:' maillog)" = 1 || { cat maillog >&2; atf_fail "two reject lines"; }
+	printf 'X-Bare: 1\n\nbody\n' > msg2
+	submit out2 -S -C client.example.org -I 192.0.2.1 -H helo.example.org \
+	    -P ESMTP -f a@example.org msg2 b@example.net
+	test $? = 5 || atf_fail "X-Bare not refused"
+	grep -q '^5 5\.7\.1 - message content rejected$' out2 || { cat out2 >&2; atf_fail "default text"; }
+	wait_for in_log ": reject: header X-Bare: 1 from client\.example\.org\[192\.0\.2\.1\]; from=<a@example\.org> to=<b@example\.net> proto=ESMTP helo=<helo\.example\.org>: 5\.7\.1 message content rejected$" ||
+	    { cat maillog >&2; atf_fail "no SMTP reject line"; }
+	test "$(incoming_count)" = 0 || atf_fail "something queued"
+	assert_log_clean
+}
+header_reject_cleanup() {
+	stop_instance
+}
+
+atf_test_case discard cleanup
+discard_head() {
+	atf_set descr "DISCARD (header and body): the client is told the message is queued, nothing is kept, the log says discard"
+	atf_set require.user unprivileged
+}
+discard_body() {
+	printf '/^X-Junk:/ DISCARD junk header\n' > hc
+	printf '/^drop this line$/ DISCARD\n' > bc
+	cl_instance "header_checks = regexp:$PWD/hc" "body_checks = pcre:$PWD/bc"
+	printf 'X-Junk: yes\n\nbody\n' > msg
+	submit out -f alice -u 1000 msg bob@example.net || { cat out >&2; atf_fail "not accepted"; }
+	id=$(qid out)
+	test -n "$id" || atf_fail "no queue ID"
+	wait_for in_log "cleanup\[[0-9]*\]: $id: discard: header X-Junk: yes from local; from=<alice> to=<bob@example.net>: junk header$" ||
+	    { cat maillog >&2; atf_fail "no discard line"; }
+	printf 'Subject: b\n\nfirst\ndrop this line\r\nlast\n' > msg2
+	submit out2 -f alice -u 1000 msg2 bob@example.net || { cat out2 >&2; atf_fail "not accepted"; }
+	id2=$(qid out2)
+	wait_for in_log "cleanup\[[0-9]*\]: $id2: discard: body drop this line from local; from=<alice> to=<bob@example.net>$" ||
+	    { cat maillog >&2; atf_fail "no body discard line"; }
+	test "$(incoming_count)" = 0 || atf_fail "a discarded message was queued"
+	# the same without the trigger lines is queued
+	printf 'Subject: c\n\nfirst\nlast\n' > msg3
+	submit out3 -f alice -u 1000 msg3 bob@example.net || atf_fail "clean message refused"
+	test "$(incoming_count)" = 1 || atf_fail "clean message not queued"
+	assert_log_clean
+}
+discard_cleanup() {
+	stop_instance
+}
+
+atf_test_case body_checks cleanup
+body_checks_head() {
+	atf_set descr "body_checks see body lines (CR LF or LF off, in any chunking), not headers: REJECT and WARN"
+	atf_set require.user unprivileged
+}
+body_checks_body() {
+	cat > bc <<'T'
+/badword/                REJECT body says $0
+/^warn me (.*)$/         WARN saw $1
+T
+	sed -i 's/\$0/it/' bc
+	cl_instance "body_checks = regexp:$PWD/bc"
+	# the word in a header only: queued
+	printf 'Subject: badword\n\nclean\nwarn me please\r\n' > msg
+	submit out -c 3 -f alice -u 1000 msg bob@example.net || { cat out >&2; atf_fail "header line body-checked"; }
+	id=$(qid out)
+	wait_for in_log "cleanup\[[0-9]*\]: $id: warning: body warn me please from local; from=<alice> to=<bob@example.net>: saw please$" ||
+	    { cat maillog >&2; atf_fail "no body warning"; }
+	# in the body, split over small writes, and as a last line without LF
+	printf 'Subject: x\n\nline\nthis has a badword inside\nmore\n' > msg2
+	submit out2 -c 5 -f alice -u 1000 msg2 bob@example.net
+	test $? = 5 || { cat out2 >&2; atf_fail "body line not refused"; }
+	grep -q '^5 5\.7\.1 - body says it$' out2 || { cat out2 >&2; atf_fail "reply"; }
+	wait_for in_log ": reject: body this has a badword inside from local; from=<alice> to=<bob@example.net>: 5\.7\.1 body says it$" ||
+	    { cat maillog >&2; atf_fail "no reject line"; }
+	printf 'Subject: x\n\nline\nbadword' > msg3
+	submit out3 -f alice -u 1000 msg3 bob@example.net
+	test $? = 5 || { cat out3 >&2; atf_fail "unterminated last line not checked"; }
+	# a body that starts without an empty line (no header at all)
+	printf 'badword at the top\n' > msg4
+	submit out4 -f alice -u 1000 msg4 bob@example.net
+	test $? = 5 || { cat out4 >&2; atf_fail "first line of a headerless body not checked"; }
+	test "$(incoming_count)" = 1 || atf_fail "wrong number queued"
+	assert_log_clean
+}
+body_checks_cleanup() {
+	stop_instance
+}
+
+atf_test_case size_limit cleanup
+size_limit_head() {
+	atf_set descr "body_checks_size_limit: a line that begins past the limit is not checked, one before it is"
+	atf_set require.user unprivileged
+}
+size_limit_body() {
+	printf '/^badword/ REJECT\n' > bc
+	cl_instance "body_checks = regexp:$PWD/bc" "body_checks_size_limit = 100"
+	# 10 lines of 10 bytes = 100 bytes, then the word at offset 100
+	{ printf 'Subject: s\n\n'; for i in 0 1 2 3 4 5 6 7 8 9; do printf '123456789\n'; done; printf 'badword\n'; } > late
+	submit out -f alice -u 1000 late bob@example.net || { cat out >&2; atf_fail "line past the limit checked"; }
+	# at offset 90: checked
+	{ printf 'Subject: s\n\n'; for i in 0 1 2 3 4 5 6 7 8; do printf '123456789\n'; done; printf 'badword\n'; } > early
+	submit out2 -f alice -u 1000 early bob@example.net
+	test $? = 5 || { cat out2 >&2; atf_fail "line within the limit not checked"; }
+	test "$(incoming_count)" = 1 || atf_fail "wrong number queued"
+	assert_log_clean
+}
+size_limit_cleanup() {
+	stop_instance
+}
+
+atf_test_case unsupported cleanup
+unsupported_head() {
+	atf_set descr "an action Petrel does not do (FILTER, HOLD, REDIRECT; PREPEND in body_checks) is logged as a warning and ignored: the message is queued unchanged"
+	atf_set require.user unprivileged
+}
+unsupported_body() {
+	printf '/^X-F:/ FILTER smtp:[127.0.0.1]:10025\n/^X-H:/ HOLD\n' > hc
+	printf '/^body line$/ PREPEND X-Nope: 1\n' > bc
+	cl_instance "header_checks = regexp:$PWD/hc" "body_checks = regexp:$PWD/bc"
+	printf 'X-F: 1\nX-H: 2\n\nbody line\n' > msg
+	submit out -f alice -u 1000 msg bob@example.net || { cat out >&2; atf_fail "not queued"; }
+	id=$(qid out)
+	in_log "$id: header_checks: action \"FILTER\" is not supported by Petrel (no content_filter routing) (header X-F: 1); ignored" ||
+	    { cat maillog >&2; atf_fail "no FILTER warning"; }
+	in_log "$id: header_checks: action \"HOLD\" is not supported by Petrel (header X-H: 2); ignored" ||
+	    { cat maillog >&2; atf_fail "no HOLD warning"; }
+	in_log "$id: body_checks: action \"PREPEND\" is not supported by Petrel (body body line); ignored" ||
+	    { cat maillog >&2; atf_fail "no body PREPEND warning"; }
+	$POSTCAT -h q/incoming/$id | grep -qx 'X-F: 1' || atf_fail "header changed"
+	$POSTCAT -b q/incoming/$id > body
+	printf 'body line\n' | cmp - body || atf_fail "body changed"
+	assert_log_clean
+}
+unsupported_cleanup() {
+	stop_instance
+}
+
+atf_test_case bad_regexp cleanup
+bad_regexp_head() {
+	atf_set descr "a malformed pattern in header_checks or body_checks: petrel check names file:line, and cleanup says the same in the log"
+	atf_set require.user unprivileged
+}
+bad_regexp_body() {
+	printf '# fine\n/^X-A:/ WARN\n/^Subject: (a/ REJECT\n' > hc
+	printf '/ok/ WARN\n\n/[z-a]/ REJECT\n' > bc
+	mk_instance "header_checks = regexp:$PWD/hc"
+	mcf "cleanup unix - n n - 0 cleanup"
+	atf_check -s not-exit:0 -o ignore -e match:"$PWD/hc:3: bad regular expression" \
+	    $PETREL -c $PWD/etc check
+	mk_instance "body_checks = pcre:$PWD/bc"
+	mcf "cleanup unix - n n - 0 cleanup"
+	atf_check -s not-exit:0 -o ignore -e match:"$PWD/bc:3: bad regular expression" \
+	    $PETREL -c $PWD/etc check
+	# the daemon, started anyway, logs it and refuses no mail silently
+	mk_instance "header_checks = regexp:$PWD/hc"
+	mcf "cleanup unix - n n - 0 cleanup"
+	start_master_unchecked
+	printf 'Subject: s\n\nb\n' > msg
+	submit out -t 3000 -f alice msg bob@example.net
+	test $? != 0 || atf_fail "queued with a broken table"
+	wait_for in_log "cleanup.*$PWD/hc:3: bad regular expression" ||
+	    { cat maillog >&2; atf_fail "no file:line in the log"; }
+	test "$(incoming_count)" = 0 || atf_fail "queued"
+}
+bad_regexp_cleanup() {
+	stop_instance
+}
+
+atf_init_test_cases() {
+	atf_add_test_case header_actions
+	atf_add_test_case header_reject
+	atf_add_test_case discard
+	atf_add_test_case body_checks
+	atf_add_test_case size_limit
+	atf_add_test_case unsupported
+	atf_add_test_case bad_regexp
+}
