@@ -6,6 +6,8 @@
 # pattern reported with file:line.
 
 B=@BUILDDIR@
+BUILDDIR=@BUILDDIR@
+. @SRCDIR@/tests/system/common.subr
 . @SRCDIR@/tests/system/master.subr
 . @SRCDIR@/tests/system/submit.subr
 
@@ -259,7 +261,71 @@ bad_regexp_cleanup() {
 	stop_instance
 }
 
+atf_test_case smtp cleanup
+smtp_head() {
+	atf_set descr "through smtpd: a REJECT is smtpd's 550 5.7.1 with the table's text at the end of DATA; a REPLACEd header arrives replaced at the next hop (smtp-sink)"
+	atf_set require.progs swaks
+	atf_set require.user unprivileged
+	atf_set timeout 60
+}
+smtp_body() {
+	printf '/^X-Spam: yes/ REJECT spam is not welcome\n/^Subject: (.*)/ REPLACE Subject: [checked] $1\n' > hc
+	mkdir -p saved
+	start_sink s -d saved
+	relay_instance "$(cat s.port)" "header_checks = regexp:$PWD/hc"
+	swaks --server 127.0.0.1:$port --timeout 20 --helo client.example.test \
+	    --from alice@client.example.test --to bob@far.example.test \
+	    --header "X-Spam: yes" --body "b" > sw1.out 2>&1
+	grep -q '<\*\* *550 5\.7\.1 spam is not welcome' sw1.out ||
+	    { cat sw1.out >&2; atf_fail "no 550 5.7.1 reply"; }
+	wait_for in_log "cleanup\[[0-9]*\]: [0-9A-Z]*: reject: header X-Spam: yes from unknown\[127\.0\.0\.1\]; from=<alice@client\.example\.test> to=<bob@far\.example\.test> proto=ESMTP helo=<client\.example\.test>: 5\.7\.1 spam is not welcome$" ||
+	    { cat maillog >&2; atf_fail "no reject log line"; }
+	swaks --server 127.0.0.1:$port --timeout 20 --helo client.example.test \
+	    --from alice@client.example.test --to bob@far.example.test \
+	    --header "Subject: hello" --body "b" > sw2.out 2>&1 ||
+	    { cat sw2.out >&2; atf_fail "clean message refused"; }
+	WAIT_MAX=100 wait_for stat_is s.stats messages 1 || atf_fail "not relayed"
+	f=$(ls saved/* | head -n 1)
+	grep -q '^Subject: \[checked\] hello' "$f" || { cat "$f" >&2; atf_fail "Subject not replaced"; }
+	assert_log_clean
+}
+smtp_cleanup() {
+	stop_instance
+	stop_all
+}
+
+atf_test_case sendmail cleanup
+sendmail_head() {
+	atf_set descr "sendmail mail refused by header_checks: pickup parks it in corrupt/ with cleanup's reason, cleanup logs the reject; body_checks WARN on sendmail mail"
+	atf_set require.user unprivileged
+}
+sendmail_body() {
+	printf '/^Subject: forbidden/ REJECT local spam\n' > hc
+	printf '/^watch (.*)/ WARN w $1\n' > bc
+	mk_submit "header_checks = regexp:$PWD/hc" "body_checks = regexp:$PWD/bc"
+	mcf_submit
+	start_instance
+	printf 'Subject: forbidden fruit\n\nbody\n' | $SENDMAIL -f alice@example.org bob@example.com ||
+	    atf_fail "sendmail failed"
+	wait_for in_log "cleanup\[[0-9]*\]: [0-9A-Z]*: reject: header Subject: forbidden fruit from local; from=<alice@example.org> to=<bob@example.com>: 5\.7\.1 local spam$" ||
+	    { cat maillog >&2; atf_fail "no reject line"; }
+	wait_for in_log "rejected by cleanup: 5\.7\.1 local spam; moved to corrupt/" ||
+	    { cat maillog >&2; atf_fail "pickup did not park it"; }
+	qcount_is incoming 0 || atf_fail "queued"
+	printf 'Subject: fine\n\nwatch this\n' | $SENDMAIL -f alice@example.org bob@example.com ||
+	    atf_fail "sendmail failed"
+	wait_for in_log ": warning: body watch this from local; from=<alice@example.org> to=<bob@example.com>: w this$" ||
+	    { cat maillog >&2; atf_fail "no body warning"; }
+	wait_for qcount_is incoming 1 || atf_fail "clean message not queued"
+	assert_log_clean
+}
+sendmail_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case smtp
+	atf_add_test_case sendmail
 	atf_add_test_case header_actions
 	atf_add_test_case header_reject
 	atf_add_test_case discard
