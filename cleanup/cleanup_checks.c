@@ -10,7 +10,8 @@ static const struct {
 	enum cln_act act;
 } acts[] = {
 	{ "REJECT", CA_REJECT }, { "WARN", CA_WARN },
-	{ "DISCARD", CA_DISCARD }, { "IGNORE", CA_IGNORE },
+	{ "DISCARD", CA_DISCARD }, { "HOLD", CA_HOLD },
+	{ "IGNORE", CA_IGNORE },
 	{ "PREPEND", CA_PREPEND }, { "REPLACE", CA_REPLACE },
 	{ "DUNNO", CA_NONE }, { "OK", CA_NONE },
 };

@@ -75,6 +75,7 @@ struct cln_msg {
 	/* content checks */
 	bool quiet;		/* fail() need not log: already logged */
 	bool discard;		/* DISCARD: accepted, then dropped */
+	bool hold;		/* HOLD: committed into hold/ */
 	str_t hkey;		/* a logical header */
 	str_t hedit;		/* PREPEND/REPLACE texts */
 	str_t bline;		/* the body line being collected */
@@ -715,6 +716,10 @@ static bool common_action(cln_msg_t *m, enum cln_act act, const char *class,
 		act_log(m, "discard", class, what, wlen, text, tlen);
 		m->discard = true;
 		break;
+	case CA_HOLD:
+		act_log(m, "hold", class, what, wlen, text, tlen);
+		m->hold = true;
+		break;
 	default:
 		str_release(&t);
 		return false;
@@ -1202,6 +1207,10 @@ bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
 		bcopy_str(reply->queue_id, sizeof(reply->queue_id), m->id);
 		return true;
 	}
+	if (ok(m) && m->hold &&
+	    qfw_set_queue(m->w, &m->cfg->ql, QUEUE_HOLD) < 0)
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "cannot put the message on "
+		    "hold");
 	if (ok(m) && qfw_commit(m->w) < 0)
 		write_failed(m);
 	if (!ok(m)) {

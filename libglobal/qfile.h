@@ -166,6 +166,11 @@ int qfw_content(qfw_t *w, const void *data, size_t len);
  * §4).  0 on success; -1 removes the temporary file (or, when only the
  * directory fsync failed, leaves the complete named file). */
 int qfw_commit(qfw_t *w);
+/* Before the commit: the file is committed into queue instead of the
+ * one it was created in (cleanup's HOLD action: hold/).  The temporary
+ * file stays where it is; the commit's rename moves it (one file
+ * system).  0, or -1 (unknown queue, or already committed). */
+int qfw_set_queue(qfw_t *w, const queue_layout_t *ql, const char *queue);
 /* Frees the writer; an uncommitted file is removed. */
 void qfw_free(qfw_t *w);
 const char *qfw_error(const qfw_t *w);

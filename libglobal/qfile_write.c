@@ -390,6 +390,18 @@ qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
 	return w;
 }
 
+int qfw_set_queue(qfw_t *w, const queue_layout_t *ql, const char *queue)
+{
+	if (w->state == W_DONE || !queue_name_valid(queue))
+		return -1;
+	bcopy_str(w->queue, sizeof(w->queue), queue);
+	w->hashed = queue_is_hashed(ql, queue);
+	str_setf(&w->top_dir, "%s/%s", ql->dir, queue);
+	queue_dir_path(ql, queue, w->id, &w->final_dir);
+	str_setf(&w->final_path, "%s/%s", str_cstr(&w->final_dir), w->id);
+	return 0;
+}
+
 const char *qfw_id(const qfw_t *w)
 {
 	return w->id;

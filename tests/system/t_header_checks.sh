@@ -203,13 +203,44 @@ size_limit_cleanup() {
 	stop_instance
 }
 
+atf_test_case hold cleanup
+hold_head() {
+	atf_set descr "HOLD (header and body): the message is committed into the hold queue, not incoming; postq shows it held (ID!); the log says hold"
+	atf_set require.user unprivileged
+}
+hold_body() {
+	printf '/^X-Hold: (.*)/ HOLD look at $1\n' > hc
+	printf '/^quarantine me$/ HOLD\n' > bc
+	cl_instance "header_checks = regexp:$PWD/hc" "body_checks = regexp:$PWD/bc"
+	printf 'X-Hold: this\n\nbody\n' > msg
+	submit out -f alice -u 1000 msg bob@example.net || { cat out >&2; atf_fail "not accepted"; }
+	id=$(qid out)
+	test -n "$(find q/hold -type f -name $id)" || atf_fail "$id not in hold/"
+	test "$(incoming_count)" = 0 || atf_fail "held message in incoming/"
+	wait_for in_log "cleanup\[[0-9]*\]: $id: hold: header X-Hold: this from local; from=<alice> to=<bob@example.net>: look at this$" ||
+	    { cat maillog >&2; atf_fail "no hold line"; }
+	$B/bin/postq -C $PWD/etc > pq || atf_fail "postq"
+	grep -q "^$id!" pq || { cat pq >&2; atf_fail "postq does not show $id held"; }
+	printf 'Subject: b\n\nquarantine me\n' > msg2
+	submit out2 -f alice -u 1000 msg2 bob@example.net || atf_fail "not accepted"
+	id2=$(qid out2)
+	test -n "$(find q/hold -type f -name $id2)" || atf_fail "$id2 not in hold/"
+	$POSTCAT -b $(find q/hold -type f -name $id2) | grep -qx 'quarantine me' || atf_fail "held content"
+	in_log "$id2: hold: body quarantine me from local;" || atf_fail "no body hold line"
+	test "$(incoming_count)" = 0 || atf_fail "held message in incoming/"
+	assert_log_clean
+}
+hold_cleanup() {
+	stop_instance
+}
+
 atf_test_case unsupported cleanup
 unsupported_head() {
-	atf_set descr "an action Petrel does not do (FILTER, HOLD, REDIRECT; PREPEND in body_checks) is logged as a warning and ignored: the message is queued unchanged"
+	atf_set descr "an action Petrel does not do (FILTER, REDIRECT; PREPEND in body_checks) is logged as a warning and ignored: the message is queued unchanged"
 	atf_set require.user unprivileged
 }
 unsupported_body() {
-	printf '/^X-F:/ FILTER smtp:[127.0.0.1]:10025\n/^X-H:/ HOLD\n' > hc
+	printf '/^X-F:/ FILTER smtp:[127.0.0.1]:10025\n/^X-H:/ REDIRECT x@example.org\n' > hc
 	printf '/^body line$/ PREPEND X-Nope: 1\n' > bc
 	cl_instance "header_checks = regexp:$PWD/hc" "body_checks = regexp:$PWD/bc"
 	printf 'X-F: 1\nX-H: 2\n\nbody line\n' > msg
@@ -217,8 +248,8 @@ unsupported_body() {
 	id=$(qid out)
 	in_log "$id: header_checks: action \"FILTER\" is not supported by Petrel (no content_filter routing) (header X-F: 1); ignored" ||
 	    { cat maillog >&2; atf_fail "no FILTER warning"; }
-	in_log "$id: header_checks: action \"HOLD\" is not supported by Petrel (header X-H: 2); ignored" ||
-	    { cat maillog >&2; atf_fail "no HOLD warning"; }
+	in_log "$id: header_checks: action \"REDIRECT\" is not supported by Petrel (header X-H: 2); ignored" ||
+	    { cat maillog >&2; atf_fail "no REDIRECT warning"; }
 	in_log "$id: body_checks: action \"PREPEND\" is not supported by Petrel (body body line); ignored" ||
 	    { cat maillog >&2; atf_fail "no body PREPEND warning"; }
 	$POSTCAT -h q/incoming/$id | grep -qx 'X-F: 1' || atf_fail "header changed"
@@ -329,6 +360,7 @@ atf_init_test_cases() {
 	atf_add_test_case header_actions
 	atf_add_test_case header_reject
 	atf_add_test_case discard
+	atf_add_test_case hold
 	atf_add_test_case body_checks
 	atf_add_test_case size_limit
 	atf_add_test_case unsupported
