@@ -113,6 +113,10 @@ int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 	    config_get_str("virtual_alias_maps"), err) < 0)
 		goto fail;
 	if (checks_open(&cfg->header_checks, "header_checks", err) < 0 ||
+	    checks_open(&cfg->mime_header_checks, "mime_header_checks",
+	    err) < 0 ||
+	    checks_open(&cfg->nested_header_checks, "nested_header_checks",
+	    err) < 0 ||
 	    checks_open(&cfg->body_checks, "body_checks", err) < 0)
 		goto fail;
 	cfg->body_checks_size_limit = config_get_size("body_checks_size_limit");
@@ -138,6 +142,10 @@ void cln_cfg_free(cln_cfg_t *cfg)
 	cln_maps_close(&cfg->virtual_alias);
 	if (cfg->header_checks != NULL)
 		maps_free(cfg->header_checks);
+	if (cfg->mime_header_checks != NULL)
+		maps_free(cfg->mime_header_checks);
+	if (cfg->nested_header_checks != NULL)
+		maps_free(cfg->nested_header_checks);
 	if (cfg->body_checks != NULL)
 		maps_free(cfg->body_checks);
 	queue_layout_free(&cfg->ql);

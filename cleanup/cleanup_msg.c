@@ -80,8 +80,9 @@ struct cln_msg {
 	str_t hedit;		/* PREPEND/REPLACE texts */
 	str_t bline;		/* the body line being collected */
 	bool bpartial;		/* bline has begun */
-	bool bdone;		/* past body_checks_size_limit */
-	uint64_t bseen;		/* body bytes looked at */
+	uint64_t bseen;		/* bytes of this body segment so far */
+	size_t braw;		/* raw bytes of the line in bline */
+	cln_mime_t *mime;	/* MIME structure: with any body-side check */
 };
 
 /* ---- Errors ----------------------------------------------------------------- */
@@ -744,30 +745,42 @@ static void unsupported(cln_msg_t *m, const char *param, const char *value,
 	str_release(&w);
 }
 
-/* header_checks on each field of the primary header, in order, until a
- * REJECT or DISCARD.  IGNORE, PREPEND and REPLACE are remembered in the
- * field for finish_header. */
+/* The logical header of field f into out: folded lines joined (the
+ * line ends taken out, the white space kept), as Postfix does. */
+static void logical_header(const cln_msg_t *m, const field_t *f, str_t *out)
+{
+	const char *p = str_cstr(&m->hbuf) + f->off;
+	size_t len = f->len;
+
+	str_reset(out);
+	for (size_t j = 0; j < len; j++) {
+		if (p[j] == '\n')
+			continue;
+		if (p[j] == '\r' && j + 1 < len && p[j + 1] == '\n')
+			continue;
+		str_append(out, p + j, 1);
+	}
+}
+
+/* header_checks (mime_header_checks for Content-* and MIME-Version) on
+ * each field of the primary header, in order, until a REJECT or
+ * DISCARD.  IGNORE, PREPEND and REPLACE are remembered in the field for
+ * finish_header. */
 static void check_headers(cln_msg_t *m)
 {
-	const char *h = str_cstr(&m->hbuf);
-
 	for (size_t i = 0; i < m->nfields && ok(m) && !m->discard; i++) {
 		field_t *f = &m->fields[i];
-		const char *p = h + f->off, *text;
-		size_t len = f->len, tlen;
+		const char *text;
+		size_t tlen;
 		enum cln_act act;
+		struct maps *maps;
 
-		/* The logical header: folded lines joined (line ends out). */
-		str_reset(&m->hkey);
-		for (size_t j = 0; j < len; j++) {
-			if (p[j] == '\n')
-				continue;
-			if (p[j] == '\r' && j + 1 < len && p[j + 1] == '\n')
-				continue;
-			str_append(&m->hkey, p + j, 1);
-		}
-		act = check_lookup(m, m->cfg->header_checks, str_cstr(&m->hkey),
-		    &text, &tlen);
+		logical_header(m, f, &m->hkey);
+		maps = cln_hdr_is_mime(str_cstr(&m->hkey), str_len(&m->hkey)) ?
+		    m->cfg->mime_header_checks : m->cfg->header_checks;
+		if (maps == NULL)
+			continue;
+		act = check_lookup(m, maps, str_cstr(&m->hkey), &text, &tlen);
 		if (common_action(m, act, "header", str_cstr(&m->hkey),
 		    str_len(&m->hkey), text, tlen))
 			continue;
@@ -795,9 +808,8 @@ static void check_headers(cln_msg_t *m)
 		default: {
 			const char *value;
 			/* The answer again, for the log. */
-			if (maps_get(m->cfg->header_checks, str_cstr(&m->hkey),
-			    &value, NULL) == 1)
-				unsupported(m, "header_checks", value, "header",
+			if (maps_get(maps, str_cstr(&m->hkey), &value, NULL) == 1)
+				unsupported(m, maps_param(maps), value, "header",
 				    str_cstr(&m->hkey), str_len(&m->hkey));
 			break;
 		}
@@ -806,68 +818,107 @@ static void check_headers(cln_msg_t *m)
 	str_release(&m->hkey);
 }
 
-/* body_checks on the line collected in bline (CR LF or LF taken off). */
+/* A body line (MIME: not a part header): body_checks, when it begins
+ * within body_checks_size_limit bytes of its segment. */
+static void mime_body(void *ctx, const char *l, size_t len)
+{
+	cln_msg_t *m = ctx;
+	const char *text;
+	size_t tlen;
+	enum cln_act act;
+	uint64_t at = m->bseen;
+
+	m->bseen += m->braw;
+	if (m->cfg->body_checks == NULL || !ok(m) || m->discard ||
+	    at >= (uint64_t)m->cfg->body_checks_size_limit)
+		return;
+	act = check_lookup(m, m->cfg->body_checks, l, &text, &tlen);
+	if (!common_action(m, act, "body", l, len, text, tlen)) {
+		const char *value;
+		if (maps_get(m->cfg->body_checks, l, &value, NULL) == 1)
+			unsupported(m, "body_checks", value, "body", l, len);
+	}
+}
+
+static void mime_body_start(void *ctx)
+{
+	((cln_msg_t *)ctx)->bseen = 0;
+}
+
+/* A header of a MIME part or of an attached message: MIME headers and
+ * other part headers go to mime_header_checks, the other headers of an
+ * attached message to nested_header_checks.  The content streams
+ * through unchanged, so only the actions that do not edit it apply. */
+static void mime_header(void *ctx, int hclass, const char *h, size_t len)
+{
+	cln_msg_t *m = ctx;
+	struct maps *maps;
+	const char *text;
+	size_t tlen;
+	enum cln_act act;
+
+	if (!ok(m) || m->discard)
+		return;
+	maps = hclass == CLN_MIME_NESTED && !cln_hdr_is_mime(h, len) ?
+	    m->cfg->nested_header_checks : m->cfg->mime_header_checks;
+	if (maps == NULL)
+		return;
+	str_set(&m->hkey, "");
+	str_append(&m->hkey, h, len);
+	act = check_lookup(m, maps, str_cstr(&m->hkey), &text, &tlen);
+	if (!common_action(m, act, "header", h, len, text, tlen)) {
+		const char *value;
+		if (maps_get(maps, str_cstr(&m->hkey), &value, NULL) == 1)
+			unsupported(m, maps_param(maps), value, "header", h, len);
+	}
+}
+
+/* The line collected in bline (CR LF or LF taken off), braw bytes of
+ * content. */
 static void body_line(cln_msg_t *m)
 {
-	const char *text;
-	size_t tlen, len = str_len(&m->bline);
-	enum cln_act act;
+	size_t len = str_len(&m->bline);
 
 	m->bpartial = false;
 	if (len > 0 && str_cstr(&m->bline)[len - 1] == '\r')
 		str_truncate(&m->bline, --len);
-	act = check_lookup(m, m->cfg->body_checks, str_cstr(&m->bline),
-	    &text, &tlen);
-	if (!common_action(m, act, "body", str_cstr(&m->bline), len, text,
-	    tlen)) {
-		const char *value;
-		if (maps_get(m->cfg->body_checks, str_cstr(&m->bline), &value,
-		    NULL) == 1)
-			unsupported(m, "body_checks", value, "body",
-			    str_cstr(&m->bline), len);
-	}
+	cln_mime_line(m->mime, str_cstr(&m->bline), len);
+	m->braw = 0;
 	str_reset(&m->bline);
 }
 
-/* Body content as it passes: lines for body_checks, as long as they
- * begin within body_checks_size_limit.  Nothing without body_checks. */
+/* Body content as it passes, cut into lines for the MIME reader and
+ * body_checks.  Nothing at all without body-side checks (mime NULL). */
 static void body_in(cln_msg_t *m, const char *p, size_t n)
 {
-	if (m->cfg->body_checks == NULL || m->bdone)
+	if (m->mime == NULL)
 		return;
 	while (n > 0 && ok(m) && !m->discard) {
 		const char *lf;
 		size_t take, room;
 
-		if (!m->bpartial) {
-			if (m->bseen >= (uint64_t)m->cfg->body_checks_size_limit) {
-				m->bdone = true;
-				str_release(&m->bline);
-				return;
-			}
-			m->bpartial = true;
-		}
+		m->bpartial = true;
 		lf = memchr(p, '\n', n);
 		take = lf != NULL ? (size_t)(lf - p) : n;
 		room = BODY_LINE_MAX - str_len(&m->bline);
 		if (take > room) {
-			/* A long line: this piece is checked as a line. */
+			/* A long line: this piece is read as a line. */
 			str_append(&m->bline, p, room);
-			m->bseen += room;
+			m->braw += room;
 			p += room;
 			n -= room;
 			body_line(m);
 			continue;
 		}
 		str_append(&m->bline, p, take);
-		m->bseen += take;
+		m->braw += take;
 		p += take;
 		n -= take;
 		if (lf == NULL)
 			return;
 		p++;
 		n--;
-		m->bseen++;
+		m->braw++;
 		body_line(m);
 	}
 }
@@ -875,9 +926,37 @@ static void body_in(cln_msg_t *m, const char *p, size_t n)
 /* The end of the content: a last line without its terminator. */
 static void body_end(cln_msg_t *m)
 {
-	if (m->cfg->body_checks != NULL && m->bpartial && !m->bdone &&
-	    ok(m) && !m->discard)
+	if (m->mime == NULL || !ok(m) || m->discard)
+		return;
+	if (m->bpartial)
 		body_line(m);
+	cln_mime_end(m->mime);
+}
+
+/* The body begins: the MIME reader, when there are body-side checks,
+ * starts from the primary header's Content-Type. */
+static void body_begin(cln_msg_t *m)
+{
+	const cln_cfg_t *cfg = m->cfg;
+
+	if (cfg->body_checks == NULL && cfg->mime_header_checks == NULL &&
+	    cfg->nested_header_checks == NULL)
+		return;
+	m->mime = cln_mime_new(cfg->header_size_limit > (1 << 20) ? 1 << 20 :
+	    (size_t)cfg->header_size_limit, mime_header, mime_body,
+	    mime_body_start, m);
+	for (size_t i = 0; i < m->nfields; i++) {
+		const field_t *f = &m->fields[i];
+		if (f->namelen == 12 && strncasecmp(str_cstr(&m->hbuf) + f->off,
+		    "Content-Type", 12) == 0 && f->act != CA_IGNORE &&
+		    f->act != CA_REPLACE) {
+			logical_header(m, f, &m->hkey);
+			cln_mime_primary(m->mime, str_cstr(&m->hkey) + 13,
+			    str_len(&m->hkey) - 13);
+			return;
+		}
+	}
+	cln_mime_primary(m->mime, NULL, 0);
 }
 
 /* The header is complete (hbuf[0, body) holds its fields; need_blank:
@@ -893,7 +972,7 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 	str_t out = STR_INIT, tmp = STR_INIT;
 	hctx_t hc = { m, false, false, STR_INIT };
 
-	if (m->cfg->header_checks != NULL) {
+	if (m->cfg->header_checks != NULL || m->cfg->mime_header_checks != NULL) {
 		check_headers(m);
 		if (!ok(m))
 			goto out;
@@ -1072,6 +1151,8 @@ static void end_header(cln_msg_t *m, size_t body, bool need_blank)
 		m->first_line_seen = true;
 	}
 	finish_header(m, body, need_blank);
+	if (ok(m))
+		body_begin(m);
 	if (ok(m)) {
 		content_out(m, str_cstr(&m->hbuf) + body,
 		    str_len(&m->hbuf) - body);
@@ -1252,5 +1333,6 @@ void cln_msg_free(cln_msg_t *m)
 	str_release(&m->hkey);
 	str_release(&m->hedit);
 	str_release(&m->bline);
+	cln_mime_free(m->mime);
 	free(m);
 }

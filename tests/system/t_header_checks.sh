@@ -234,6 +234,90 @@ hold_cleanup() {
 	stop_instance
 }
 
+# mime_msg FILE: multipart/mixed with a text part and an attached message.
+mime_msg() {
+	cat > "$1" <<'M'
+Subject: top
+MIME-Version: 1.0
+Content-Type: multipart/mixed;
+	boundary="BND-1"
+
+preamble line
+--BND-1
+Content-Type: text/plain
+X-Part: p1
+
+part body line
+--BND-1
+Content-Type: message/rfc822
+
+Subject: nested secret
+X-Nested: n
+
+nested body line
+--BND-1--
+epilogue line
+M
+}
+
+atf_test_case mime cleanup
+mime_head() {
+	atf_set descr "MIME: header_checks see the primary header only; mime_header_checks see Content-*/MIME-Version headers (primary too) and part headers; nested_header_checks the headers of an attached message; body_checks body lines, not part headers"
+	atf_set require.user unprivileged
+}
+mime_body() {
+	printf '/^Subject: nested/ REJECT primary table saw a nested header\n/^Content-Type:/ REJECT primary table saw a MIME header\n/^X-Part:/ REJECT primary table saw a part header\n/^Subject: top$/ WARN primary\n' > hc
+	printf '/^Content-Type: multipart\\/mixed;[[:space:]]*boundary/ WARN mime top\n/^Content-Type: text\\/plain/ WARN mime part\n/^X-Part: p1$/ WARN part header\n' > mc
+	printf '/^Subject: nested secret$/ WARN nested\n/^X-Part:/ WARN nested table saw a part header\n' > nc
+	printf '/^(X-Part|X-Nested|Subject|Content-Type)/ WARN hdrseen\n/ line$/ WARN bodyseen\n' > bc
+	cl_instance "header_checks = regexp:$PWD/hc" "mime_header_checks = regexp:$PWD/mc" \
+	    "nested_header_checks = regexp:$PWD/nc" "body_checks = regexp:$PWD/bc"
+	mime_msg msg
+	submit out -c 7 -f alice -u 1000 msg bob@example.net || { cat out maillog >&2; atf_fail "refused"; }
+	id=$(qid out)
+	sfx="from local; from=<alice> to=<bob@example.net>"
+	for want in "warning: header Subject: top $sfx: primary" \
+	    "warning: header Content-Type: multipart/mixed;\\011boundary=\"BND-1\" $sfx: mime top" \
+	    "warning: header Content-Type: text/plain $sfx: mime part" \
+	    "warning: header X-Part: p1 $sfx: part header" \
+	    "warning: header Subject: nested secret $sfx: nested" \
+	    "warning: body preamble line $sfx: bodyseen" \
+	    "warning: body part body line $sfx: bodyseen" \
+	    "warning: body nested body line $sfx: bodyseen" \
+	    "warning: body epilogue line $sfx: bodyseen"; do
+		grep -qF "$id: $want" maillog || { cat maillog >&2; atf_fail "missing: $want"; }
+	done
+	! grep -q "hdrseen\|nested table saw" maillog || { cat maillog >&2; atf_fail "a header reached the wrong checks"; }
+	# the content is unchanged
+	$POSTCAT -b q/incoming/$id > body
+	sed '1,/^$/d' msg | cmp - body || atf_fail "body changed"
+	assert_log_clean
+}
+mime_cleanup() {
+	stop_instance
+}
+
+atf_test_case nested_default cleanup
+nested_default_head() {
+	atf_set descr "mime_header_checks and nested_header_checks default to \$header_checks: a header of an attached message is refused by the header_checks table; the same text as a body line is not"
+	atf_set require.user unprivileged
+}
+nested_default_body() {
+	printf '/^Subject: nested secret/ REJECT nested refused\n' > hc
+	cl_instance "header_checks = regexp:$PWD/hc"
+	mime_msg msg
+	submit out -f alice -u 1000 msg bob@example.net
+	test $? = 5 || { cat out >&2; atf_fail "nested header not refused"; }
+	grep -q '^5 5\.7\.1 - nested refused$' out || { cat out >&2; atf_fail "reply"; }
+	printf 'Subject: plain\n\nSubject: nested secret\n' > msg2
+	submit out2 -f alice -u 1000 msg2 bob@example.net || atf_fail "a body line was header-checked"
+	test "$(incoming_count)" = 1 || atf_fail "wrong number queued"
+	assert_log_clean
+}
+nested_default_cleanup() {
+	stop_instance
+}
+
 atf_test_case unsupported cleanup
 unsupported_head() {
 	atf_set descr "an action Petrel does not do (FILTER, REDIRECT; PREPEND in body_checks) is logged as a warning and ignored: the message is queued unchanged"
@@ -361,6 +445,8 @@ atf_init_test_cases() {
 	atf_add_test_case header_reject
 	atf_add_test_case discard
 	atf_add_test_case hold
+	atf_add_test_case mime
+	atf_add_test_case nested_default
 	atf_add_test_case body_checks
 	atf_add_test_case size_limit
 	atf_add_test_case unsupported
