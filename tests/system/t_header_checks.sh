@@ -318,6 +318,27 @@ nested_default_cleanup() {
 	stop_instance
 }
 
+atf_test_case lookup_error cleanup
+lookup_error_head() {
+	atf_set descr "a check table that fails to answer (pcre: over its match limit) defers the message (4.3.0) with a warning naming the parameter"
+	atf_set require.user unprivileged
+}
+lookup_error_body() {
+	printf '/^(a+)+$/ REJECT never\n' > bc
+	cl_instance "body_checks = pcre:$PWD/bc"
+	{ printf 'Subject: s\n\n'; printf 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\n'; } > msg
+	submit out -f alice -u 1000 msg bob@example.net
+	test $? = 4 || { cat out >&2; atf_fail "not deferred"; }
+	grep -q '^4 4\.3\.0 - body_checks map lookup problem$' out || { cat out >&2; atf_fail "reply"; }
+	in_log "warning: [0-9A-Z]*: body_checks lookup error: pcre:$PWD/bc: " ||
+	    { cat maillog >&2; atf_fail "no warning"; }
+	test "$(incoming_count)" = 0 || atf_fail "queued"
+	assert_log_clean
+}
+lookup_error_cleanup() {
+	stop_instance
+}
+
 atf_test_case unsupported cleanup
 unsupported_head() {
 	atf_set descr "an action Petrel does not do (FILTER, REDIRECT; PREPEND in body_checks) is logged as a warning and ignored: the message is queued unchanged"
@@ -450,5 +471,6 @@ atf_init_test_cases() {
 	atf_add_test_case body_checks
 	atf_add_test_case size_limit
 	atf_add_test_case unsupported
+	atf_add_test_case lookup_error
 	atf_add_test_case bad_regexp
 }
