@@ -173,8 +173,8 @@ void cln_phrase(const char *name, str_t *out);
 /* What a header_checks or body_checks answer asks for. */
 enum cln_act {
 	CA_NONE = 0,		/* DUNNO, OK, not found */
-	CA_REJECT, CA_WARN, CA_DISCARD, CA_HOLD, CA_IGNORE, CA_PREPEND,
-	CA_REPLACE,
+	CA_REJECT, CA_WARN, CA_DISCARD, CA_HOLD, CA_REDIRECT, CA_IGNORE,
+	CA_PREPEND, CA_REPLACE,
 	CA_UNSUPPORTED,		/* an action Petrel does not do (logged) */
 };
 /* Parses a table answer "ACTION [text]": the action, and in *text /

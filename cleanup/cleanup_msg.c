@@ -76,6 +76,7 @@ struct cln_msg {
 	bool quiet;		/* fail() need not log: already logged */
 	bool discard;		/* DISCARD: accepted, then dropped */
 	bool hold;		/* HOLD: committed into hold/ */
+	char *redirect;		/* REDIRECT: the one recipient left */
 	str_t hkey;		/* a logical header */
 	str_t hedit;		/* PREPEND/REPLACE texts */
 	str_t bline;		/* the body line being collected */
@@ -419,6 +420,10 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 		return m;
 	}
 	bcopy_str(m->id, sizeof(m->id), qfw_id(m->w));
+	/* REDIRECT marks the recipients written so far done. */
+	if (cfg->header_checks != NULL || cfg->mime_header_checks != NULL ||
+	    cfg->nested_header_checks != NULL || cfg->body_checks != NULL)
+		qfw_track_rcpts(m->w);
 	if (qfw_arrival(m->w, &m->arrival) < 0) {
 		write_failed(m);
 		goto out;
@@ -721,6 +726,31 @@ static bool common_action(cln_msg_t *m, enum cln_act act, const char *class,
 		act_log(m, "hold", class, what, wlen, text, tlen);
 		m->hold = true;
 		break;
+	case CA_REDIRECT: {
+		char **list = NULL;
+		size_t n = 0;
+		str_t a = STR_INIT, err = STR_INIT;
+
+		str_append(&a, text, tlen);
+		if (cln_parse_value(m->cfg, str_cstr(&a), &list, &n, &err) < 0 ||
+		    n != 1 || list[0][0] == '\0') {
+			str_t w = STR_INIT;
+			str_quote_printable(&w, text, tlen > 100 ? 100 : tlen);
+			log_warning("%s: REDIRECT needs one address, not \"%s\"%s%s; "
+			    "ignored", m->id, str_cstr(&w), str_len(&err) ? ": " :
+			    "", str_cstr(&err));
+			str_release(&w);
+		} else {
+			act_log(m, "redirect", class, what, wlen, text, tlen);
+			free(m->redirect);
+			m->redirect = xstrdup(list[0]);
+		}
+		if (list != NULL)
+			cln_list_free(list, n);
+		str_release(&a);
+		str_release(&err);
+		break;
+	}
 	default:
 		str_release(&t);
 		return false;
@@ -1288,6 +1318,12 @@ bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
 		bcopy_str(reply->queue_id, sizeof(reply->queue_id), m->id);
 		return true;
 	}
+	if (ok(m) && m->redirect != NULL) {
+		/* every recipient replaced by the one address */
+		qf_rcpt_in_t r = { .address = m->redirect };
+		if (qfw_rcpts_done(m->w) < 0 || qfw_rcpt(m->w, &r) < 0)
+			write_failed(m);
+	}
 	if (ok(m) && m->hold &&
 	    qfw_set_queue(m->w, &m->cfg->ql, QUEUE_HOLD) < 0)
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "cannot put the message on "
@@ -1334,5 +1370,6 @@ void cln_msg_free(cln_msg_t *m)
 	str_release(&m->hedit);
 	str_release(&m->bline);
 	cln_mime_free(m->mime);
+	free(m->redirect);
 	free(m);
 }

@@ -157,6 +157,12 @@ int qfw_attr(qfw_t *w, const char *name, const char *value);
 int qfw_warn_time(qfw_t *w, time_t when);
 int qfw_attempts(qfw_t *w, unsigned long n);
 int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r);
+/* Remember where each recipient record is written from now on, for
+ * qfw_rcpts_done (cleanup asks when content checks are configured). */
+void qfw_track_rcpts(qfw_t *w);
+/* Marks every recipient written since qfw_track_rcpts done (cleanup's
+ * REDIRECT, before it adds the new recipient).  0 or -1 (sticky). */
+int qfw_rcpts_done(qfw_t *w);
 /* Message content, in pieces of any size (lines found by the writer). */
 int qfw_content(qfw_t *w, const void *data, size_t len);
 /* Ends the content, writes the end record, fsyncs, renames to the ID,

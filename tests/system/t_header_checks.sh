@@ -339,13 +339,54 @@ lookup_error_cleanup() {
 	stop_instance
 }
 
+atf_test_case redirect cleanup
+redirect_head() {
+	atf_set descr "REDIRECT (header and body): every recipient, envelope and -t ones, is marked done and the one address is added; a value that is not one address is logged and ignored"
+	atf_set require.user unprivileged
+}
+redirect_body() {
+	printf '/^X-Redirect: yes/ REDIRECT admin@example.org\n/^X-Bad:/ REDIRECT a@x b@y\n' > hc
+	printf '/^send to the boss$/ REDIRECT boss\n' > bc
+	cl_instance "header_checks = regexp:$PWD/hc" "body_checks = regexp:$PWD/bc"
+	printf 'X-Redirect: yes\nTo: carol@example.net\n\nbody\n' > msg
+	submit out -x -f alice -u 1000 msg bob@example.net dave@example.net ||
+	    { cat out >&2; atf_fail "not queued"; }
+	id=$(qid out)
+	$POSTCAT -e q/incoming/$id > env || atf_fail "postcat"
+	for r in bob@example.net dave@example.net carol@example.net; do
+		grep -qx "done_recipient: $r" env || { cat env >&2; atf_fail "$r not done"; }
+	done
+	test "$(grep -c '^recipient: ' env)" = 1 && grep -qx 'recipient: admin@example.org' env ||
+	    { cat env >&2; atf_fail "not redirected"; }
+	wait_for in_log "cleanup\[[0-9]*\]: $id: redirect: header X-Redirect: yes from local; from=<alice> to=<bob@example.net>: admin@example.org$" ||
+	    { cat maillog >&2; atf_fail "no redirect line"; }
+	# in the body, after the content: the bare name gets @$myorigin
+	printf 'Subject: s\n\nsend to the boss\nmore\n' > msg2
+	submit out2 -f alice -u 1000 msg2 bob@example.net || atf_fail "not queued"
+	id2=$(qid out2)
+	$POSTCAT -e q/incoming/$id2 > env2
+	grep -qx 'done_recipient: bob@example.net' env2 && grep -qx 'recipient: boss@host.example.com' env2 ||
+	    { cat env2 >&2; atf_fail "body REDIRECT"; }
+	$POSTCAT -b q/incoming/$id2 | grep -qx more || atf_fail "content"
+	printf 'X-Bad: 1\n\nbody\n' > msg3
+	submit out3 -f alice -u 1000 msg3 bob@example.net || atf_fail "not queued"
+	id3=$(qid out3)
+	in_log "$id3: REDIRECT needs one address, not \"a@x b@y\"; ignored" ||
+	    { cat maillog >&2; atf_fail "no warning"; }
+	$POSTCAT -e q/incoming/$id3 | grep -qx 'recipient: bob@example.net' || atf_fail "recipient changed"
+	assert_log_clean
+}
+redirect_cleanup() {
+	stop_instance
+}
+
 atf_test_case unsupported cleanup
 unsupported_head() {
-	atf_set descr "an action Petrel does not do (FILTER, REDIRECT; PREPEND in body_checks) is logged as a warning and ignored: the message is queued unchanged"
+	atf_set descr "an action Petrel does not do (FILTER, BCC; PREPEND in body_checks) is logged as a warning and ignored: the message is queued unchanged"
 	atf_set require.user unprivileged
 }
 unsupported_body() {
-	printf '/^X-F:/ FILTER smtp:[127.0.0.1]:10025\n/^X-H:/ REDIRECT x@example.org\n' > hc
+	printf '/^X-F:/ FILTER smtp:[127.0.0.1]:10025\n/^X-H:/ BCC x@example.org\n' > hc
 	printf '/^body line$/ PREPEND X-Nope: 1\n' > bc
 	cl_instance "header_checks = regexp:$PWD/hc" "body_checks = regexp:$PWD/bc"
 	printf 'X-F: 1\nX-H: 2\n\nbody line\n' > msg
@@ -353,8 +394,8 @@ unsupported_body() {
 	id=$(qid out)
 	in_log "$id: header_checks: action \"FILTER\" is not supported by Petrel (no content_filter routing) (header X-F: 1); ignored" ||
 	    { cat maillog >&2; atf_fail "no FILTER warning"; }
-	in_log "$id: header_checks: action \"REDIRECT\" is not supported by Petrel (header X-H: 2); ignored" ||
-	    { cat maillog >&2; atf_fail "no REDIRECT warning"; }
+	in_log "$id: header_checks: action \"BCC\" is not supported by Petrel (header X-H: 2); ignored" ||
+	    { cat maillog >&2; atf_fail "no BCC warning"; }
 	in_log "$id: body_checks: action \"PREPEND\" is not supported by Petrel (body body line); ignored" ||
 	    { cat maillog >&2; atf_fail "no body PREPEND warning"; }
 	$POSTCAT -h q/incoming/$id | grep -qx 'X-F: 1' || atf_fail "header changed"
@@ -399,13 +440,13 @@ bad_regexp_cleanup() {
 
 atf_test_case smtp cleanup
 smtp_head() {
-	atf_set descr "through smtpd: a REJECT is smtpd's 550 5.7.1 with the table's text at the end of DATA; a REPLACEd header arrives replaced at the next hop (smtp-sink)"
+	atf_set descr "through smtpd: a REJECT is smtpd's 550 5.7.1 with the table's text at the end of DATA; a REPLACEd header arrives replaced at the next hop (smtp-sink); a REDIRECTed one goes to the new address only"
 	atf_set require.progs swaks
 	atf_set require.user unprivileged
 	atf_set timeout 60
 }
 smtp_body() {
-	printf '/^X-Spam: yes/ REJECT spam is not welcome\n/^Subject: (.*)/ REPLACE Subject: [checked] $1\n' > hc
+	printf '/^X-Spam: yes/ REJECT spam is not welcome\n/^Subject: (.*)/ REPLACE Subject: [checked] $1\n/^X-Redirect:/ REDIRECT abuse@far.example.test\n' > hc
 	mkdir -p saved
 	start_sink s -d saved
 	relay_instance "$(cat s.port)" "header_checks = regexp:$PWD/hc"
@@ -423,6 +464,15 @@ smtp_body() {
 	WAIT_MAX=100 wait_for stat_is s.stats messages 1 || atf_fail "not relayed"
 	f=$(ls saved/* | head -n 1)
 	grep -q '^Subject: \[checked\] hello' "$f" || { cat "$f" >&2; atf_fail "Subject not replaced"; }
+	# REDIRECT: delivered to the new address only
+	swaks --server 127.0.0.1:$port --timeout 20 --helo client.example.test \
+	    --from alice@client.example.test --to bob@far.example.test,eve@far.example.test \
+	    --header "X-Redirect: 1" --body "b" > sw3.out 2>&1 ||
+	    { cat sw3.out >&2; atf_fail "redirected message refused"; }
+	id=$(sed -n 's/.*250 2\.0\.0 Ok: queued as \([0-9A-Z]*\).*/\1/p' sw3.out | head -n 1)
+	WAIT_MAX=100 wait_for in_log "$id: removed" || { cat maillog >&2; atf_fail "$id not delivered"; }
+	in_log "$id: to=<abuse@far.example.test>, relay=.*status=sent" || { cat maillog >&2; atf_fail "not sent to the new address"; }
+	! in_log "$id: to=<bob@far\\|$id: to=<eve@far" || { cat maillog >&2; atf_fail "sent to an original recipient"; }
 	assert_log_clean
 }
 smtp_cleanup() {
@@ -466,6 +516,7 @@ atf_init_test_cases() {
 	atf_add_test_case header_reject
 	atf_add_test_case discard
 	atf_add_test_case hold
+	atf_add_test_case redirect
 	atf_add_test_case mime
 	atf_add_test_case nested_default
 	atf_add_test_case body_checks

@@ -29,7 +29,8 @@ ATF_TC_BODY(actions, tc)
 	/* not an action, or one Petrel does not do */
 	ATF_CHECK_EQ(cln_act_parse("REJECTED", &t, &n), CA_UNSUPPORTED);
 	ATF_CHECK_EQ(cln_act_parse("FILTER smtp:x", &t, &n), CA_UNSUPPORTED);
-	ATF_CHECK_EQ(cln_act_parse("REDIRECT a@b", &t, &n), CA_UNSUPPORTED);
+	ATF_CHECK_EQ(cln_act_parse("REDIRECT a@b", &t, &n), CA_REDIRECT);
+	ATF_CHECK_EQ(cln_act_parse("BCC a@b", &t, &n), CA_UNSUPPORTED);
 	ATF_CHECK_EQ(cln_act_parse("", &t, &n), CA_UNSUPPORTED);
 }
 
