@@ -1,7 +1,9 @@
 /* cleanup: configuration and lookup tables. */
 #include <limits.h>
 #include <string.h>
+#include <strings.h>
 #include "cleanup.h"
+#include "log.h"
 #include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -60,6 +62,34 @@ static int ms(long seconds)
 	return (int)(seconds * 1000);
 }
 
+/* An action a rule of a check table gives that Petrel will not do:
+ * said once, with the rule's file:line, when the table is opened (the
+ * rule is then ignored at each match, with a warning naming the
+ * message). */
+static int warn_rule(const char *file, int line, const char *result,
+    void *ctx)
+{
+	const char *param = ctx, *text;
+	size_t tlen, n = strcspn(result, " \t");
+	enum cln_act act;
+
+	if (result[0] == '$')
+		return 0;		/* decided by the match */
+	act = cln_act_parse(result, &text, &tlen);
+	if (act == CA_UNSUPPORTED)
+		log_warning("%s:%d: %s: action \"%.*s\" is not supported by "
+		    "Petrel%s; the rule will be ignored", file, line, param,
+		    (int)(n > 40 ? 40 : n), result,
+		    n == 6 && strncasecmp(result, "FILTER", 6) == 0 ?
+		    " (no content_filter routing)" : "");
+	else if ((act == CA_IGNORE || act == CA_PREPEND ||
+	    act == CA_REPLACE) && strcmp(param, "body_checks") == 0)
+		log_warning("%s:%d: %s: action \"%.*s\" edits headers, not "
+		    "body lines; the rule will be ignored", file, line, param,
+		    (int)(n > 40 ? 40 : n), result);
+	return 0;
+}
+
 /* A list of check tables; none configured leaves *m NULL.  A table that
  * does not open (a malformed pattern: "file:line: ...") is an error. */
 static int checks_open(struct maps **m, const char *param, str_t *err)
@@ -70,7 +100,13 @@ static int checks_open(struct maps **m, const char *param, str_t *err)
 	if (spec == NULL || spec[strspn(spec, MAPS_SEPARATORS)] == '\0')
 		return 0;
 	*m = maps_open(param, spec, MAPS_FLAG_STRICT, NULL, err);
-	return *m == NULL ? -1 : 0;
+	if (*m == NULL)
+		return -1;
+	for (size_t i = 0; i < maps_count(*m); i++)
+		if (maps_dict(*m, i) != NULL)
+			dict_pattern_results(maps_dict(*m, i), warn_rule,
+			    (void *)param);
+	return 0;
 }
 
 int cln_cfg_load(cln_cfg_t *cfg, str_t *err)

@@ -382,7 +382,7 @@ redirect_cleanup() {
 
 atf_test_case unsupported cleanup
 unsupported_head() {
-	atf_set descr "an action Petrel does not do (FILTER, BCC; PREPEND in body_checks) is logged as a warning and ignored: the message is queued unchanged"
+	atf_set descr "an action Petrel does not do (FILTER, BCC; PREPEND in body_checks) is logged with the rule's file:line when cleanup opens the table, and with the message when it matches, and ignored: the message is queued unchanged"
 	atf_set require.user unprivileged
 }
 unsupported_body() {
@@ -394,6 +394,13 @@ unsupported_body() {
 	id=$(qid out)
 	in_log "$id: header_checks: action \"FILTER\" is not supported by Petrel (no content_filter routing) (header X-F: 1); ignored" ||
 	    { cat maillog >&2; atf_fail "no FILTER warning"; }
+	# said once with file:line when cleanup opens the tables
+	in_log "warning: $PWD/hc:1: header_checks: action \"FILTER\" is not supported by Petrel (no content_filter routing); the rule will be ignored" ||
+	    { cat maillog >&2; atf_fail "no FILTER file:line warning"; }
+	in_log "warning: $PWD/hc:2: header_checks: action \"BCC\" is not supported by Petrel; the rule will be ignored" ||
+	    { cat maillog >&2; atf_fail "no BCC file:line warning"; }
+	in_log "warning: $PWD/bc:1: body_checks: action \"PREPEND\" edits headers, not body lines; the rule will be ignored" ||
+	    { cat maillog >&2; atf_fail "no body PREPEND file:line warning"; }
 	in_log "$id: header_checks: action \"BCC\" is not supported by Petrel (header X-H: 2); ignored" ||
 	    { cat maillog >&2; atf_fail "no BCC warning"; }
 	in_log "$id: body_checks: action \"PREPEND\" is not supported by Petrel (body body line); ignored" ||
