@@ -136,9 +136,14 @@ static void flush_header(cln_mime_t *m)
 	if (!m->have_hdr)
 		return;
 	m->have_hdr = false;
-	if (len >= 13 && strncasecmp(h, "Content-Type:", 13) == 0)
-		cln_mime_ctype(h + 13, len - 13, &m->multipart, &m->rfc822,
+	if (cln_hdr_name_len(h, len, true) == 12 &&
+	    strncasecmp(h, "Content-Type", 12) == 0) {
+		/* "Content-Type:" or "Content-Type :" */
+		const char *colon = memchr(h, ':', len);
+		size_t at = (size_t)(colon - h) + 1;
+		cln_mime_ctype(h + at, len - at, &m->multipart, &m->rfc822,
 		    &m->boundary);
+	}
 	m->hdr(m->ctx, m->hclass, h, len);
 	str_reset(&m->hbuf);
 }

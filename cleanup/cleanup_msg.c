@@ -980,10 +980,18 @@ static void body_begin(cln_msg_t *m)
 		if (f->namelen == 12 && strncasecmp(str_cstr(&m->hbuf) + f->off,
 		    "Content-Type", 12) == 0 && f->act != CA_IGNORE &&
 		    f->act != CA_REPLACE) {
+			const char *h, *colon;
+
 			logical_header(m, f, &m->hkey);
-			cln_mime_primary(m->mime, str_cstr(&m->hkey) + 13,
-			    str_len(&m->hkey) - 13);
-			return;
+			h = str_cstr(&m->hkey);
+			colon = memchr(h, ':', str_len(&m->hkey));
+			if (colon != NULL) {
+				size_t at = (size_t)(colon - h) + 1;
+				cln_mime_primary(m->mime, h + at,
+				    str_len(&m->hkey) - at);
+				return;
+			}
+			break;
 		}
 	}
 	cln_mime_primary(m->mime, NULL, 0);

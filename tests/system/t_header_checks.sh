@@ -309,6 +309,10 @@ nested_default_body() {
 	submit out -f alice -u 1000 msg bob@example.net
 	test $? = 5 || { cat out >&2; atf_fail "nested header not refused"; }
 	grep -q '^5 5\.7\.1 - nested refused$' out || { cat out >&2; atf_fail "reply"; }
+	# "Content-Type :" (blank before the colon) in the primary header
+	sed 's/^Content-Type: multipart/Content-Type : multipart/' msg > msg1b
+	submit out1b -f alice -u 1000 msg1b bob@example.net
+	test $? = 5 || { cat out1b >&2; atf_fail "\"Content-Type :\" not read"; }
 	printf 'Subject: plain\n\nSubject: nested secret\n' > msg2
 	submit out2 -f alice -u 1000 msg2 bob@example.net || atf_fail "a body line was header-checked"
 	test "$(incoming_count)" = 1 || atf_fail "wrong number queued"

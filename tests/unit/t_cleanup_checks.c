@@ -129,6 +129,10 @@ ATF_TC_BODY(reader, tc)
 	    "S\nB --o\nH1 Content-Type: message/rfc822\nH2 Subject: in\n"
 	    "H2 Content-Type: multipart/alternative; boundary=i\nS\nB --i\n"
 	    "H1 X-I: 1\nS\nB inner\nB --o--\nB after\n");
+	/* white space before the colon */
+	ATF_CHECK_STREQ(run(" multipart/mixed; boundary=b",
+	    "--b\nContent-Type : message/rfc822\n\nFrom: y\n\nz\n"),
+	    "S\nB --b\nH1 Content-Type : message/rfc822\nH2 From: y\nS\nB z\n");
 	/* the top level is an attached message */
 	ATF_CHECK_STREQ(run(" message/rfc822", "From: x\n\nbody\n"),
 	    "H2 From: x\nS\nB body\n");
