@@ -43,6 +43,13 @@ typedef struct cln_cfg {
 	long virt_expansion_limit;
 	long dup_filter_limit;		/* 0 = no limit */
 	bool enable_original_recipient;
+	/* Content checks (cleanup_checks.c); NULL when not configured, so
+	 * a message without checks costs nothing more. */
+	struct maps *header_checks;
+	struct maps *mime_header_checks;
+	struct maps *nested_header_checks;
+	struct maps *body_checks;
+	long body_checks_size_limit;
 	queue_layout_t ql;
 	const char *queue;		/* where messages go: incoming */
 	int ipc_timeout_ms;
@@ -160,6 +167,59 @@ void cln_message_id(time_t t, const char *queue_id, const char *host,
  * string when specials occur, RFC 2047 encoded words (UTF-8, base64)
  * when there are non-ASCII bytes.  Appended. */
 void cln_phrase(const char *name, str_t *out);
+
+/* ---- Content checks (cleanup_checks.c) --------------------------------- */
+
+/* What a header_checks or body_checks answer asks for. */
+enum cln_act {
+	CA_NONE = 0,		/* DUNNO, OK, not found */
+	CA_REJECT, CA_WARN, CA_DISCARD, CA_HOLD, CA_REDIRECT, CA_IGNORE,
+	CA_PREPEND, CA_REPLACE,
+	CA_UNSUPPORTED,		/* an action Petrel does not do (logged) */
+};
+/* Parses a table answer "ACTION [text]": the action, and in *text /
+ * *tlen what follows it (white space skipped).  An unknown action is
+ * CA_UNSUPPORTED. */
+enum cln_act cln_act_parse(const char *value, const char **text,
+    size_t *tlen);
+
+/* ---- MIME structure (cleanup_mime.c) ------------------------------------ */
+
+/* Header classes: a MIME part's header (multipart), the header of an
+ * attached message (message/rfc822).  Which checks apply also depends
+ * on the name (cln_hdr_is_mime). */
+enum { CLN_MIME_PART = 1, CLN_MIME_NESTED = 2 };
+#define CLN_MIME_DEPTH 20		/* nested multiparts followed */
+#define CLN_MIME_BOUNDARY_MAX 200	/* RFC 2046 says 70 */
+
+typedef struct cln_mime cln_mime_t;
+/* A logical header (folded lines joined, at most hmax bytes). */
+typedef void (*cln_mime_hdr_fn)(void *ctx, int hclass, const char *h,
+    size_t len);
+/* A body line, boundary lines included. */
+typedef void (*cln_mime_body_fn)(void *ctx, const char *l, size_t len);
+
+/* body_start (may be NULL): a body segment begins (the main body, or a
+ * part's after its header). */
+cln_mime_t *cln_mime_new(size_t hmax, cln_mime_hdr_fn hdr,
+    cln_mime_body_fn body, void (*body_start)(void *ctx), void *ctx);
+void cln_mime_free(cln_mime_t *m);
+/* The primary header's Content-Type value (NULL: none); the body
+ * begins. */
+void cln_mime_primary(cln_mime_t *m, const char *ctype, size_t len);
+/* The next body line, without its terminator. */
+void cln_mime_line(cln_mime_t *m, const char *l, size_t len);
+/* The end of the content (a header still being read is passed on). */
+void cln_mime_end(cln_mime_t *m);
+/* More multiparts nested than CLN_MIME_DEPTH (the deeper ones are read
+ * as body). */
+bool cln_mime_too_deep(const cln_mime_t *m);
+/* A Content-Type value: multipart/anything (with its boundary parameter,
+ * empty when missing or too long), message/rfc822. */
+void cln_mime_ctype(const char *v, size_t len, bool *multipart,
+    bool *rfc822, str_t *boundary);
+/* Content-* and MIME-Version: the headers mime_header_checks see. */
+bool cln_hdr_is_mime(const char *h, size_t len);
 
 /* ---- One message (cleanup_msg.c) ---------------------------------------- */
 

@@ -1,7 +1,9 @@
 /* cleanup: configuration and lookup tables. */
 #include <limits.h>
 #include <string.h>
+#include <strings.h>
 #include "cleanup.h"
+#include "log.h"
 #include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -60,6 +62,53 @@ static int ms(long seconds)
 	return (int)(seconds * 1000);
 }
 
+/* An action a rule of a check table gives that Petrel will not do:
+ * said once, with the rule's file:line, when the table is opened (the
+ * rule is then ignored at each match, with a warning naming the
+ * message). */
+static int warn_rule(const char *file, int line, const char *result,
+    void *ctx)
+{
+	const char *param = ctx, *text;
+	size_t tlen, n = strcspn(result, " \t");
+	enum cln_act act;
+
+	if (result[0] == '$')
+		return 0;		/* decided by the match */
+	act = cln_act_parse(result, &text, &tlen);
+	if (act == CA_UNSUPPORTED)
+		log_warning("%s:%d: %s: action \"%.*s\" is not supported by "
+		    "Petrel%s; the rule will be ignored", file, line, param,
+		    (int)(n > 40 ? 40 : n), result,
+		    n == 6 && strncasecmp(result, "FILTER", 6) == 0 ?
+		    " (no content_filter routing)" : "");
+	else if ((act == CA_IGNORE || act == CA_PREPEND ||
+	    act == CA_REPLACE) && strcmp(param, "body_checks") == 0)
+		log_warning("%s:%d: %s: action \"%.*s\" edits headers, not "
+		    "body lines; the rule will be ignored", file, line, param,
+		    (int)(n > 40 ? 40 : n), result);
+	return 0;
+}
+
+/* A list of check tables; none configured leaves *m NULL.  A table that
+ * does not open (a malformed pattern: "file:line: ...") is an error. */
+static int checks_open(struct maps **m, const char *param, str_t *err)
+{
+	const char *spec = config_get_str(param);
+
+	*m = NULL;
+	if (spec == NULL || spec[strspn(spec, MAPS_SEPARATORS)] == '\0')
+		return 0;
+	*m = maps_open(param, spec, MAPS_FLAG_STRICT, NULL, err);
+	if (*m == NULL)
+		return -1;
+	for (size_t i = 0; i < maps_count(*m); i++)
+		if (maps_dict(*m, i) != NULL)
+			dict_pattern_results(maps_dict(*m, i), warn_rule,
+			    (void *)param);
+	return 0;
+}
+
 int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 {
 	str_t spec = STR_INIT;
@@ -99,6 +148,14 @@ int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 	    cln_maps_open(&cfg->virtual_alias, "virtual_alias_maps",
 	    config_get_str("virtual_alias_maps"), err) < 0)
 		goto fail;
+	if (checks_open(&cfg->header_checks, "header_checks", err) < 0 ||
+	    checks_open(&cfg->mime_header_checks, "mime_header_checks",
+	    err) < 0 ||
+	    checks_open(&cfg->nested_header_checks, "nested_header_checks",
+	    err) < 0 ||
+	    checks_open(&cfg->body_checks, "body_checks", err) < 0)
+		goto fail;
+	cfg->body_checks_size_limit = config_get_size("body_checks_size_limit");
 	if (queue_layout_from_config(&cfg->ql, err) < 0)
 		goto fail;
 	return 0;
@@ -119,6 +176,14 @@ void cln_cfg_free(cln_cfg_t *cfg)
 	cln_maps_close(&cfg->sender_canonical);
 	cln_maps_close(&cfg->recipient_canonical);
 	cln_maps_close(&cfg->virtual_alias);
+	if (cfg->header_checks != NULL)
+		maps_free(cfg->header_checks);
+	if (cfg->mime_header_checks != NULL)
+		maps_free(cfg->mime_header_checks);
+	if (cfg->nested_header_checks != NULL)
+		maps_free(cfg->nested_header_checks);
+	if (cfg->body_checks != NULL)
+		maps_free(cfg->body_checks);
 	queue_layout_free(&cfg->ql);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -15,6 +15,7 @@
 #include <sys/time.h>
 #include "cleanup.h"
 #include "log.h"
+#include "maps.h"
 #include "mem.h"
 #include "qfile.h"
 
@@ -23,7 +24,12 @@ typedef struct field {
 	size_t len;		/* with continuation lines and terminator */
 	size_t namelen;
 	enum cln_hdr_kind kind;
+	enum cln_act act;	/* header_checks: IGNORE, PREPEND, REPLACE */
+	size_t eoff, elen;	/* PREPEND/REPLACE text, in hedit */
 } field_t;
+
+/* Body lines longer than this are checked in pieces of this size. */
+#define BODY_LINE_MAX 4096
 
 enum cstate { C_HEADER, C_BODY };
 
@@ -66,6 +72,18 @@ struct cln_msg {
 	uint64_t size;		/* content bytes received */
 	uint64_t written;	/* content bytes written */
 	str_t message_id;	/* for the log */
+	/* content checks */
+	bool quiet;		/* fail() need not log: already logged */
+	bool discard;		/* DISCARD: accepted, then dropped */
+	bool hold;		/* HOLD: committed into hold/ */
+	char *redirect;		/* REDIRECT: the one recipient left */
+	str_t hkey;		/* a logical header */
+	str_t hedit;		/* PREPEND/REPLACE texts */
+	str_t bline;		/* the body line being collected */
+	bool bpartial;		/* bline has begun */
+	uint64_t bseen;		/* bytes of this body segment so far */
+	size_t braw;		/* raw bytes of the line in bline */
+	cln_mime_t *mime;	/* MIME structure: with any body-side check */
 };
 
 /* ---- Errors ----------------------------------------------------------------- */
@@ -91,7 +109,9 @@ static void fail(cln_msg_t *m, int status, const char *dsn, const char *fmt,
 		str_truncate(&m->why, CLEANUP_TEXT_MAX);
 	if (m->log_ident != NULL)
 		str_setf(&who, " (%s)", m->log_ident);
-	if (status == CLEANUP_STAT_PERM)
+	if (m->quiet)
+		;		/* the check that refused it has logged */
+	else if (status == CLEANUP_STAT_PERM)
 		log_info("%s%sreject: %s %s; from=<%s>%s", m->id,
 		    m->id[0] ? ": " : "", dsn, str_cstr(&m->why),
 		    m->sender_given != NULL ? m->sender_given : "", str_cstr(&who));
@@ -400,6 +420,10 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 		return m;
 	}
 	bcopy_str(m->id, sizeof(m->id), qfw_id(m->w));
+	/* REDIRECT marks the recipients written so far done. */
+	if (cfg->header_checks != NULL || cfg->mime_header_checks != NULL ||
+	    cfg->nested_header_checks != NULL || cfg->body_checks != NULL)
+		qfw_track_rcpts(m->w);
 	if (qfw_arrival(m->w, &m->arrival) < 0) {
 		write_failed(m);
 		goto out;
@@ -471,7 +495,7 @@ const char *cln_msg_queue_id(const cln_msg_t *m)
 
 static void content_out(cln_msg_t *m, const void *p, size_t n)
 {
-	if (!ok(m) || n == 0)
+	if (!ok(m) || n == 0 || m->discard)
 		return;
 	if (qfw_content(m->w, p, n) < 0)
 		write_failed(m);
@@ -617,6 +641,362 @@ static void add_received(cln_msg_t *m, str_t *out)
 	str_cat(out, eol);
 }
 
+/* ---- Content checks (header_checks, body_checks) ------------------------- */
+
+/* Postfix's log line for a check's action:
+ * "ID: reject: header Subject: x from NAME[ADDR]; from=<s> to=<r>
+ * proto=ESMTP helo=<h>: 5.7.1 text" ("from local;" for local mail). */
+static void act_log(cln_msg_t *m, const char *action, const char *class,
+    const char *what, size_t wlen, const char *text, size_t tlen)
+{
+	str_t b = STR_INIT;
+
+	str_catf(&b, "%s: %s: %s ", m->id, action, class);
+	str_quote_printable(&b, what, wlen > 200 ? 200 : wlen);
+	if (m->client_name != NULL && m->client_address != NULL)
+		str_catf(&b, " from %s[%s];", m->client_name, m->client_address);
+	else
+		str_cat(&b, " from local;");
+	str_catf(&b, " from=<%s>", m->sender_given != NULL ?
+	    m->sender_given : "");
+	if (m->first_rcpt != NULL)
+		str_catf(&b, " to=<%s>", m->first_rcpt);
+	if (m->protocol != NULL)
+		str_catf(&b, " proto=%s", m->protocol);
+	if (m->helo_name != NULL)
+		str_catf(&b, " helo=<%s>", m->helo_name);
+	if (tlen > 0) {
+		str_cat(&b, ": ");
+		str_quote_printable(&b, text, tlen > 500 ? 500 : tlen);
+	}
+	log_info("%s", str_cstr(&b));
+	str_release(&b);
+}
+
+/* Looks key up in the check tables of param; the action, with its text
+ * in *text, *tlen.  A table that fails defers the message. */
+static enum cln_act check_lookup(cln_msg_t *m, struct maps *maps,
+    const char *key, const char **text, size_t *tlen)
+{
+	const char *value;
+	str_t why = STR_INIT;
+	int rc = maps_get(maps, key, &value, &why);
+
+	if (rc < 0) {
+		log_warning("%s: %s lookup error: %s", m->id, maps_param(maps),
+		    str_cstr(&why));
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s map lookup problem",
+		    maps_param(maps));
+	}
+	str_release(&why);
+	if (rc <= 0)
+		return CA_NONE;
+	return cln_act_parse(value, text, tlen);
+}
+
+/* The actions every check has; false when act is not one of them. */
+static bool common_action(cln_msg_t *m, enum cln_act act, const char *class,
+    const char *what, size_t wlen, const char *text, size_t tlen)
+{
+	str_t t = STR_INIT;
+
+	switch (act) {
+	case CA_NONE:
+		break;
+	case CA_REJECT:
+		if (tlen == 0) {
+			text = "message content rejected";
+			tlen = strlen(text);
+		}
+		str_cat(&t, "5.7.1 ");
+		str_quote_printable(&t, text, tlen > 300 ? 300 : tlen);
+		act_log(m, "reject", class, what, wlen, str_cstr(&t),
+		    str_len(&t));
+		m->quiet = true;
+		fail(m, CLEANUP_STAT_PERM, "5.7.1", "%s", str_cstr(&t) + 6);
+		break;
+	case CA_WARN:
+		act_log(m, "warning", class, what, wlen, text, tlen);
+		break;
+	case CA_DISCARD:
+		act_log(m, "discard", class, what, wlen, text, tlen);
+		m->discard = true;
+		break;
+	case CA_HOLD:
+		act_log(m, "hold", class, what, wlen, text, tlen);
+		m->hold = true;
+		break;
+	case CA_REDIRECT: {
+		char **list = NULL;
+		size_t n = 0;
+		str_t a = STR_INIT, err = STR_INIT;
+
+		str_append(&a, text, tlen);
+		if (cln_parse_value(m->cfg, str_cstr(&a), &list, &n, &err) < 0 ||
+		    n != 1 || list[0][0] == '\0') {
+			str_t w = STR_INIT;
+			str_quote_printable(&w, text, tlen > 100 ? 100 : tlen);
+			log_warning("%s: REDIRECT needs one address, not \"%s\"%s%s; "
+			    "ignored", m->id, str_cstr(&w), str_len(&err) ? ": " :
+			    "", str_cstr(&err));
+			str_release(&w);
+		} else {
+			act_log(m, "redirect", class, what, wlen, text, tlen);
+			free(m->redirect);
+			m->redirect = xstrdup(list[0]);
+		}
+		if (list != NULL)
+			cln_list_free(list, n);
+		str_release(&a);
+		str_release(&err);
+		break;
+	}
+	default:
+		str_release(&t);
+		return false;
+	}
+	str_release(&t);
+	return true;
+}
+
+static void unsupported(cln_msg_t *m, const char *param, const char *value,
+    const char *class, const char *what, size_t wlen)
+{
+	str_t v = STR_INIT, w = STR_INIT;
+	size_t n = strcspn(value, " \t");
+
+	str_quote_printable(&v, value, n > 40 ? 40 : n);
+	str_quote_printable(&w, what, wlen > 200 ? 200 : wlen);
+	log_warning("%s: %s: action \"%s\" is not supported by Petrel%s "
+	    "(%s %s); ignored", m->id, param, str_cstr(&v),
+	    n == 6 && strncasecmp(value, "FILTER", 6) == 0 ?
+	    " (no content_filter routing)" : "", class, str_cstr(&w));
+	str_release(&v);
+	str_release(&w);
+}
+
+/* The logical header of field f into out: folded lines joined (the
+ * line ends taken out, the white space kept), as Postfix does. */
+static void logical_header(const cln_msg_t *m, const field_t *f, str_t *out)
+{
+	const char *p = str_cstr(&m->hbuf) + f->off;
+	size_t len = f->len;
+
+	str_reset(out);
+	for (size_t j = 0; j < len; j++) {
+		if (p[j] == '\n')
+			continue;
+		if (p[j] == '\r' && j + 1 < len && p[j + 1] == '\n')
+			continue;
+		str_append(out, p + j, 1);
+	}
+}
+
+/* header_checks (mime_header_checks for Content-* and MIME-Version) on
+ * each field of the primary header, in order, until a REJECT or
+ * DISCARD.  IGNORE, PREPEND and REPLACE are remembered in the field for
+ * finish_header. */
+static void check_headers(cln_msg_t *m)
+{
+	for (size_t i = 0; i < m->nfields && ok(m) && !m->discard; i++) {
+		field_t *f = &m->fields[i];
+		const char *text;
+		size_t tlen;
+		enum cln_act act;
+		struct maps *maps;
+
+		logical_header(m, f, &m->hkey);
+		maps = cln_hdr_is_mime(str_cstr(&m->hkey), str_len(&m->hkey)) ?
+		    m->cfg->mime_header_checks : m->cfg->header_checks;
+		if (maps == NULL)
+			continue;
+		act = check_lookup(m, maps, str_cstr(&m->hkey), &text, &tlen);
+		if (common_action(m, act, "header", str_cstr(&m->hkey),
+		    str_len(&m->hkey), text, tlen))
+			continue;
+		switch (act) {
+		case CA_IGNORE:
+			f->act = CA_IGNORE;
+			break;
+		case CA_PREPEND:
+		case CA_REPLACE:
+			if (tlen == 0 || cln_hdr_name_len(text, tlen, true) <= 0) {
+				str_t t = STR_INIT;
+				str_quote_printable(&t, text, tlen > 100 ? 100 : tlen);
+				log_warning("%s: header_checks: %s text is not a "
+				    "header field: \"%s\"; ignored", m->id,
+				    act == CA_PREPEND ? "PREPEND" : "REPLACE",
+				    str_cstr(&t));
+				str_release(&t);
+				break;
+			}
+			f->act = act;
+			f->eoff = str_len(&m->hedit);
+			f->elen = tlen;
+			str_append(&m->hedit, text, tlen);
+			break;
+		default: {
+			const char *value;
+			/* The answer again, for the log. */
+			if (maps_get(maps, str_cstr(&m->hkey), &value, NULL) == 1)
+				unsupported(m, maps_param(maps), value, "header",
+				    str_cstr(&m->hkey), str_len(&m->hkey));
+			break;
+		}
+		}
+	}
+	str_release(&m->hkey);
+}
+
+/* A body line (MIME: not a part header): body_checks, when it begins
+ * within body_checks_size_limit bytes of its segment. */
+static void mime_body(void *ctx, const char *l, size_t len)
+{
+	cln_msg_t *m = ctx;
+	const char *text;
+	size_t tlen;
+	enum cln_act act;
+	uint64_t at = m->bseen;
+
+	m->bseen += m->braw;
+	if (m->cfg->body_checks == NULL || !ok(m) || m->discard ||
+	    at >= (uint64_t)m->cfg->body_checks_size_limit)
+		return;
+	act = check_lookup(m, m->cfg->body_checks, l, &text, &tlen);
+	if (!common_action(m, act, "body", l, len, text, tlen)) {
+		const char *value;
+		if (maps_get(m->cfg->body_checks, l, &value, NULL) == 1)
+			unsupported(m, "body_checks", value, "body", l, len);
+	}
+}
+
+static void mime_body_start(void *ctx)
+{
+	((cln_msg_t *)ctx)->bseen = 0;
+}
+
+/* A header of a MIME part or of an attached message: MIME headers and
+ * other part headers go to mime_header_checks, the other headers of an
+ * attached message to nested_header_checks.  The content streams
+ * through unchanged, so only the actions that do not edit it apply. */
+static void mime_header(void *ctx, int hclass, const char *h, size_t len)
+{
+	cln_msg_t *m = ctx;
+	struct maps *maps;
+	const char *text;
+	size_t tlen;
+	enum cln_act act;
+
+	if (!ok(m) || m->discard)
+		return;
+	maps = hclass == CLN_MIME_NESTED && !cln_hdr_is_mime(h, len) ?
+	    m->cfg->nested_header_checks : m->cfg->mime_header_checks;
+	if (maps == NULL)
+		return;
+	str_set(&m->hkey, "");
+	str_append(&m->hkey, h, len);
+	act = check_lookup(m, maps, str_cstr(&m->hkey), &text, &tlen);
+	if (!common_action(m, act, "header", h, len, text, tlen)) {
+		const char *value;
+		if (maps_get(maps, str_cstr(&m->hkey), &value, NULL) == 1)
+			unsupported(m, maps_param(maps), value, "header", h, len);
+	}
+}
+
+/* The line collected in bline (CR LF or LF taken off), braw bytes of
+ * content. */
+static void body_line(cln_msg_t *m)
+{
+	size_t len = str_len(&m->bline);
+
+	m->bpartial = false;
+	if (len > 0 && str_cstr(&m->bline)[len - 1] == '\r')
+		str_truncate(&m->bline, --len);
+	cln_mime_line(m->mime, str_cstr(&m->bline), len);
+	m->braw = 0;
+	str_reset(&m->bline);
+}
+
+/* Body content as it passes, cut into lines for the MIME reader and
+ * body_checks.  Nothing at all without body-side checks (mime NULL). */
+static void body_in(cln_msg_t *m, const char *p, size_t n)
+{
+	if (m->mime == NULL)
+		return;
+	while (n > 0 && ok(m) && !m->discard) {
+		const char *lf;
+		size_t take, room;
+
+		m->bpartial = true;
+		lf = memchr(p, '\n', n);
+		take = lf != NULL ? (size_t)(lf - p) : n;
+		room = BODY_LINE_MAX - str_len(&m->bline);
+		if (take > room) {
+			/* A long line: this piece is read as a line. */
+			str_append(&m->bline, p, room);
+			m->braw += room;
+			p += room;
+			n -= room;
+			body_line(m);
+			continue;
+		}
+		str_append(&m->bline, p, take);
+		m->braw += take;
+		p += take;
+		n -= take;
+		if (lf == NULL)
+			return;
+		p++;
+		n--;
+		m->braw++;
+		body_line(m);
+	}
+}
+
+/* The end of the content: a last line without its terminator. */
+static void body_end(cln_msg_t *m)
+{
+	if (m->mime == NULL || !ok(m) || m->discard)
+		return;
+	if (m->bpartial)
+		body_line(m);
+	cln_mime_end(m->mime);
+}
+
+/* The body begins: the MIME reader, when there are body-side checks,
+ * starts from the primary header's Content-Type. */
+static void body_begin(cln_msg_t *m)
+{
+	const cln_cfg_t *cfg = m->cfg;
+
+	if (cfg->body_checks == NULL && cfg->mime_header_checks == NULL &&
+	    cfg->nested_header_checks == NULL)
+		return;
+	m->mime = cln_mime_new(cfg->header_size_limit > (1 << 20) ? 1 << 20 :
+	    (size_t)cfg->header_size_limit, mime_header, mime_body,
+	    mime_body_start, m);
+	for (size_t i = 0; i < m->nfields; i++) {
+		const field_t *f = &m->fields[i];
+		if (f->namelen == 12 && strncasecmp(str_cstr(&m->hbuf) + f->off,
+		    "Content-Type", 12) == 0 && f->act != CA_IGNORE &&
+		    f->act != CA_REPLACE) {
+			const char *h, *colon;
+
+			logical_header(m, f, &m->hkey);
+			h = str_cstr(&m->hkey);
+			colon = memchr(h, ':', str_len(&m->hkey));
+			if (colon != NULL) {
+				size_t at = (size_t)(colon - h) + 1;
+				cln_mime_primary(m->mime, h + at,
+				    str_len(&m->hkey) - at);
+				return;
+			}
+			break;
+		}
+	}
+	cln_mime_primary(m->mime, NULL, 0);
+}
+
 /* The header is complete (hbuf[0, body) holds its fields; need_blank:
  * the body starts with a line that is not a header, so the empty line
  * that separates them must be added). */
@@ -630,6 +1010,11 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 	str_t out = STR_INIT, tmp = STR_INIT;
 	hctx_t hc = { m, false, false, STR_INIT };
 
+	if (m->cfg->header_checks != NULL || m->cfg->mime_header_checks != NULL) {
+		check_headers(m);
+		if (!ok(m))
+			goto out;
+	}
 	for (size_t i = 0; i < m->nfields; i++) {
 		field_t *f = &m->fields[i];
 
@@ -642,6 +1027,8 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 			str_release(&name);
 			goto out;
 		}
+		if (f->act == CA_IGNORE || f->act == CA_REPLACE)
+			continue;	/* gone */
 		switch (f->kind) {
 		case HK_RECEIVED: received++; break;
 		case HK_MESSAGE_ID: have_mid = true; break;
@@ -665,6 +1052,9 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 		/* sendmail -t: the Resent- headers when there are any. */
 		for (size_t i = 0; i < m->nfields && ok(m); i++) {
 			enum cln_hdr_kind k = m->fields[i].kind;
+			if (m->fields[i].act == CA_IGNORE ||
+			    m->fields[i].act == CA_REPLACE)
+				continue;
 			if (resent ? (k == HK_RESENT_TO || k == HK_RESENT_CC ||
 			    k == HK_RESENT_BCC) : (k == HK_TO || k == HK_CC ||
 			    k == HK_BCC))
@@ -688,6 +1078,16 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 		const char *v;
 		size_t vlen, tl, n;
 
+		if (f->act == CA_PREPEND) {
+			str_append(&out, str_cstr(&m->hedit) + f->eoff, f->elen);
+			str_cat(&out, m->eol);
+		} else if (f->act == CA_IGNORE) {
+			continue;
+		} else if (f->act == CA_REPLACE) {
+			str_append(&out, str_cstr(&m->hedit) + f->eoff, f->elen);
+			str_cat(&out, m->eol);
+			continue;
+		}
 		if (f->kind == HK_RETURN_PATH)
 			continue;
 		if (!smtp && (f->kind == HK_BCC || f->kind == HK_RESENT_BCC))
@@ -731,7 +1131,8 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 	}
 	if (m->nfields > 0) {
 		const field_t *last = &m->fields[m->nfields - 1];
-		if (h[last->off + last->len - 1] != '\n')
+		if (h[last->off + last->len - 1] != '\n' &&
+		    last->act != CA_IGNORE && last->act != CA_REPLACE)
 			str_cat(&out, m->eol);
 	}
 	if (!have_mid) {
@@ -789,8 +1190,12 @@ static void end_header(cln_msg_t *m, size_t body, bool need_blank)
 	}
 	finish_header(m, body, need_blank);
 	if (ok(m))
+		body_begin(m);
+	if (ok(m)) {
 		content_out(m, str_cstr(&m->hbuf) + body,
 		    str_len(&m->hbuf) - body);
+		body_in(m, str_cstr(&m->hbuf) + body, str_len(&m->hbuf) - body);
+	}
 	m->cstate = C_BODY;
 	str_release(&m->hbuf);
 	free(m->fields);
@@ -807,6 +1212,8 @@ static void add_field(cln_msg_t *m, size_t off, size_t len, size_t namelen)
 	m->fields[m->nfields].off = off;
 	m->fields[m->nfields].len = len;
 	m->fields[m->nfields].namelen = namelen;
+	m->fields[m->nfields].act = CA_NONE;
+	m->fields[m->nfields].eoff = m->fields[m->nfields].elen = 0;
 	m->fields[m->nfields].kind = cln_hdr_kind(str_cstr(&m->hbuf) + off,
 	    namelen);
 	m->nfields++;
@@ -898,6 +1305,7 @@ void cln_msg_data(cln_msg_t *m, const void *buf, size_t len)
 	}
 	if (m->cstate == C_BODY) {
 		content_out(m, buf, len);
+		body_in(m, buf, len);
 		return;
 	}
 	str_append(&m->hbuf, buf, len);
@@ -908,6 +1316,26 @@ bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
 {
 	if (ok(m) && m->cstate == C_HEADER)
 		header_scan(m, true);
+	body_end(m);
+	if (ok(m) && m->discard) {
+		/* Accepted and dropped (logged by the check). */
+		qfw_free(m->w);
+		m->w = NULL;
+		cleanup_reply_set(reply, CLEANUP_STAT_OK, "2.0.0",
+		    "queued as %s", m->id);
+		bcopy_str(reply->queue_id, sizeof(reply->queue_id), m->id);
+		return true;
+	}
+	if (ok(m) && m->redirect != NULL) {
+		/* every recipient replaced by the one address */
+		qf_rcpt_in_t r = { .address = m->redirect };
+		if (qfw_rcpts_done(m->w) < 0 || qfw_rcpt(m->w, &r) < 0)
+			write_failed(m);
+	}
+	if (ok(m) && m->hold &&
+	    qfw_set_queue(m->w, &m->cfg->ql, QUEUE_HOLD) < 0)
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "cannot put the message on "
+		    "hold");
 	if (ok(m) && qfw_commit(m->w) < 0)
 		write_failed(m);
 	if (!ok(m)) {
@@ -946,5 +1374,10 @@ void cln_msg_free(cln_msg_t *m)
 	str_release(&m->hbuf);
 	free(m->fields);
 	str_release(&m->message_id);
+	str_release(&m->hkey);
+	str_release(&m->hedit);
+	str_release(&m->bline);
+	cln_mime_free(m->mime);
+	free(m->redirect);
 	free(m);
 }

@@ -198,3 +198,8 @@ const char *maps_failed(const maps_t *m, const char **reason)
 		*reason = m->failed_reason;
 	return m->failed_spec;
 }
+
+struct dict *maps_dict(const maps_t *m, size_t i)
+{
+	return i < m->n ? m->v[i].dict : NULL;
+}

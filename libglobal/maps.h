@@ -59,6 +59,8 @@ size_t maps_count(const maps_t *m);
  * was). */
 const char *maps_spec(const maps_t *m, size_t i);
 const char *maps_broken(const maps_t *m, size_t i);
+/* Entry i's open table; NULL when it is broken or the caller's own. */
+struct dict *maps_dict(const maps_t *m, size_t i);
 
 /* Looks key up in each table in order: 1 found (*value, when value is
  * not NULL, valid until the next lookup), 0 not found, -1 a table failed

@@ -157,6 +157,12 @@ int qfw_attr(qfw_t *w, const char *name, const char *value);
 int qfw_warn_time(qfw_t *w, time_t when);
 int qfw_attempts(qfw_t *w, unsigned long n);
 int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r);
+/* Remember where each recipient record is written from now on, for
+ * qfw_rcpts_done (cleanup asks when content checks are configured). */
+void qfw_track_rcpts(qfw_t *w);
+/* Marks every recipient written since qfw_track_rcpts done (cleanup's
+ * REDIRECT, before it adds the new recipient).  0 or -1 (sticky). */
+int qfw_rcpts_done(qfw_t *w);
 /* Message content, in pieces of any size (lines found by the writer). */
 int qfw_content(qfw_t *w, const void *data, size_t len);
 /* Ends the content, writes the end record, fsyncs, renames to the ID,
@@ -166,6 +172,11 @@ int qfw_content(qfw_t *w, const void *data, size_t len);
  * §4).  0 on success; -1 removes the temporary file (or, when only the
  * directory fsync failed, leaves the complete named file). */
 int qfw_commit(qfw_t *w);
+/* Before the commit: the file is committed into queue instead of the
+ * one it was created in (cleanup's HOLD action: hold/).  The temporary
+ * file stays where it is; the commit's rename moves it (one file
+ * system).  0, or -1 (unknown queue, or already committed). */
+int qfw_set_queue(qfw_t *w, const queue_layout_t *ql, const char *queue);
 /* Frees the writer; an uncommitted file is removed. */
 void qfw_free(qfw_t *w);
 const char *qfw_error(const qfw_t *w);

@@ -48,6 +48,11 @@ struct qfw {
 	bool committed;
 	int version;		/* qfw_version when created */
 	str_t err;
+	/* qfw_track_rcpts: where each recipient record's type byte and
+	 * mark are, for qfw_rcpts_done */
+	bool track;
+	off_t *rcpt_off;
+	size_t nrcpt_off, rcpt_cap;
 };
 
 static unsigned long tmp_counter;
@@ -390,6 +395,18 @@ qfw_t *qfw_create(const queue_layout_t *ql, const char *queue, mode_t mode,
 	return w;
 }
 
+int qfw_set_queue(qfw_t *w, const queue_layout_t *ql, const char *queue)
+{
+	if (w->state == W_DONE || !queue_name_valid(queue))
+		return -1;
+	bcopy_str(w->queue, sizeof(w->queue), queue);
+	w->hashed = queue_is_hashed(ql, queue);
+	str_setf(&w->top_dir, "%s/%s", ql->dir, queue);
+	queue_dir_path(ql, queue, w->id, &w->final_dir);
+	str_setf(&w->final_path, "%s/%s", str_cstr(&w->final_dir), w->id);
+	return 0;
+}
+
 const char *qfw_id(const qfw_t *w)
 {
 	return w->id;
@@ -643,9 +660,56 @@ int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
 		if (put_str(w, QF_REC_NOTIFY, nbuf) < 0)
 			return -1;
 	}
+	off_t at = w->off;
 	if (put_str(w, QF_REC_RCPT, r->address) < 0)
 		return -1;
 	w->sizes[3]++;
+	if (w->track) {
+		/* the type byte; the mark (version 2) ends the record,
+		 * before the check value */
+		if (w->nrcpt_off + 2 > w->rcpt_cap) {
+			w->rcpt_cap = w->rcpt_cap ? 2 * w->rcpt_cap : 16;
+			w->rcpt_off = xreallocarray(w->rcpt_off, w->rcpt_cap,
+			    sizeof(*w->rcpt_off));
+		}
+		w->rcpt_off[w->nrcpt_off++] = at;
+		w->rcpt_off[w->nrcpt_off++] = w->version >= 2 ?
+		    w->off - 1 - QF_CHECK_LEN : at;
+	}
+	return 0;
+}
+
+void qfw_track_rcpts(qfw_t *w)
+{
+	w->track = true;
+}
+
+/* Sets the byte at file offset at to c: in the buffer when it is not
+ * written yet, else in place. */
+static int set_byte(qfw_t *w, off_t at, char c)
+{
+	off_t bstart = w->off - (off_t)str_len(&w->buf);
+
+	if (at >= bstart) {
+		w->buf.buf[at - bstart] = c;
+		return 0;
+	}
+	if (pwrite(w->fd, &c, 1, at) != 1)
+		return werr(w, "write %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	return 0;
+}
+
+int qfw_rcpts_done(qfw_t *w)
+{
+	if (w->failed)
+		return -1;
+	if (!w->track || w->state == W_DONE)
+		return werr(w, "recipients not tracked");
+	/* Both bytes, as qfile_rcpt_done does in place for qmgr. */
+	for (size_t i = 0; i < w->nrcpt_off; i++)
+		if (set_byte(w, w->rcpt_off[i], QF_REC_DONE) < 0)
+			return -1;
 	return 0;
 }
 
@@ -794,6 +858,7 @@ void qfw_free(qfw_t *w)
 	str_release(&w->buf);
 	str_release(&w->pend);
 	str_release(&w->err);
+	free(w->rcpt_off);
 	free(w);
 }
 

@@ -192,6 +192,13 @@ dict_t *dict_static_open(const char *spec, const char *name, int flags, str_t *e
 dict_t *dict_cidr_open(const char *spec, const char *name, int flags, str_t *err);
 dict_t *dict_regexp_open(const char *spec, const char *name, int flags, str_t *err);
 dict_t *dict_pcre_open(const char *spec, const char *name, int flags, str_t *err);
+/* The results of a regexp: or pcre: table, rule by rule with the file
+ * and line they come from (for a caller that checks what they say, as
+ * cleanup does for header_checks actions).  fn returning non-zero stops
+ * the walk (1).  -1 when d is not such a table, else 0. */
+typedef int (*dict_result_fn)(const char *file, int line,
+    const char *result, void *ctx);
+int dict_pattern_results(dict_t *d, dict_result_fn fn, void *ctx);
 dict_t *dict_lmdb_open(const char *spec, const char *name, int flags, str_t *err);
 dict_t *dict_unix_open(const char *spec, const char *name, int flags, str_t *err);
 

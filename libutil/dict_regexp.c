@@ -51,6 +51,7 @@ struct re_rule {
 	pcre2_code *pcre;	/* pcre: */
 #endif
 	bool compiled;
+	int line;		/* in the table file */
 };
 
 typedef struct dict_re {
@@ -361,6 +362,7 @@ static int re_line(char *line, const char *file, int lineno, void *ctx,
 		t->open[t->depth++] = t->n;
 	}
 add:
+	r.line = lineno;
 	if (t->n == t->cap) {
 		t->cap = t->cap ? 2 * t->cap : 16;
 		t->rules = xreallocarray(t->rules, t->cap, sizeof(*t->rules));
@@ -547,6 +549,19 @@ static dict_t *re_open(const char *spec, const char *name, int flags,
 	}
 	str_release(&why);
 	return &t->d;
+}
+
+int dict_pattern_results(dict_t *d, dict_result_fn fn, void *ctx)
+{
+	dict_re_t *t = (dict_re_t *)d;
+
+	if (d->get != re_get)
+		return -1;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->rules[i].kind == RE_MATCH &&
+		    fn(d->name, t->rules[i].line, t->rules[i].result, ctx) != 0)
+			return 1;
+	return 0;
 }
 
 dict_t *dict_regexp_open(const char *spec, const char *name, int flags,

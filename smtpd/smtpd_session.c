@@ -355,12 +355,18 @@ static void dest_end(sess_t *ss, const char *stage)
 			reply(ss, 250, "2.0.0", "Ok: queued");
 		ss->messages++;
 	} else {
+		/* 550 for content refused by header or body checks
+		 * (5.7.1), as Postfix answers. */
 		int code = cr.status == CLEANUP_STAT_PERM ?
-		    (strcmp(cr.dsn, "5.3.4") == 0 ? 552 : 554) : 451;
+		    (strcmp(cr.dsn, "5.3.4") == 0 ? 552 :
+		    strcmp(cr.dsn, "5.7.1") == 0 ? 550 : 554) : 451;
 		const char *dsn = cr.dsn[0] == (code == 451 ? '4' : '5') ? cr.dsn :
 		    code == 451 ? "4.3.0" : "5.3.0";
 		str_t t = STR_INIT;
-		str_setf(&t, "Error: %s", cr.text);
+		if (code == 550)
+			str_set(&t, cr.text);	/* the check's own text */
+		else
+			str_setf(&t, "Error: %s", cr.text);
 		log_reject(ss, stage, code, dsn, str_cstr(&t), NULL);
 		fail(ss, code, dsn, "%s", str_cstr(&t));
 		str_release(&t);

@@ -202,8 +202,41 @@ ATF_TC_BODY(flags, tc)
 #endif
 }
 
+/* dict_pattern_results: every rule's result with its file and line,
+ * blocks and comments skipped; other table types refused. */
+static int collect(const char *file, int line, const char *result, void *ctx)
+{
+	str_catf(ctx, "%s:%d %s\n", file, line, result);
+	return 0;
+}
+
+static void pattern_results(const char *type)
+{
+	str_t got = STR_INIT;
+	dict_t *d;
+
+	need(type);
+	d = open_type(type, "rt", "# c\n/a/ FIRST x\nif /b/\n/c/ SECOND\n"
+	    "  continued\nendif\n\n!/d/ THIRD\n");
+	ATF_REQUIRE_EQ(dict_pattern_results(d, collect, &got), 0);
+	ATF_CHECK_STREQ(str_cstr(&got),
+	    "rt:2 FIRST x\nrt:4 SECOND  continued\nrt:8 THIRD\n");
+	dict_close(d);
+	d = open_ok("inline:{ a=b }", 0);
+	ATF_CHECK_EQ(dict_pattern_results(d, collect, &got), -1);
+	dict_close(d);
+	str_release(&got);
+}
+
+ATF_TC_WITHOUT_HEAD(regexp_pattern_results);
+ATF_TC_BODY(regexp_pattern_results, tc) { pattern_results("regexp"); }
+ATF_TC_WITHOUT_HEAD(pcre_pattern_results);
+ATF_TC_BODY(pcre_pattern_results, tc) { pattern_results("pcre"); }
+
 ATF_TP_ADD_TCS(tp)
 {
+	ATF_TP_ADD_TC(tp, regexp_pattern_results);
+	ATF_TP_ADD_TC(tp, pcre_pattern_results);
 	ATF_TP_ADD_TC(tp, regexp_first_match);
 	ATF_TP_ADD_TC(tp, pcre_first_match);
 	ATF_TP_ADD_TC(tp, regexp_blocks);

@@ -407,6 +407,68 @@ ATF_TC_BODY(extracted_recipients, tc)
 	queue_layout_free(&ql);
 }
 
+/* cleanup's REDIRECT and HOLD: recipients written before are marked
+ * done (on disk already, or still in the writer's buffer; both file
+ * versions), the new one stays; the file is committed into hold/. */
+static void rcpts_done_case(int version, size_t content_len)
+{
+	char id[QUEUE_ID_SIZE];
+	str_t c = STR_INIT;
+	qf_err_t err;
+
+	qfw_version = version;
+	qfw_t *w = new_writer();
+	qfw_version = 2;
+	snprintf(id, sizeof(id), "%s", qfw_id(w));
+	qfw_track_rcpts(w);
+	ATF_REQUIRE(qfw_sender(w, "a@b") == 0);
+	qf_rcpt_in_t r1 = { "one@example.com", NULL, NULL, QF_NOTIFY_NEVER };
+	qf_rcpt_in_t r2 = { "two@example.com", "orig@example.com", NULL, 0 };
+	ATF_REQUIRE(qfw_rcpt(w, &r1) == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &r2) == 0);
+	str_cat(&c, "Subject: s\n\n");
+	while (str_len(&c) < content_len)
+		str_cat(&c, "0123456789abcdef0123456789abcdef0123456789abcdef\n");
+	ATF_REQUIRE(qfw_content(w, c.buf, c.len) == 0);
+	ATF_REQUIRE_MSG(qfw_rcpts_done(w) == 0, "%s", qfw_error(w));
+	qf_rcpt_in_t nr = { "new@example.com", NULL, NULL, 0 };
+	ATF_REQUIRE(qfw_rcpt(w, &nr) == 0);
+	ATF_REQUIRE(qfw_set_queue(w, &ql, QUEUE_HOLD) == 0);
+	commit(w);
+	ATF_CHECK(qfw_set_queue(w, &ql, QUEUE_INCOMING) < 0);	/* too late */
+	qfw_free(w);
+
+	ATF_CHECK(qfile_open(&ql, QUEUE_INCOMING, id, 0, &err) == NULL);
+	qfile_t *qf = qfile_open(&ql, QUEUE_HOLD, id, 0, &err);
+	ATF_REQUIRE_MSG(qf != NULL, "open: %s", err.reason);
+	qf_rcpt_batch_t b = { 0 };
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 10, 0), 1);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "new@example.com");
+	qfile_rcpt_rewind(qf);
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 10, QF_RCPT_ALL), 3);
+	ATF_CHECK(b.rcpt[0].done && b.rcpt[1].done && !b.rcpt[2].done);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[1].orig), "orig@example.com");
+	qf_rcpt_batch_free(&b);
+	qfile_close(qf);
+	str_release(&c);
+}
+
+ATF_TC_WITHOUT_HEAD(rcpts_done_and_hold);
+ATF_TC_BODY(rcpts_done_and_hold, tc)
+{
+	setup("");
+	rcpts_done_case(2, 100);		/* still buffered */
+	rcpts_done_case(2, 200000);		/* written out */
+	rcpts_done_case(1, 100);
+	rcpts_done_case(1, 200000);
+	/* not tracked: refused */
+	qfw_t *w = new_writer();
+	ATF_REQUIRE(qfw_sender(w, "a@b") == 0);
+	ATF_CHECK(qfw_rcpts_done(w) < 0);
+	qfw_free(w);
+	queue_layout_free(&ql);
+}
+
 ATF_TC_WITHOUT_HEAD(writer_errors);
 ATF_TC_BODY(writer_errors, tc)
 {
@@ -1271,6 +1333,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, crlf_never_split);
 	ATF_TP_ADD_TC(tp, extracted_recipients);
 	ATF_TP_ADD_TC(tp, writer_errors);
+	ATF_TP_ADD_TC(tp, rcpts_done_and_hold);
 	ATF_TP_ADD_TC(tp, mark_done_in_place);
 	ATF_TP_ADD_TC(tp, slots_update);
 	ATF_TP_ADD_TC(tp, many_recipients_batches);
