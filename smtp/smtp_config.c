@@ -20,44 +20,79 @@ static int ms(const char *name)
 	return s < 0 ? 0 : (int)(s * 1000);
 }
 
-int smtp_config_load(smtp_config_t *c, str_t *err)
+/* A parameter of the protocol's family: "smtp_mail_timeout" or
+ * "lmtp_mail_timeout". */
+static const char *pname(char *buf, size_t size, const char *proto,
+    const char *rest)
 {
+	if (!bfmt(buf, size, "%s_%s", proto, rest))
+		buf[0] = '\0';
+	return buf;
+}
+
+/* What smtp and lmtp read alike, each from its own parameters (proto
+ * "smtp" or "lmtp", greet "helo" or "lhlo"), and the resolver. */
+static int load_common(smtp_config_t *c, const char *proto,
+    const char *greet, str_t *err)
+{
+	char n[64], g[32];
 	const char *v;
 	dns_resolver_t *r;
 
-	smtp_config_defaults(c);
-	c->connect_timeout_ms = ms("smtp_connect_timeout");
-	c->helo_timeout_ms = ms("smtp_helo_timeout");
-	c->starttls_timeout_ms = ms("smtp_starttls_timeout");
-	c->mail_timeout_ms = ms("smtp_mail_timeout");
-	c->rcpt_timeout_ms = ms("smtp_rcpt_timeout");
-	c->data_init_timeout_ms = ms("smtp_data_init_timeout");
-	c->data_xfer_timeout_ms = ms("smtp_data_xfer_timeout");
-	c->data_done_timeout_ms = ms("smtp_data_done_timeout");
-	c->rset_timeout_ms = ms("smtp_rset_timeout");
-	c->quit_timeout_ms = ms("smtp_quit_timeout");
-	v = config_get_str("smtp_helo_name");
+#define T(field, rest) c->field = ms(pname(n, sizeof(n), proto, rest))
+	T(connect_timeout_ms, "connect_timeout");
+	T(mail_timeout_ms, "mail_timeout");
+	T(rcpt_timeout_ms, "rcpt_timeout");
+	T(data_init_timeout_ms, "data_init_timeout");
+	T(data_xfer_timeout_ms, "data_xfer_timeout");
+	T(data_done_timeout_ms, "data_done_timeout");
+	T(rset_timeout_ms, "rset_timeout");
+	T(quit_timeout_ms, "quit_timeout");
+	T(cache_time_limit_ms, "connection_cache_time_limit");
+	T(reuse_time_limit_ms, "connection_reuse_time_limit");
+	(void)bfmt(g, sizeof(g), "%s_timeout", greet);
+	T(helo_timeout_ms, g);
+#undef T
+	(void)bfmt(g, sizeof(g), "%s_name", greet);
+	v = config_get_str(pname(n, sizeof(n), proto, g));
 	if (v[0] == '\0' || strpbrk(v, " \t\r\n") != NULL ||
 	    !bcopy_str(c->helo_name, sizeof(c->helo_name), v)) {
-		str_setf(err, "smtp_helo_name: bad value \"%s\"", v);
+		str_setf(err, "%s: bad value \"%s\"", n, v);
 		return -1;
 	}
+	c->line_length_limit = (size_t)config_get_int(pname(n, sizeof(n),
+	    proto, "line_length_limit"));
+	c->connection_cache = config_get_bool(pname(n, sizeof(n), proto,
+	    "connection_cache_on_demand"));
+	if (dns_opts_from_config(&c->dns, err) < 0)
+		return -1;
+	if ((c->dns.lookup & DNS_LOOKUP_DNS) != 0) {
+		if ((r = dns_resolver_from_config(err)) == NULL)
+			return -1;
+		c->dns.resolver = r;
+	}
+	return 0;
+}
+
+int smtp_config_load(smtp_config_t *c, str_t *err)
+{
+	const char *v;
+
+	smtp_config_defaults(c);
+	if (load_common(c, "smtp", "helo", err) < 0)
+		return -1;
+	c->starttls_timeout_ms = ms("smtp_starttls_timeout");
 	c->mx_session_limit = (size_t)config_get_int("smtp_mx_session_limit");
-	c->line_length_limit = (size_t)config_get_int("smtp_line_length_limit");
 	c->skip_5xx_greeting = config_get_bool("smtp_skip_5xx_greeting");
 	c->always_send_ehlo = config_get_bool("smtp_always_send_ehlo");
 	v = config_get_str("smtp_tls_security_level");
 	if (!tls_level_parse(v, &c->tls_level)) {
 		str_setf(err, "smtp_tls_security_level: unknown level \"%s\"", v);
+		smtp_config_release(c);
 		return -1;
 	}
-	c->connection_cache = config_get_bool("smtp_connection_cache_on_demand");
-	c->cache_time_limit_ms = ms("smtp_connection_cache_time_limit");
-	c->reuse_time_limit_ms = ms("smtp_connection_reuse_time_limit");
 	c->reuse_count_limit =
 	    (unsigned)config_get_int("smtp_connection_reuse_count_limit");
-	if (dns_opts_from_config(&c->dns, err) < 0)
-		return -1;
 	c->sasl.enable = config_get_bool("smtp_sasl_auth_enable");
 	c->sasl.sender_dependent =
 	    config_get_bool("smtp_sender_dependent_authentication");
@@ -67,60 +102,25 @@ int smtp_config_load(smtp_config_t *c, str_t *err)
 	    sasl_opts_parse(config_get_str("smtp_sasl_tls_security_options"),
 	    &c->sasl.tls_opts, err) < 0 ||
 	    smtp_sasl_filter_set(&c->sasl,
-	    config_get_str("smtp_sasl_mechanism_filter"), err) < 0)
-		return -1;
-	/* Opened now, before the chroot, as every table. */
-	if (c->sasl.enable && smtp_sasl_maps_open(&c->sasl,
-	    config_get_str("smtp_sasl_password_maps"), err) < 0) {
+	    config_get_str("smtp_sasl_mechanism_filter"), err) < 0 ||
+	    /* Opened now, before the chroot, as every table. */
+	    (c->sasl.enable && smtp_sasl_maps_open(&c->sasl,
+	    config_get_str("smtp_sasl_password_maps"), err) < 0)) {
 		smtp_config_release(c);
 		return -1;
-	}
-	if ((c->dns.lookup & DNS_LOOKUP_DNS) != 0) {
-		if ((r = dns_resolver_from_config(err)) == NULL)
-			return -1;
-		c->dns.resolver = r;
 	}
 	return 0;
 }
 
 int smtp_config_load_lmtp(smtp_config_t *c, str_t *err)
 {
-	const char *v;
-	dns_resolver_t *r;
-
 	smtp_config_defaults(c);
 	c->lmtp = true;
 	c->default_port = 24;
-	c->connect_timeout_ms = ms("lmtp_connect_timeout");
-	c->helo_timeout_ms = ms("lmtp_lhlo_timeout");
-	c->mail_timeout_ms = ms("lmtp_mail_timeout");
-	c->rcpt_timeout_ms = ms("lmtp_rcpt_timeout");
-	c->data_init_timeout_ms = ms("lmtp_data_init_timeout");
-	c->data_xfer_timeout_ms = ms("lmtp_data_xfer_timeout");
-	c->data_done_timeout_ms = ms("lmtp_data_done_timeout");
-	c->rset_timeout_ms = ms("lmtp_rset_timeout");
-	c->quit_timeout_ms = ms("lmtp_quit_timeout");
-	v = config_get_str("lmtp_lhlo_name");
-	if (v[0] == '\0' || strpbrk(v, " \t\r\n") != NULL ||
-	    !bcopy_str(c->helo_name, sizeof(c->helo_name), v)) {
-		str_setf(err, "lmtp_lhlo_name: bad value \"%s\"", v);
-		return -1;
-	}
 	/* One server per next hop: its soft failures are final. */
 	c->mx_session_limit = 1;
-	c->line_length_limit = (size_t)config_get_int("lmtp_line_length_limit");
 	c->tls_level = TLS_LEVEL_NONE;
-	c->connection_cache = config_get_bool("lmtp_connection_cache_on_demand");
-	c->cache_time_limit_ms = ms("lmtp_connection_cache_time_limit");
-	c->reuse_time_limit_ms = ms("lmtp_connection_reuse_time_limit");
-	if (dns_opts_from_config(&c->dns, err) < 0)
-		return -1;
-	if ((c->dns.lookup & DNS_LOOKUP_DNS) != 0) {
-		if ((r = dns_resolver_from_config(err)) == NULL)
-			return -1;
-		c->dns.resolver = r;
-	}
-	return 0;
+	return load_common(c, "lmtp", "lhlo", err);
 }
 
 /* At most this many of our own addresses are kept. */
