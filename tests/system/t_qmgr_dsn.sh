@@ -278,8 +278,10 @@ notice_after_qmgr_kill_body() {
 	WAIT_MAX=100 wait_for in_log "$m1: to=<bounce@t.example>.*status=bounced" ||
 	    atf_fail "$m1 not bounced"
 	# the bounce log is synced and the recipient marked done at the end
-	# of that event; the notice request waits for the stopped daemon
-	WAIT_MAX=20 wait_for test -n "$(find q/bounce -type f -name $m1)" ||
+	# of that event (the status line is the agent's: it may come before
+	# qmgr has handled the result); the notice request waits for the
+	# stopped daemon
+	WAIT_MAX=100 wait_for test -n "$(find q/bounce -type f -name $m1)" ||
 	    atf_fail "no bounce log"
 	sleep 0.3
 	in_log "$m1: removed" && atf_fail "the notice went out before qmgr could be killed"
