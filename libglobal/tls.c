@@ -664,22 +664,32 @@ tls_ctx_t *tls_server_ctx_from_config(str_t *err)
 	return ctx;
 }
 
-tls_ctx_t *tls_client_ctx_from_config(bool load_now, str_t *err)
+tls_ctx_t *tls_client_ctx_from_config(const char *proto, bool load_now,
+    str_t *err)
 {
 	tls_client_config_t cfg;
+	char n[5][64];
 	int min, max;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.load_now = load_now;
-	cfg.CAfile = config_get_str("smtp_tls_CAfile");
-	cfg.CApath = config_get_str("smtp_tls_CApath");
-	cfg.cert_file = config_get_str("smtp_tls_cert_file");
-	cfg.key_file = config_get_str("smtp_tls_key_file");
-	cfg.protocols = config_get_str("smtp_tls_protocols");
+	if (!bfmt(n[0], sizeof(n[0]), "%s_tls_CAfile", proto) ||
+	    !bfmt(n[1], sizeof(n[1]), "%s_tls_CApath", proto) ||
+	    !bfmt(n[2], sizeof(n[2]), "%s_tls_cert_file", proto) ||
+	    !bfmt(n[3], sizeof(n[3]), "%s_tls_key_file", proto) ||
+	    !bfmt(n[4], sizeof(n[4]), "%s_tls_protocols", proto)) {
+		str_setf(err, "bad protocol name \"%s\"", proto);
+		return NULL;
+	}
+	cfg.CAfile = config_get_str(n[0]);
+	cfg.CApath = config_get_str(n[1]);
+	cfg.cert_file = config_get_str(n[2]);
+	cfg.key_file = config_get_str(n[3]);
+	cfg.protocols = config_get_str(n[4]);
 	str_reset(err);
 	if (tls_protocols_parse(cfg.protocols, &min, &max, err) < 0) {
 		str_t msg = STR_INIT;
-		str_setf(&msg, "smtp_tls_protocols: %s", str_cstr(err));
+		str_setf(&msg, "%s: %s", n[4], str_cstr(err));
 		str_set(err, str_cstr(&msg));
 		str_release(&msg);
 		return NULL;

@@ -110,10 +110,12 @@ typedef struct tls_peer {
  * CERT". */
 tls_ctx_t *tls_server_ctx(const tls_server_config_t *cfg, str_t *err);
 tls_ctx_t *tls_client_ctx(const tls_client_config_t *cfg, str_t *err);
-/* The same from the smtpd_tls_* / smtp_tls_* parameters; messages start
- * with the parameter at fault where there is one. */
+/* The same from the smtpd_tls_* / PROTO_tls_* parameters (proto "smtp"
+ * or "lmtp"); messages start with the parameter at fault where there is
+ * one. */
 tls_ctx_t *tls_server_ctx_from_config(str_t *err);
-tls_ctx_t *tls_client_ctx_from_config(bool load_now, str_t *err);
+tls_ctx_t *tls_client_ctx_from_config(const char *proto, bool load_now,
+    str_t *err);
 void tls_ctx_free(tls_ctx_t *ctx);
 /* Objects (certificates, CRLs) in the context's trust store so far: a
  * hashed CA directory adds them only as chains are verified (tests). */

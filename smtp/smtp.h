@@ -124,6 +124,8 @@ struct maps;
 
 /* SMTP AUTH in the client (smtp_sasl_*, doc/smtp.md "SMTP AUTH"). */
 typedef struct smtp_sasl_config {
+	char proto[8];			/* "smtp" or "lmtp": names the
+					 * parameters in messages */
 	bool enable;			/* smtp_sasl_auth_enable */
 	bool sender_dependent;		/* smtp_sender_dependent_authentication */
 	bool soft_bounce;		/* smtp_sasl_auth_soft_bounce */

@@ -83,11 +83,12 @@ static void pre_jail(void *ctx)
 	/* Keys and CA files are read now, before the chroot and before
 	 * privileges are dropped. */
 	if (A.cfg.tls_level != TLS_LEVEL_NONE) {
-		A.tls = tls_client_ctx_from_config(server_jailed(), &err);
+		const char *proto = A.lmtp ? "lmtp" : "smtp";
+		A.tls = tls_client_ctx_from_config(proto, server_jailed(), &err);
 		if (A.tls == NULL) {
 			str_setf(&A.tls_error, "TLS is required "
-			    "(smtp_tls_security_level = %s), but the TLS client "
-			    "could not be set up: %s",
+			    "(%s_tls_security_level = %s), but the TLS client "
+			    "could not be set up: %s", proto,
 			    tls_level_name(A.cfg.tls_level), str_cstr(&err));
 			log_warning("TLS disabled: %s", str_cstr(&err));
 		}

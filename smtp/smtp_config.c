@@ -30,6 +30,32 @@ static const char *pname(char *buf, size_t size, const char *proto,
 	return buf;
 }
 
+/* SMTP AUTH in the client, from PROTO_sasl_* (smtp or lmtp). */
+static int load_sasl(smtp_sasl_config_t *s, const char *proto, str_t *err)
+{
+	char n[64];
+
+	(void)bcopy_str(s->proto, sizeof(s->proto), proto);
+	s->enable = config_get_bool(pname(n, sizeof(n), proto,
+	    "sasl_auth_enable"));
+	s->sender_dependent = config_get_bool(pname(n, sizeof(n), proto,
+	    "sender_dependent_authentication"));
+	s->soft_bounce = config_get_bool(pname(n, sizeof(n), proto,
+	    "sasl_auth_soft_bounce"));
+	if (sasl_opts_parse(config_get_str(pname(n, sizeof(n), proto,
+	    "sasl_security_options")), &s->opts, err) < 0 ||
+	    sasl_opts_parse(config_get_str(pname(n, sizeof(n), proto,
+	    "sasl_tls_security_options")), &s->tls_opts, err) < 0 ||
+	    smtp_sasl_filter_set(s, config_get_str(pname(n, sizeof(n), proto,
+	    "sasl_mechanism_filter")), err) < 0)
+		return -1;
+	/* Opened now, before the chroot, as every table. */
+	if (s->enable && smtp_sasl_maps_open(s, config_get_str(pname(n,
+	    sizeof(n), proto, "sasl_password_maps")), err) < 0)
+		return -1;
+	return 0;
+}
+
 /* What smtp and lmtp read alike, each from its own parameters (proto
  * "smtp" or "lmtp", greet "helo" or "lhlo"), and the resolver. */
 static int load_common(smtp_config_t *c, const char *proto,
@@ -64,6 +90,15 @@ static int load_common(smtp_config_t *c, const char *proto,
 	    proto, "line_length_limit"));
 	c->connection_cache = config_get_bool(pname(n, sizeof(n), proto,
 	    "connection_cache_on_demand"));
+	c->starttls_timeout_ms = ms(pname(n, sizeof(n), proto,
+	    "starttls_timeout"));
+	v = config_get_str(pname(n, sizeof(n), proto, "tls_security_level"));
+	if (!tls_level_parse(v, &c->tls_level)) {
+		str_setf(err, "%s: unknown level \"%s\"", n, v);
+		return -1;
+	}
+	if (load_sasl(&c->sasl, proto, err) < 0)
+		return -1;
 	if (dns_opts_from_config(&c->dns, err) < 0)
 		return -1;
 	if ((c->dns.lookup & DNS_LOOKUP_DNS) != 0) {
@@ -76,39 +111,16 @@ static int load_common(smtp_config_t *c, const char *proto,
 
 int smtp_config_load(smtp_config_t *c, str_t *err)
 {
-	const char *v;
-
 	smtp_config_defaults(c);
-	if (load_common(c, "smtp", "helo", err) < 0)
+	if (load_common(c, "smtp", "helo", err) < 0) {
+		smtp_config_release(c);
 		return -1;
-	c->starttls_timeout_ms = ms("smtp_starttls_timeout");
+	}
 	c->mx_session_limit = (size_t)config_get_int("smtp_mx_session_limit");
 	c->skip_5xx_greeting = config_get_bool("smtp_skip_5xx_greeting");
 	c->always_send_ehlo = config_get_bool("smtp_always_send_ehlo");
-	v = config_get_str("smtp_tls_security_level");
-	if (!tls_level_parse(v, &c->tls_level)) {
-		str_setf(err, "smtp_tls_security_level: unknown level \"%s\"", v);
-		smtp_config_release(c);
-		return -1;
-	}
 	c->reuse_count_limit =
 	    (unsigned)config_get_int("smtp_connection_reuse_count_limit");
-	c->sasl.enable = config_get_bool("smtp_sasl_auth_enable");
-	c->sasl.sender_dependent =
-	    config_get_bool("smtp_sender_dependent_authentication");
-	c->sasl.soft_bounce = config_get_bool("smtp_sasl_auth_soft_bounce");
-	if (sasl_opts_parse(config_get_str("smtp_sasl_security_options"),
-	    &c->sasl.opts, err) < 0 ||
-	    sasl_opts_parse(config_get_str("smtp_sasl_tls_security_options"),
-	    &c->sasl.tls_opts, err) < 0 ||
-	    smtp_sasl_filter_set(&c->sasl,
-	    config_get_str("smtp_sasl_mechanism_filter"), err) < 0 ||
-	    /* Opened now, before the chroot, as every table. */
-	    (c->sasl.enable && smtp_sasl_maps_open(&c->sasl,
-	    config_get_str("smtp_sasl_password_maps"), err) < 0)) {
-		smtp_config_release(c);
-		return -1;
-	}
 	return 0;
 }
 
@@ -119,8 +131,11 @@ int smtp_config_load_lmtp(smtp_config_t *c, str_t *err)
 	c->default_port = 24;
 	/* One server per next hop: its soft failures are final. */
 	c->mx_session_limit = 1;
-	c->tls_level = TLS_LEVEL_NONE;
-	return load_common(c, "lmtp", "lhlo", err);
+	if (load_common(c, "lmtp", "lhlo", err) < 0) {
+		smtp_config_release(c);
+		return -1;
+	}
+	return 0;
 }
 
 /* At most this many of our own addresses are kept. */

@@ -411,6 +411,7 @@ void smtp_config_defaults(smtp_config_t *c)
 	c->dns.families = DNS_INET4 | DNS_INET6;
 	c->dns.prefer = DNS_PREFER_ANY;
 	c->dns.address_limit = 5;
+	bcopy_str(c->sasl.proto, sizeof(c->sasl.proto), "smtp");
 	c->sasl.soft_bounce = true;
 	c->sasl.opts = c->sasl.tls_opts = SASL_OPT_NOPLAINTEXT |
 	    SASL_OPT_NOANONYMOUS;

@@ -23,8 +23,11 @@
 
 int smtp_sasl_maps_open(smtp_sasl_config_t *c, const char *spec, str_t *err)
 {
-	c->maps = maps_open("smtp_sasl_password_maps", spec, MAPS_FLAG_STRICT,
-	    NULL, err);
+	char name[64];
+
+	if (!bfmt(name, sizeof(name), "%s_sasl_password_maps", c->proto))
+		name[0] = '\0';
+	c->maps = maps_open(name, spec, MAPS_FLAG_STRICT, NULL, err);
 	return c->maps != NULL ? 0 : -1;
 }
 
@@ -43,16 +46,16 @@ int smtp_sasl_filter_set(smtp_sasl_config_t *c, const char *filter,
 			ok = isalnum((unsigned char)n[i]) || n[i] == '-' ||
 			    n[i] == '_';
 		if (!ok) {
-			str_setf(err, "smtp_sasl_mechanism_filter: \"%s\" is not "
+			str_setf(err, "%s_sasl_mechanism_filter: \"%s\" is not "
 			    "a mechanism name (lookup tables are not supported "
-			    "here)", t);
+			    "here)", c->proto, t);
 			rc = -1;
 			break;
 		}
 	}
 	free(copy);
 	if (rc == 0 && !bcopy_str(c->filter, sizeof(c->filter), filter)) {
-		str_set(err, "smtp_sasl_mechanism_filter: too long");
+		str_setf(err, "%s_sasl_mechanism_filter: too long", c->proto);
 		rc = -1;
 	}
 	return rc;
@@ -70,14 +73,15 @@ static int maps_find(const smtp_sasl_config_t *c, const char *key,
 
 	if (rc < 0) {
 		spec = maps_failed(c->maps, &reason);
-		str_setf(err, "smtp_sasl_password_maps: %s: lookup of \"%s\" "
-		    "failed: %s", spec, key, reason);
+		str_setf(err, "%s_sasl_password_maps: %s: lookup of \"%s\" "
+		    "failed: %s", c->proto, spec, key, reason);
 	}
 	return rc;
 }
 
-/* Most lookup keys: sender, @domain, [host]:port, [host], host. */
-#define LOOKUP_KEYS_MAX 5
+/* Most lookup keys: sender, @domain, inet:[host]:port, [host]:port,
+ * [host], host. */
+#define LOOKUP_KEYS_MAX 6
 
 /* The keys, in order: the sender and its @domain (sender-dependent
  * authentication only), then the next hop as given, without its port,
@@ -94,6 +98,17 @@ static size_t lookup_keys(const smtp_sasl_config_t *c, const char *sender,
 			str_set(&keys[n++], at);
 	}
 	str_set(&keys[n++], nexthop);
+	/* LMTP next hops unix:PATH and inet:HOST[:PORT]: then the rest
+	 * alone, as an SMTP next hop. */
+	if (strncmp(nexthop, "unix:", 5) == 0) {
+		if (nexthop[5] != '\0')
+			str_set(&keys[n++], nexthop + 5);
+		return n;
+	}
+	if (strncmp(nexthop, "inet:", 5) == 0 && nexthop[5] != '\0') {
+		nexthop += 5;
+		str_set(&keys[n++], nexthop);
+	}
 	if (nexthop[0] == '[') {
 		const char *close = strchr(nexthop, ']');
 		if (close != NULL) {
@@ -187,9 +202,9 @@ int smtp_sasl_prepare(smtp_client_t *cl, const char *sender,
 	    plen > SMTP_SASL_FIELD_MAX ||
 	    strpbrk(value, "\r\n") != NULL) {
 		/* Never the value itself: it holds a password. */
-		str_setf(err, "smtp_sasl_password_maps: the entry for %s is "
+		str_setf(err, "%s_sasl_password_maps: the entry for %s is "
 		    "not user:password (empty user name, a line break, or "
-		    "longer than %d bytes)", str_cstr(&keys[0]),
+		    "longer than %d bytes)", c->proto, str_cstr(&keys[0]),
 		    SMTP_SASL_FIELD_MAX);
 		rc = -2;
 		goto out;

@@ -210,6 +210,8 @@ srv.bind(path)
 os.chmod(path, 0o666)	# lmtp runs as mail_owner under root
 srv.listen(5)
 log = open("fake.log", "a", buffering=1)
+# FAKE_AUTH=user:password: AUTH PLAIN offered, those credentials taken.
+auth = os.environ.get("FAKE_AUTH")
 while True:
     c, _ = srv.accept()
     c.settimeout(10)
@@ -227,7 +229,18 @@ while True:
             log.write(l + "\n")
             u = l.upper()
             if u.startswith("LHLO"):
-                send("250-fake"); send("250-ENHANCEDSTATUSCODES"); send("250 PIPELINING")
+                send("250-fake"); send("250-ENHANCEDSTATUSCODES")
+                if auth:
+                    send("250-AUTH PLAIN")
+                send("250 PIPELINING")
+            elif auth and u.startswith("AUTH PLAIN "):
+                import base64
+                parts = base64.b64decode(l.split()[2]).decode().split("\0")
+                if len(parts) == 3 and ":".join(parts[1:]) == auth:
+                    log.write("authenticated " + parts[1] + "\n")
+                    send("235 2.7.0 ok")
+                else:
+                    send("535 5.7.8 bad credentials")
             elif u.startswith("MAIL") or u.startswith("RSET"):
                 rcpts = [] if u.startswith("RSET") else rcpts; send("250 2.1.0 ok")
             elif u.startswith("RCPT"):
@@ -325,6 +338,89 @@ per_recipient_cleanup() {
 	lmtp_cleanup
 }
 
+atf_test_case tls cleanup
+tls_head() {
+	atf_set descr "lmtp_tls_security_level = encrypt: STARTTLS to Dovecot's LMTP over TCP; a server without STARTTLS is deferred, not sent in clear"
+	atf_set require.progs python3 openssl
+	atf_set timeout 90
+}
+tls_body() {
+	lmtp_users
+	make_cert
+	lport=$(free_port)
+	dovecot_lmtp_start $PWD/dovecot/lmtp "$lport" tls
+	lmtp_instance "lmtp:inet:127.0.0.1:$lport" \
+	    "lmtp_tls_security_level = encrypt"
+	send dave@two.test alice@one.test > send.out
+	atf_check -s exit:0 -o ignore grep '^DATA 250' send.out
+	wait_for lines_ge 1 'to=<alice@one.test>.*status=' maillog ||
+	    { cat maillog dovecot/dovecot.log; atf_fail "no status for alice"; }
+	grep "to=<alice@one.test>, .*status=sent" maillog >/dev/null ||
+	    { cat maillog dovecot/dovecot.log; atf_fail "alice not sent"; }
+	# Dovecot's own Received: line says the session was LMTP over TLS.
+	dovecot_fetch alice@one.test hdr > alice.hdr
+	atf_check -s exit:0 -o ignore grep 'with LMTPS' alice.hdr
+	assert_log_clean
+	# The same level against a Dovecot without TLS: deferred.
+	stop_instance
+	dovecot_stop
+	rm -f maillog
+	dovecot_lmtp_start $PWD/dovecot/lmtp "$lport"
+	lmtp_instance "lmtp:inet:127.0.0.1:$lport" \
+	    "lmtp_tls_security_level = encrypt"
+	send dave@two.test bob@two.test > send2.out
+	wait_for lines_ge 1 'to=<bob@two.test>.*status=' maillog ||
+	    { cat maillog; atf_fail "no status for bob"; }
+	atf_check -s exit:0 -o ignore grep \
+	    "to=<bob@two.test>, .*dsn=4.7.4, status=deferred (TLS is required, but was not offered by host 127.0.0.1\[127.0.0.1\]" \
+	    maillog
+	assert_count bob@two.test 0
+}
+tls_cleanup() {
+	lmtp_cleanup
+}
+
+atf_test_case sasl cleanup
+sasl_head() {
+	atf_set descr "lmtp_sasl_auth_enable: AUTH PLAIN to an LMTP server with the credentials lmtp_sasl_password_maps has for unix:PATH; wrong ones defer"
+	atf_set require.progs python3
+	atf_set timeout 60
+}
+sasl_body() {
+	printf '%s x\n' ok@one.test ok2@one.test > vmailbox
+	export FAKE_AUTH=alice:secret
+	fake_lmtp $PWD/fake.sock
+	lmtp_instance "lmtp:unix:$PWD/fake.sock" \
+	    "lmtp_sasl_auth_enable = yes" \
+	    "lmtp_sasl_security_options = noanonymous" \
+	    "lmtp_sasl_password_maps = inline:{ unix:$PWD/fake.sock=alice:secret }"
+	send s@mx.example.test ok@one.test > send.out
+	atf_check -s exit:0 -o ignore grep '^DATA 250' send.out
+	wait_for lines_ge 1 'to=<ok@one.test>.*status=' maillog ||
+	    { cat maillog fake.log; atf_fail "no status for ok@"; }
+	atf_check -s exit:0 -o ignore grep "to=<ok@one.test>, .*status=sent" \
+	    maillog
+	atf_check -s exit:0 -o ignore grep '^authenticated alice$' fake.log
+	# The default security options refuse PLAIN without TLS: no login,
+	# and the server (which wants none) still takes the mail.  With a
+	# wrong password the login fails and the mail is deferred.
+	stop_instance
+	rm -f maillog
+	lmtp_instance "lmtp:unix:$PWD/fake.sock" \
+	    "lmtp_sasl_auth_enable = yes" \
+	    "lmtp_sasl_security_options = noanonymous" \
+	    "lmtp_sasl_password_maps = inline:{ $PWD/fake.sock=alice:wrong }"
+	send s@mx.example.test ok2@one.test > send2.out
+	wait_for lines_ge 1 'to=<ok2@one.test>.*status=' maillog ||
+	    { cat maillog fake.log; atf_fail "no status for ok2@"; }
+	atf_check -s exit:0 -o ignore grep \
+	    "to=<ok2@one.test>, .*status=deferred (.*535 5.7.8 bad credentials" \
+	    maillog
+}
+sasl_cleanup() {
+	lmtp_cleanup
+}
+
 atf_test_case aliases cleanup
 aliases_head() {
 	atf_set descr "virtual_alias_domains and virtual_alias_maps with virtual mailbox domains: aliases delivered over LMTP, unknown alias-domain recipients refused at RCPT, an alias accepted in a mailbox domain"
@@ -388,6 +484,8 @@ config_cleanup() {
 atf_init_test_cases() {
 	atf_add_test_case unix_socket
 	atf_add_test_case tcp
+	atf_add_test_case tls
+	atf_add_test_case sasl
 	atf_add_test_case per_recipient
 	atf_add_test_case aliases
 	atf_add_test_case config

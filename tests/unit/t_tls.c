@@ -945,16 +945,16 @@ ATF_TC_BODY(from_config, tc)
 	    str_cstr(&err));
 
 	ATF_REQUIRE_EQ(config_load_text("smtp_tls_CAfile = ca.pem\n", "main.cf"), 0);
-	ctx = tls_client_ctx_from_config(false, &err);
+	ctx = tls_client_ctx_from_config("smtp", false, &err);
 	ATF_CHECK_MSG(ctx != NULL, "%s", str_cstr(&err));
 	tls_ctx_free(ctx);
 	ATF_REQUIRE_EQ(config_load_text("smtp_tls_CAfile = nope.pem\n", "main.cf"), 0);
-	ATF_CHECK(tls_client_ctx_from_config(false, &err) == NULL);
+	ATF_CHECK(tls_client_ctx_from_config("smtp", false, &err) == NULL);
 	ATF_CHECK_STREQ(str_cstr(&err),
 	    "cannot open CA file nope.pem: No such file or directory");
 	ATF_REQUIRE_EQ(config_load_text("smtp_tls_protocols = <=TLSv1.1 >=TLSv1.2\n",
 	    "main.cf"), 0);
-	ATF_CHECK(tls_client_ctx_from_config(false, &err) == NULL);
+	ATF_CHECK(tls_client_ctx_from_config("smtp", false, &err) == NULL);
 	ATF_CHECK_MATCH("^smtp_tls_protocols: .*no version", str_cstr(&err));
 	config_reset();
 	str_release(&err);
