@@ -806,6 +806,13 @@ out:
 	str_release(&path);
 }
 
+/* What the logging library takes from the configuration: the syslog
+ * facility (syslog_facility was checked against its choices). */
+static void apply_logging(void)
+{
+	(void)log_set_syslog_facility(config_get_str("syslog_facility"));
+}
+
 int config_load_text(const char *text, const char *filename)
 {
 	config_reset();
@@ -814,6 +821,8 @@ int config_load_text(const char *text, const char *filename)
 	myorigin_from_file();
 	check_all();
 	log_warnings();
+	if (str_len(&errors) == 0)
+		apply_logging();
 	return str_len(&errors) ? -1 : 0;
 }
 
@@ -847,6 +856,8 @@ int config_load(const char *dir)
 	myorigin_from_file();
 	check_all();
 	log_warnings();
+	if (str_len(&errors) == 0)
+		apply_logging();
 	return str_len(&errors) ? -1 : 0;
 }
 
@@ -884,6 +895,8 @@ int config_override(const char *name, const char *value, const char *origin,
 		if (def_of(cname) == NULL)
 			log_warning("%s%sunknown parameter %s", origin ? origin : "",
 			    origin ? ": " : "", name);
+		else if (strcmp(cname, "syslog_facility") == 0)
+			apply_logging();
 	}
 	if (old)
 		free_setting(old);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <limits.h>
 #include <sys/socket.h>
 #include <syslog.h>
@@ -20,6 +21,7 @@ static int log_fd = -1;
 static char log_path[PATH_MAX];	/* what log_to_file opened, for log_reopen */
 static int relay_fd = -1;	/* master's log socket (log_relay_to) */
 static int also_stderr;
+static int syslog_facility = LOG_MAIL;
 static void (*fatal_hook)(void);
 static int in_fatal;
 /* Looked up once, not for every line: the process id (again in a child
@@ -74,8 +76,35 @@ void log_to_stderr(void)
 
 void log_to_syslog(void)
 {
-	openlog(progname, LOG_PID | LOG_NDELAY, LOG_MAIL);
+	openlog(progname, LOG_PID | LOG_NDELAY, syslog_facility);
 	target = TO_SYSLOG;
+}
+
+static const struct {
+	const char *name;
+	int code;
+} facilities[] = {
+	{ "mail", LOG_MAIL }, { "daemon", LOG_DAEMON }, { "user", LOG_USER },
+	{ "local0", LOG_LOCAL0 }, { "local1", LOG_LOCAL1 },
+	{ "local2", LOG_LOCAL2 }, { "local3", LOG_LOCAL3 },
+	{ "local4", LOG_LOCAL4 }, { "local5", LOG_LOCAL5 },
+	{ "local6", LOG_LOCAL6 }, { "local7", LOG_LOCAL7 },
+};
+
+int log_set_syslog_facility(const char *name)
+{
+	for (size_t i = 0; i < sizeof(facilities) / sizeof(facilities[0]); i++)
+		if (strcasecmp(name, facilities[i].name) == 0) {
+			if (facilities[i].code != syslog_facility) {
+				syslog_facility = facilities[i].code;
+				/* Already logging there: from now on with the
+				 * new facility. */
+				if (target == TO_SYSLOG)
+					log_to_syslog();
+			}
+			return 0;
+		}
+	return -1;
 }
 
 int log_to_file(const char *path)

@@ -20,6 +20,10 @@ void log_init(const char *progname);
 const char *log_progname(void);
 void log_to_stderr(void);
 void log_to_syslog(void);
+/* The syslog facility by name (mail, daemon, user, local0..local7; the
+ * default is mail), for log_to_syslog now and later; -1 for a name that
+ * is none of those. */
+int log_set_syslog_facility(const char *name);
 /* Appends to a file (maillog_file); returns -1 with errno on failure. */
 int log_to_file(const char *path);
 /* Opens the file of log_to_file again (after it was renamed); 0 when
