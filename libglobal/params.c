@@ -170,6 +170,13 @@ static const param_def_t table[] = {
 	    "Tables (regexp:, pcre:) each body line (not MIME part headers) is looked up in; the answer is an action (REJECT, WARN, DISCARD, HOLD, REDIRECT, DUNNO, OK)."),
 	P_SIZE("body_checks_size_limit", "51200",
 	    "How many bytes of each body segment (the main body, each MIME part) body_checks look at."),
+	/* After-queue content filters (doc/content-filter.md). */
+	P_STR("content_filter", "",
+	    "transport:nexthop every message received by smtpd or pickup is sent to after it is queued, instead of its recipients' destinations (per service with master.cf -o content_filter=...; empty: none). Bounce notices get none."),
+	P_STR("default_filter_nexthop", "",
+	    "Nexthop for a content_filter or FILTER that names none (transport:); empty: the recipient's domain."),
+	P_STR("receive_override_options", "",
+	    "What smtpd and pickup turn off for the mail they receive: no_unknown_recipient_checks, no_header_body_checks, no_address_mappings, no_milters (for the reinjection service of a content filter, or before one)."),
 	P_INT("virtual_alias_expansion_limit", "1000", 1, UNL, 0,
 	    "Most addresses one recipient may expand to through virtual_alias_maps."),
 	P_INT("virtual_alias_recursion_limit", "1000", 1, UNL, 0,
