@@ -817,10 +817,9 @@ static void unsupported(cln_msg_t *m, const char *param, const char *value,
 
 	str_quote_printable(&v, value, n > 40 ? 40 : n);
 	str_quote_printable(&w, what, wlen > 200 ? 200 : wlen);
-	log_warning("%s: %s: action \"%s\" is not supported by Petrel%s "
-	    "(%s %s); ignored", m->id, param, str_cstr(&v),
-	    n == 6 && strncasecmp(value, "FILTER", 6) == 0 ?
-	    " (no content_filter routing)" : "", class, str_cstr(&w));
+	log_warning("%s: %s: action \"%s\" is not supported by Petrel "
+	    "(%s %s); ignored", m->id, param, str_cstr(&v), class,
+	    str_cstr(&w));
 	str_release(&v);
 	str_release(&w);
 }
