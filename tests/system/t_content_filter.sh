@@ -317,7 +317,38 @@ bad_access_filter_cleanup() {
 	stop_all
 }
 
+atf_test_case no_unknown_rcpt cleanup
+no_unknown_rcpt_head() {
+	atf_set descr "receive_override_options=no_unknown_recipient_checks on a second smtpd: an unknown local user refused by the first (550 5.1.1) is accepted there"
+	atf_set require.user unprivileged
+	atf_set require.progs /usr/bin/python3
+}
+no_unknown_rcpt_body() {
+	mkdir fdir mail mail/alice
+	start_sink filt -d fdir
+	fport=$port
+	rport=$(free_port)
+	MCF_MORE="127.0.0.1:$rport inet n - n - - smtpd -o receive_override_options=no_unknown_recipient_checks" \
+	    cf_instance $fport "content_filter = smtp:[127.0.0.1]:$fport" \
+	    "local_mail_root = $PWD/mail" "local_recipient_maps = \$alias_maps unix:passwd.byname"
+	msg "unknown" | send $port bob@client.example nosuch@mx.example.test 2> refused &&
+	    atf_fail "unknown user accepted by the first smtpd"
+	grep -q "550.*5.1.1 <nosuch@mx.example.test>: Recipient address rejected: User unknown" refused ||
+	    { cat refused >&2; atf_fail "not refused as unknown"; }
+	msg "known" | send $port bob@client.example alice@mx.example.test ||
+	    atf_fail "known user refused"
+	msg "unknown, second port" | send $rport bob@client.example nosuch@mx.example.test ||
+	    atf_fail "unknown user refused despite no_unknown_recipient_checks"
+	stat_is filt.stats messages 2
+	assert_log_clean
+}
+no_unknown_rcpt_cleanup() {
+	stop_instance
+	stop_all
+}
+
 atf_init_test_cases() {
+	atf_add_test_case no_unknown_rcpt
 	atf_add_test_case to_sink
 	atf_add_test_case pickup_filter
 	atf_add_test_case after_queue_loop
