@@ -161,13 +161,13 @@ static const param_def_t table[] = {
 
 	/* Content checks (cleanup). */
 	P_STR("header_checks", "",
-	    "Tables (regexp:, pcre:) each logical header of the primary message header (MIME headers excepted) is looked up in; the answer is an action (REJECT, WARN, DISCARD, HOLD, REDIRECT, IGNORE, PREPEND, REPLACE, DUNNO, OK)."),
+	    "Tables (regexp:, pcre:) each logical header of the primary message header (MIME headers excepted) is looked up in; the answer is an action (REJECT, WARN, DISCARD, HOLD, REDIRECT, FILTER, IGNORE, PREPEND, REPLACE, DUNNO, OK)."),
 	P_STR("mime_header_checks", "$header_checks",
 	    "Tables for the MIME headers (Content-*, MIME-Version) of the message and of its parts, and the other headers of MIME parts; actions as header_checks (IGNORE, PREPEND, REPLACE only in the primary header)."),
 	P_STR("nested_header_checks", "$header_checks",
-	    "Tables for the headers (other than MIME headers) of messages attached as message/rfc822 parts; actions REJECT, WARN, DISCARD, HOLD, REDIRECT, DUNNO, OK."),
+	    "Tables for the headers (other than MIME headers) of messages attached as message/rfc822 parts; actions REJECT, WARN, DISCARD, HOLD, REDIRECT, FILTER, DUNNO, OK."),
 	P_STR("body_checks", "",
-	    "Tables (regexp:, pcre:) each body line (not MIME part headers) is looked up in; the answer is an action (REJECT, WARN, DISCARD, HOLD, REDIRECT, DUNNO, OK)."),
+	    "Tables (regexp:, pcre:) each body line (not MIME part headers) is looked up in; the answer is an action (REJECT, WARN, DISCARD, HOLD, REDIRECT, FILTER, DUNNO, OK)."),
 	P_SIZE("body_checks_size_limit", "51200",
 	    "How many bytes of each body segment (the main body, each MIME part) body_checks look at."),
 	/* After-queue content filters (doc/content-filter.md). */
