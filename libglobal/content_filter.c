@@ -1,9 +1,9 @@
 /* Content filter values and receive_override_options
  * (doc/content-filter.md). */
 #include <string.h>
-#include <strings.h>
 #include "cleanup_client.h"
 #include "content_filter.h"
+#include "name_mask.h"
 #include "resolve.h"
 
 bool filter_valid(const char *value, str_t *why)
@@ -67,10 +67,7 @@ void filter_route(const char *transport, const char *nexthop,
 		str_set(out_nexthop, fallback != NULL ? fallback : "");
 }
 
-static const struct {
-	const char *name;
-	int bit;
-} recv_opts[] = {
+static const name_mask_t recv_opts[] = {
 	{ "no_unknown_recipient_checks", RECV_NO_UNKNOWN_RCPT },
 	{ "no_header_body_checks", RECV_NO_CHECKS },
 	{ "no_address_mappings", RECV_NO_MAPPINGS },
@@ -79,30 +76,21 @@ static const struct {
 
 int recv_override_parse(const char *value, int *bits, str_t *err)
 {
-	const char *p = value ? value : "";
+	unsigned mask;
+	size_t n;
+	const char *bad = name_mask_scan(recv_opts,
+	    sizeof(recv_opts) / sizeof(recv_opts[0]), value, &mask, &n);
 
 	*bits = 0;
-	for (;;) {
-		size_t n, k;
-
-		p += strspn(p, " \t\r\n,");
-		if (*p == '\0')
-			return 0;
-		n = strcspn(p, " \t\r\n,");
-		for (k = 0; k < sizeof(recv_opts) / sizeof(recv_opts[0]); k++)
-			if (strlen(recv_opts[k].name) == n &&
-			    strncasecmp(p, recv_opts[k].name, n) == 0)
-				break;
-		if (k == sizeof(recv_opts) / sizeof(recv_opts[0])) {
-			str_setf(err, "receive_override_options: unknown option "
-			    "\"%.*s\" (known: no_unknown_recipient_checks, "
-			    "no_header_body_checks, no_address_mappings, "
-			    "no_milters)", (int)(n > 64 ? 64 : n), p);
-			return -1;
-		}
-		*bits |= recv_opts[k].bit;
-		p += n;
+	if (bad != NULL) {
+		str_setf(err, "receive_override_options: unknown option "
+		    "\"%.*s\" (known: no_unknown_recipient_checks, "
+		    "no_header_body_checks, no_address_mappings, no_milters)",
+		    (int)(n > 64 ? 64 : n), bad);
+		return -1;
 	}
+	*bits = (int)mask;
+	return 0;
 }
 
 int filter_cleanup_flags(int bits)

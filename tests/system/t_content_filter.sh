@@ -62,6 +62,22 @@ msg() {
 	printf '\r\nhello\r\n'
 }
 
+# two_sinks: smtp-sinks "filt" (a filter, port $fport, messages saved in
+# fdir) and "dest" (the destination, $dport, ddir).
+two_sinks() {
+	mkdir fdir
+	start_sink filt -d fdir
+	fport=$port
+	dest_sink
+}
+
+# dest_sink: the destination alone.
+dest_sink() {
+	mkdir ddir
+	start_sink dest -d ddir
+	dport=$port
+}
+
 # sink_count DIR: the messages a sink saved.
 sink_count() {
 	ls "$1" 2>/dev/null | grep -c '^msg-' || true
@@ -74,11 +90,7 @@ to_sink_head() {
 	atf_set require.progs /usr/bin/python3
 }
 to_sink_body() {
-	mkdir fdir ddir
-	start_sink filt -d fdir
-	fport=$port
-	start_sink dest -d ddir
-	dport=$port
+	two_sinks
 	cf_instance $dport "content_filter = smtp:[127.0.0.1]:$fport"
 	msg "to the filter" | send $port alice@client.example \
 	    bob@mx.example.test carol@remote.example ||
@@ -112,11 +124,7 @@ pickup_filter_head() {
 	atf_set require.progs /usr/bin/python3
 }
 pickup_filter_body() {
-	mkdir fdir ddir
-	start_sink filt -d fdir
-	fport=$port
-	start_sink dest -d ddir
-	dport=$port
+	two_sinks
 	MCF_MORE="pickup unix-dgram n - n 1 1 pickup" cf_instance $dport \
 	    "content_filter = smtp:[127.0.0.1]:$fport" \
 	    "command_directory = $B/bin"
@@ -150,9 +158,7 @@ after_queue_loop_head() {
 	atf_set require.progs /usr/bin/python3
 }
 after_queue_loop_body() {
-	mkdir ddir
-	start_sink dest -d ddir
-	dport=$port
+	dest_sink
 	rport=$($TS freeport)
 	start_server filter content-filter $PY $FILTER_PY -P filter.port \
 	    -r 127.0.0.1:$rport -l filter.log -H "X-Scanned: by the test filter"
@@ -203,13 +209,10 @@ filter_actions_head() {
 	atf_set require.progs /usr/bin/python3
 }
 filter_actions_body() {
-	mkdir fdir gdir ddir
-	start_sink filt -d fdir
-	fport=$port
+	two_sinks
+	mkdir gdir
 	start_sink filt2 -d gdir
 	gport=$port
-	start_sink dest -d ddir
-	dport=$port
 	echo "/^X-Route: filter/ FILTER smtp:[127.0.0.1]:$fport" > hc
 	echo "special@remote.example FILTER smtp:[127.0.0.1]:$gport" > access
 	cf_instance $dport "header_checks = regexp:$PWD/hc" \
@@ -299,9 +302,7 @@ bad_access_filter_head() {
 	atf_set require.progs /usr/bin/python3
 }
 bad_access_filter_body() {
-	mkdir ddir
-	start_sink dest -d ddir
-	dport=$port
+	dest_sink
 	echo "carol@remote.example FILTER nocolon" > access
 	cf_instance $dport \
 	    "smtpd_recipient_restrictions = check_recipient_access texthash:$PWD/access, permit_mynetworks, reject_unauth_destination"
