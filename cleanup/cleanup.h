@@ -174,7 +174,7 @@ void cln_phrase(const char *name, str_t *out);
 enum cln_act {
 	CA_NONE = 0,		/* DUNNO, OK, not found */
 	CA_REJECT, CA_WARN, CA_DISCARD, CA_HOLD, CA_REDIRECT, CA_IGNORE,
-	CA_PREPEND, CA_REPLACE,
+	CA_PREPEND, CA_REPLACE, CA_FILTER,
 	CA_UNSUPPORTED,		/* an action Petrel does not do (logged) */
 };
 /* Parses a table answer "ACTION [text]": the action, and in *text /
@@ -238,6 +238,7 @@ typedef struct cln_envelope {
 	const char *client_name, *client_address, *client_port;
 	const char *helo_name, *protocol, *tls_info;
 	const char *sasl_method, *sasl_username, *received_auth;
+	const char *content_filter;	/* NULL or "": none */
 	const cleanup_attr_t *attrs;
 	size_t nattrs;
 } cln_envelope_t;

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 #include "cleanup.h"
+#include "content_filter.h"
 #include "log.h"
 #include "maps.h"
 #include "mem.h"
@@ -62,26 +63,45 @@ static int ms(long seconds)
 	return (int)(seconds * 1000);
 }
 
+/* What the walk over a table's rules needs. */
+typedef struct rule_ctx {
+	const char *param;
+	str_t *err;		/* a malformed FILTER: the error */
+} rule_ctx_t;
+
 /* An action a rule of a check table gives that Petrel will not do:
  * said once, with the rule's file:line, when the table is opened (the
  * rule is then ignored at each match, with a warning naming the
- * message). */
+ * message).  A FILTER whose value is not transport:nexthop is an
+ * error, as a bad pattern is (1 stops the walk). */
 static int warn_rule(const char *file, int line, const char *result,
     void *ctx)
 {
-	const char *param = ctx, *text;
+	rule_ctx_t *rc = ctx;
+	const char *param = rc->param, *text;
 	size_t tlen, n = strcspn(result, " \t");
 	enum cln_act act;
 
 	if (result[0] == '$')
 		return 0;		/* decided by the match */
 	act = cln_act_parse(result, &text, &tlen);
+	if (act == CA_FILTER && strchr(text, '$') == NULL) {
+		str_t v = STR_INIT, why = STR_INIT;
+		bool good;
+
+		str_append(&v, text, tlen);
+		good = filter_valid(str_cstr(&v), &why);
+		if (!good)
+			str_setf(rc->err, "%s:%d: %s: bad FILTER \"%.100s\": %s",
+			    file, line, param, str_cstr(&v), str_cstr(&why));
+		str_release(&v);
+		str_release(&why);
+		return good ? 0 : 1;
+	}
 	if (act == CA_UNSUPPORTED)
 		log_warning("%s:%d: %s: action \"%.*s\" is not supported by "
-		    "Petrel%s; the rule will be ignored", file, line, param,
-		    (int)(n > 40 ? 40 : n), result,
-		    n == 6 && strncasecmp(result, "FILTER", 6) == 0 ?
-		    " (no content_filter routing)" : "");
+		    "Petrel; the rule will be ignored", file, line, param,
+		    (int)(n > 40 ? 40 : n), result);
 	else if ((act == CA_IGNORE || act == CA_PREPEND ||
 	    act == CA_REPLACE) && strcmp(param, "body_checks") == 0)
 		log_warning("%s:%d: %s: action \"%.*s\" edits headers, not "
@@ -102,10 +122,16 @@ static int checks_open(struct maps **m, const char *param, str_t *err)
 	*m = maps_open(param, spec, MAPS_FLAG_STRICT, NULL, err);
 	if (*m == NULL)
 		return -1;
+	rule_ctx_t rc = { param, err };
+	str_reset(err);
 	for (size_t i = 0; i < maps_count(*m); i++)
 		if (maps_dict(*m, i) != NULL)
-			dict_pattern_results(maps_dict(*m, i), warn_rule,
-			    (void *)param);
+			dict_pattern_results(maps_dict(*m, i), warn_rule, &rc);
+	if (str_len(err) > 0) {
+		maps_free(*m);
+		*m = NULL;
+		return -1;
+	}
 	return 0;
 }
 

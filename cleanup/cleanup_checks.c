@@ -11,7 +11,7 @@ static const struct {
 } acts[] = {
 	{ "REJECT", CA_REJECT }, { "WARN", CA_WARN },
 	{ "DISCARD", CA_DISCARD }, { "HOLD", CA_HOLD },
-	{ "REDIRECT", CA_REDIRECT },
+	{ "REDIRECT", CA_REDIRECT }, { "FILTER", CA_FILTER },
 	{ "IGNORE", CA_IGNORE },
 	{ "PREPEND", CA_PREPEND }, { "REPLACE", CA_REPLACE },
 	{ "DUNNO", CA_NONE }, { "OK", CA_NONE },

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/time.h>
 #include "cleanup.h"
+#include "content_filter.h"
 #include "log.h"
 #include "maps.h"
 #include "mem.h"
@@ -77,6 +78,7 @@ struct cln_msg {
 	bool discard;		/* DISCARD: accepted, then dropped */
 	bool hold;		/* HOLD: committed into hold/ */
 	char *redirect;		/* REDIRECT: the one recipient left */
+	char *filter;		/* content filter: envelope, then FILTER */
 	str_t hkey;		/* a logical header */
 	str_t hedit;		/* PREPEND/REPLACE texts */
 	str_t bline;		/* the body line being collected */
@@ -186,6 +188,19 @@ static char *dup_opt(const char *s)
 	return s != NULL ? xstrdup(s) : NULL;
 }
 
+/* Sender or recipient rewriting: completion, then the canonical maps
+ * unless the client asked for none (no_address_mappings). */
+static int rewrite_addr(const cln_msg_t *m, bool sender, const char *addr,
+    str_t *out, str_t *err)
+{
+	if (m->flags & CLEANUP_FLAG_NO_MAPPINGS) {
+		cln_addr_complete(m->cfg, addr, out);
+		return CLN_OK;
+	}
+	return sender ? cln_rewrite_sender(m->cfg, addr, out, err) :
+	    cln_rewrite_recipient(m->cfg, addr, out, err);
+}
+
 /* ---- Recipients --------------------------------------------------------- */
 
 /* Expands a rewritten recipient and writes what is new. */
@@ -196,7 +211,12 @@ static void add_recipient(cln_msg_t *m, const char *given, const char *addr,
 	size_t n;
 	str_t err = STR_INIT;
 
-	if (cln_virtual_expand(m->cfg, addr, &list, &n, &err) != CLN_OK) {
+	if (m->flags & CLEANUP_FLAG_NO_MAPPINGS) {
+		/* receive_override_options = no_address_mappings */
+		list = xcalloc(1, sizeof(*list));
+		list[0] = xstrdup(addr);
+		n = 1;
+	} else if (cln_virtual_expand(m->cfg, addr, &list, &n, &err) != CLN_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 		str_release(&err);
 		return;
@@ -267,7 +287,7 @@ void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
 		    (int)notify, address);
 		goto out;
 	}
-	if (cln_rewrite_recipient(m->cfg, address, &out, &why) != CLN_OK) {
+	if (rewrite_addr(m, false, address, &out, &why) != CLN_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&why));
 		goto out;
 	}
@@ -284,7 +304,8 @@ out:
 
 static const char *const reserved_attrs[] = {
 	"client_name", "client_address", "client_port", "helo_name",
-	"protocol", "sasl_method", "sasl_username", "log_ident", NULL,
+	"protocol", "sasl_method", "sasl_username", "log_ident",
+	FILTER_ATTR, NULL,
 };
 
 static bool attr_name_valid(const char *s)
@@ -350,6 +371,12 @@ static bool check_envelope(cln_msg_t *m, const cln_envelope_t *env)
 			    pr(&tmp, texts[i].v), texts[i].max);
 			goto out;
 		}
+	}
+	if (env->content_filter != NULL && env->content_filter[0] != '\0' &&
+	    !filter_valid(env->content_filter, &why)) {
+		fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad content_filter \"%s\": "
+		    "%s", pr(&tmp, env->content_filter), str_cstr(&why));
+		goto out;
 	}
 	if (env->nattrs > CLEANUP_ATTRS_MAX) {
 		fail(m, CLEANUP_STAT_PERM, "5.5.4", "more than %d named attributes",
@@ -442,11 +469,13 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 	m->protocol = dup_opt(env->protocol);
 	m->tls_info = dup_opt(env->tls_info);
 	m->received_auth = dup_opt(env->received_auth);
+	if (env->content_filter != NULL && env->content_filter[0] != '\0')
+		m->filter = xstrdup(env->content_filter);
 
 	/* The client= (smtpd) and uid= from= (pickup) lines are the
 	 * clients' own, as in Postfix: CLEANUP_FLAG_QUEUE_ID gives them the
 	 * queue ID for it (cleanup_session.c). */
-	if (cln_rewrite_sender(cfg, sender, &m->sender, &err) != CLN_OK) {
+	if (rewrite_addr(m, true, sender, &m->sender, &err) != CLN_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 		goto out;
 	}
@@ -518,9 +547,7 @@ static bool hdr_map(const addr_hdr_entry_t *e, str_t *newaddr, void *ctx)
 
 	if (h->failed)
 		return false;
-	rc = h->sender_type ?
-	    cln_rewrite_sender(h->m->cfg, e->addr, newaddr, &h->err) :
-	    cln_rewrite_recipient(h->m->cfg, e->addr, newaddr, &h->err);
+	rc = rewrite_addr(h->m, h->sender_type, e->addr, newaddr, &h->err);
 	if (rc != CLN_OK) {
 		h->failed = true;
 		str_reset(newaddr);
@@ -590,7 +617,7 @@ static void extract_field(cln_msg_t *m, const field_t *f)
 
 		if (e->addr[0] == '\0')
 			continue;	/* <> is nobody */
-		if (cln_rewrite_recipient(m->cfg, e->addr, &out, &err) != CLN_OK) {
+		if (rewrite_addr(m, false, e->addr, &out, &err) != CLN_OK) {
 			fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 			break;
 		}
@@ -751,6 +778,29 @@ static bool common_action(cln_msg_t *m, enum cln_act act, const char *class,
 		str_release(&err);
 		break;
 	}
+	case CA_FILTER: {
+		str_t v = STR_INIT, why = STR_INIT;
+
+		/* The last FILTER wins, over the client's content_filter
+		 * too (Postfix).  A malformed one was reported with its
+		 * file:line when the table was opened. */
+		str_append(&v, text, tlen);
+		if (!filter_valid(str_cstr(&v), &why)) {
+			str_t w = STR_INIT;
+			str_quote_printable(&w, text, tlen > 100 ? 100 : tlen);
+			log_warning("%s: FILTER needs transport:nexthop, not "
+			    "\"%s\": %s; ignored", m->id, str_cstr(&w),
+			    str_cstr(&why));
+			str_release(&w);
+		} else {
+			act_log(m, "filter", class, what, wlen, text, tlen);
+			free(m->filter);
+			m->filter = str_steal(&v);
+		}
+		str_release(&v);
+		str_release(&why);
+		break;
+	}
 	default:
 		str_release(&t);
 		return false;
@@ -767,10 +817,9 @@ static void unsupported(cln_msg_t *m, const char *param, const char *value,
 
 	str_quote_printable(&v, value, n > 40 ? 40 : n);
 	str_quote_printable(&w, what, wlen > 200 ? 200 : wlen);
-	log_warning("%s: %s: action \"%s\" is not supported by Petrel%s "
-	    "(%s %s); ignored", m->id, param, str_cstr(&v),
-	    n == 6 && strncasecmp(value, "FILTER", 6) == 0 ?
-	    " (no content_filter routing)" : "", class, str_cstr(&w));
+	log_warning("%s: %s: action \"%s\" is not supported by Petrel "
+	    "(%s %s); ignored", m->id, param, str_cstr(&v), class,
+	    str_cstr(&w));
 	str_release(&v);
 	str_release(&w);
 }
@@ -969,8 +1018,9 @@ static void body_begin(cln_msg_t *m)
 {
 	const cln_cfg_t *cfg = m->cfg;
 
-	if (cfg->body_checks == NULL && cfg->mime_header_checks == NULL &&
-	    cfg->nested_header_checks == NULL)
+	if ((cfg->body_checks == NULL && cfg->mime_header_checks == NULL &&
+	    cfg->nested_header_checks == NULL) ||
+	    (m->flags & CLEANUP_FLAG_NO_CHECKS))
 		return;
 	m->mime = cln_mime_new(cfg->header_size_limit > (1 << 20) ? 1 << 20 :
 	    (size_t)cfg->header_size_limit, mime_header, mime_body,
@@ -1010,7 +1060,9 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 	str_t out = STR_INIT, tmp = STR_INIT;
 	hctx_t hc = { m, false, false, STR_INIT };
 
-	if (m->cfg->header_checks != NULL || m->cfg->mime_header_checks != NULL) {
+	if ((m->cfg->header_checks != NULL ||
+	    m->cfg->mime_header_checks != NULL) &&
+	    !(m->flags & CLEANUP_FLAG_NO_CHECKS)) {
 		check_headers(m);
 		if (!ok(m))
 			goto out;
@@ -1332,6 +1384,11 @@ bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
 		if (qfw_rcpts_done(m->w) < 0 || qfw_rcpt(m->w, &r) < 0)
 			write_failed(m);
 	}
+	/* After the content: a check may have changed it (queue-file.md,
+	 * extracted section). */
+	if (ok(m) && m->filter != NULL &&
+	    qfw_attr(m->w, FILTER_ATTR, m->filter) < 0)
+		write_failed(m);
 	if (ok(m) && m->hold &&
 	    qfw_set_queue(m->w, &m->cfg->ql, QUEUE_HOLD) < 0)
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "cannot put the message on "
@@ -1379,5 +1436,6 @@ void cln_msg_free(cln_msg_t *m)
 	str_release(&m->bline);
 	cln_mime_free(m->mime);
 	free(m->redirect);
+	free(m->filter);
 	free(m);
 }

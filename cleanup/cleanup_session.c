@@ -37,6 +37,7 @@ static const attr_spec_t req_spec[] = {
 	{ "sasl_method", ATTR_TYPE_STR, 0, NULL },
 	{ "sasl_username", ATTR_TYPE_STR, 0, NULL },
 	{ "received_auth", ATTR_TYPE_STR, 0, NULL },
+	{ "content_filter", ATTR_TYPE_STR, 0, NULL },
 	{ "attrs", ATTR_TYPE_LIST, 0, attr_group },
 	/* rcpt */
 	{ "address", ATTR_TYPE_STR, 0, NULL },
@@ -148,6 +149,7 @@ static cln_msg_t *envelope(cln_cfg_t *cfg, const attr_msg_t *msg)
 	env.sasl_method = opt_str(msg, "sasl_method");
 	env.sasl_username = opt_str(msg, "sasl_username");
 	env.received_auth = opt_str(msg, "received_auth");
+	env.content_filter = opt_str(msg, "content_filter");
 	if (attr_get_list(msg, "attrs", &list)) {
 		env.nattrs = attr_list_count(list);
 		attrs = xcalloc(env.nattrs + 1, sizeof(*attrs));

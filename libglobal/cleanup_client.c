@@ -207,6 +207,8 @@ int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env)
 	put_opt_str(&c->out, "sasl_method", env->sasl_method);
 	put_opt_str(&c->out, "sasl_username", env->sasl_username);
 	put_opt_str(&c->out, "received_auth", env->received_auth);
+	if (env->content_filter != NULL && env->content_filter[0] != '\0')
+		attr_put_str(&c->out, "content_filter", env->content_filter);
 	if (env->nattrs > 0) {
 		attr_put_list(&c->out, "attrs", env->nattrs);
 		for (size_t i = 0; i < env->nattrs; i++)

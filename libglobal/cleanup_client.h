@@ -36,7 +36,11 @@
 					 * client's own log line (smtpd's
 					 * client=, pickup's uid= from=):
 					 * cleanup_queue_id() */
-#define CLEANUP_FLAG_MASK	7
+/* receive_override_options of the client (content_filter.h). */
+#define CLEANUP_FLAG_NO_CHECKS	8	/* no header/body checks */
+#define CLEANUP_FLAG_NO_MAPPINGS 16	/* no canonical, virtual alias maps */
+#define CLEANUP_FLAG_NO_MILTERS	32	/* no milters in cleanup */
+#define CLEANUP_FLAG_MASK	63
 
 /* reply status */
 #define CLEANUP_STAT_OK		0
@@ -83,6 +87,9 @@ typedef struct cleanup_envelope {
 	/* The user name for "(Authenticated sender: NAME)" in the
 	 * Received: header (smtpd_sasl_authenticated_header). */
 	const char *received_auth;
+	/* The content filter, "transport:nexthop" (content_filter.h);
+	 * NULL or "" for none. */
+	const char *content_filter;
 	/* More named attributes for the queue file. */
 	const cleanup_attr_t *attrs;
 	size_t nattrs;

@@ -147,7 +147,9 @@ const char *qfw_path(const qfw_t *w);
  * defaults to the creation time; qfw_arrival, when used, comes before
  * the other envelope calls (the time record is written first).  The
  * sender is required.  Envelope calls after the first qfw_content fail,
- * except qfw_rcpt, which then writes an extracted recipient; warning
+ * except qfw_rcpt, which then writes an extracted recipient, and
+ * qfw_attr, which writes an attribute into the extracted section that
+ * replaces the envelope's of that name (the content filter); warning
  * time and attempts may be set any time before the commit. */
 int qfw_arrival(qfw_t *w, const struct timeval *tv);
 int qfw_sender(qfw_t *w, const char *addr);

@@ -33,6 +33,7 @@ struct qfile {
 	struct timeval arrival;
 	char **attr_name;
 	char **attr_value;
+	bool *attr_late;	/* from the extracted section */
 	size_t nattrs;
 	uint64_t sizes[4];
 	uint64_t attempts, warn;
@@ -61,7 +62,9 @@ static void free_attrs(qfile_t *qf)
 	}
 	free(qf->attr_name);
 	free(qf->attr_value);
+	free(qf->attr_late);
 	qf->attr_name = qf->attr_value = NULL;
+	qf->attr_late = NULL;
 	qf->nattrs = 0;
 }
 
@@ -128,23 +131,34 @@ static int validate(qfile_t *qf, qf_err_t *err)
 		case QF_REC_ATTR: {
 			const char *eq = memchr(rec.data, '=', rec.len);
 			size_t nl = (size_t)(eq - rec.data);
-			for (size_t i = 0; i < qf->nattrs; i++) {
+			/* One of the extracted section replaces the
+			 * envelope's of its name; a name twice in one
+			 * section is damage. */
+			bool late = qf->sc->state == QF_ST_EXTRACTED;
+			size_t i;
+			for (i = 0; i < qf->nattrs; i++)
 				if (strlen(qf->attr_name[i]) == nl
-				    && memcmp(qf->attr_name[i], rec.data, nl) == 0) {
-					qf_err_damage(err, rec.offset,
-					    "second attribute '%s'",
-					    qf->attr_name[i]);
-					return -1;
-				}
+				    && memcmp(qf->attr_name[i], rec.data, nl) == 0)
+					break;
+			if (i < qf->nattrs && (!late || qf->attr_late[i])) {
+				qf_err_damage(err, rec.offset,
+				    "second attribute '%s'", qf->attr_name[i]);
+				return -1;
 			}
-			qf->attr_name = xreallocarray(qf->attr_name,
-			    qf->nattrs + 1, sizeof(char *));
-			qf->attr_value = xreallocarray(qf->attr_value,
-			    qf->nattrs + 1, sizeof(char *));
-			qf->attr_name[qf->nattrs] = xstrndup(rec.data, nl);
-			qf->attr_value[qf->nattrs] = xstrndup(eq + 1,
-			    rec.len - nl - 1);
-			qf->nattrs++;
+			if (i == qf->nattrs) {
+				qf->attr_name = xreallocarray(qf->attr_name,
+				    qf->nattrs + 1, sizeof(char *));
+				qf->attr_value = xreallocarray(qf->attr_value,
+				    qf->nattrs + 1, sizeof(char *));
+				qf->attr_late = xreallocarray(qf->attr_late,
+				    qf->nattrs + 1, sizeof(bool));
+				qf->attr_name[i] = xstrndup(rec.data, nl);
+				qf->nattrs++;
+			} else {
+				free(qf->attr_value[i]);
+			}
+			qf->attr_value[i] = xstrndup(eq + 1, rec.len - nl - 1);
+			qf->attr_late[i] = late;
 			break;
 		}
 		case QF_REC_MESSAGE:

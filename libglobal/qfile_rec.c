@@ -488,7 +488,7 @@ int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err)
 			    ri->name);
 		break;
 	case QF_ST_EXTRACTED:
-		if (strchr("ODNRrE", type) == NULL)
+		if (strchr("aODNRrE", type) == NULL)
 			DAMAGE(off, "%s record not allowed in the extracted "
 			    "recipients", ri->name);
 		break;
@@ -642,7 +642,10 @@ int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err)
 			    : type == QF_REC_SENDER ? QF_SEEN_SENDER
 			    : type == QF_REC_ENVID ? QF_SEEN_ENVID
 			    : type == QF_REC_RET ? QF_SEEN_RET : 0;
-			if (sc->state != QF_ST_ENVELOPE)
+			/* Attributes also after the content (the content
+			 * filter a header check set): they replace the
+			 * envelope's (qfile_read.c). */
+			if (sc->state != QF_ST_ENVELOPE && type != QF_REC_ATTR)
 				DAMAGE(off, "%s record not allowed in %s", ri->name,
 				    state_name(sc->state));
 			if (sc->group)

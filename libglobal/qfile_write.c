@@ -422,6 +422,8 @@ const char *qfw_error(const qfw_t *w)
 	return w->failed ? str_cstr(&w->err) : "";
 }
 
+static int begin_extracted(qfw_t *w);
+
 static int envelope_only(qfw_t *w, const char *what)
 {
 	if (w->failed)
@@ -494,8 +496,10 @@ int qfw_attr(qfw_t *w, const char *name, const char *value)
 	str_t rec = STR_INIT;
 	int r;
 
-	if (envelope_only(w, "attribute") < 0)
+	if (w->failed)
 		return -1;
+	if (w->state == W_DONE)
+		return werr(w, "attribute after commit");
 	bool good = nl > 0 && nl <= QF_MAX_ATTR_NAME && name[0] >= 'a'
 	    && name[0] <= 'z';
 	for (size_t i = 1; good && i < nl; i++)
@@ -508,7 +512,10 @@ int qfw_attr(qfw_t *w, const char *name, const char *value)
 		str_release(&rec);
 		return werr(w, "attribute %s: value too long", name);
 	}
-	r = put_time(w) < 0 ? -1 : put_rec(w, QF_REC_ATTR, rec.buf, rec.len);
+	/* After the content: in the extracted section, where it replaces
+	 * an envelope attribute of its name (doc/queue-file.md). */
+	r = (w->state == W_CONTENT ? begin_extracted(w) : 0) < 0
+	    || put_time(w) < 0 ? -1 : put_rec(w, QF_REC_ATTR, rec.buf, rec.len);
 	str_release(&rec);
 	return r;
 }
@@ -559,6 +566,19 @@ static int end_content(qfw_t *w)
 			return -1;
 		str_reset(&w->pend);
 	}
+	return 0;
+}
+
+/* The first recipient or attribute after the content starts the
+ * extracted section. */
+static int begin_extracted(qfw_t *w)
+{
+	if (end_content(w) < 0)
+		return -1;
+	w->sizes[2] = (uint64_t)w->off;
+	if (put_rec(w, QF_REC_EXTRACTED, "", 0) < 0)
+		return -1;
+	w->state = W_EXTRACTED;
 	return 0;
 }
 
@@ -639,16 +659,8 @@ int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
 	if (r->notify < 0 || r->notify > 15
 	    || ((r->notify & QF_NOTIFY_NEVER) && r->notify != QF_NOTIFY_NEVER))
 		return werr(w, "bad NOTIFY value %d", r->notify);
-	if (w->state == W_CONTENT) {
-		/* The first recipient after the content starts the extracted
-		 * section. */
-		if (end_content(w) < 0)
-			return -1;
-		w->sizes[2] = (uint64_t)w->off;
-		if (put_rec(w, QF_REC_EXTRACTED, "", 0) < 0)
-			return -1;
-		w->state = W_EXTRACTED;
-	}
+	if (w->state == W_CONTENT && begin_extracted(w) < 0)
+		return -1;
 	if (put_time(w) < 0)
 		return -1;
 	if (r->orig && put_str(w, QF_REC_ORIG, r->orig) < 0)

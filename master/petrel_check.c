@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "jail.h"
 #include "fdutil.h"
+#include "content_filter.h"
 #include "log.h"
 #include "mastercf.h"
 #include "postfix_compat.h"
@@ -409,6 +410,49 @@ static void check_virtual_transport(const mastercf_t *m)
 		    "lmtp:unix:private/dovecot-lmtp)", vt, name);
 }
 
+/* A content filter must name a master.cf service (of type unix: qmgr
+ * talks to delivery agents there), or its mail waits in the queue: said
+ * now, with where the value comes from.  The syntax is checked by the
+ * daemons that read it (smtpd, pickup: check_services). */
+static int check_filter_value(const mastercf_t *m, const char *value,
+    const char *where)
+{
+	str_t t = STR_INIT, n = STR_INIT;
+	int bad = 0;
+
+	if (*value != '\0' && filter_split(value, &t, &n) &&
+	    mastercf_find(m, str_cstr(&t), "unix") == NULL) {
+		log_error("%s: content_filter = %s names no master.cf service "
+		    "\"%s\" of type unix", where, value, str_cstr(&t));
+		bad = 1;
+	}
+	str_release(&t);
+	str_release(&n);
+	return bad;
+}
+
+static int check_content_filters(const mastercf_t *m, const char *config_dir)
+{
+	str_t where = STR_INIT;
+	int problems;
+
+	str_setf(&where, "%s/main.cf", config_dir);
+	problems = check_filter_value(m, config_get_str("content_filter"),
+	    str_cstr(&where));
+	for (size_t i = 0; i < m->count; i++) {
+		const mastercf_entry_t *e = m->entries[i];
+		for (int k = 0; k < e->noverride; k++) {
+			if (strcmp(e->override_name[k], "content_filter") != 0)
+				continue;
+			str_setf(&where, "%s:%d", e->file, e->line);
+			problems += check_filter_value(m, e->override_value[k],
+			    str_cstr(&where));
+		}
+	}
+	str_release(&where);
+	return problems;
+}
+
 int petrel_check(const char *config_dir)
 {
 	const char *qdir = config_get_str("queue_directory");
@@ -437,6 +481,8 @@ int petrel_check(const char *config_dir)
 	}
 	if (m != NULL)
 		check_virtual_transport(m);
+	if (m != NULL)
+		problems += check_content_filters(m, config_dir);
 	str_setf(&path, "%s/master", config_get_str("daemon_directory"));
 	if (access(str_cstr(&path), X_OK) < 0) {
 		log_error("%s: %s (daemon_directory)", str_cstr(&path), strerror(errno));

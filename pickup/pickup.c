@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cleanup_client.h"
+#include "content_filter.h"
 #include "file.h"
 #include "log.h"
 #include "mem.h"
@@ -37,6 +38,10 @@
 #define RCPT_BATCH	100
 
 static queue_layout_t ql;
+/* content_filter and receive_override_options (doc/content-filter.md),
+ * passed on to cleanup with each message. */
+static char *content_filter;
+static int cleanup_flags;
 
 /* One maildrop file found by a scan. */
 typedef struct entry {
@@ -248,7 +253,8 @@ static enum result pickup_file(const entry_t *e)
 	env.flags = s && strcmp(s, "yes") == 0 ? CLEANUP_FLAG_EXTRACT : 0;
 	/* "ID: uid=N from=<sender>" is ours to log, as Postfix's pickup
 	 * does: cleanup gives us the ID at once. */
-	env.flags |= CLEANUP_FLAG_QUEUE_ID;
+	env.flags |= CLEANUP_FLAG_QUEUE_ID | cleanup_flags;
+	env.content_filter = content_filter;
 	env.envid = qfile_envid(qf);
 	env.ret = qfile_ret(qf) == QF_RET_FULL ? 1 :
 	    qfile_ret(qf) == QF_RET_HDRS ? 2 : 0;
@@ -382,12 +388,36 @@ static void on_trigger(const char *buf, size_t len, void *ctx)
 	scan_maildrop();
 }
 
+/* The parameters pickup passes on to cleanup: -1 with err for a bad
+ * one (also petrel check's test of the service, -C). */
+static int load_filter(void *ctx, str_t *err)
+{
+	const char *f = config_get_str("content_filter");
+	int bits;
+	str_t why = STR_INIT;
+
+	(void)ctx;
+	if (recv_override_parse(config_get_str("receive_override_options"),
+	    &bits, err) < 0)
+		return -1;
+	if (*f != '\0' && !filter_valid(f, &why)) {
+		str_setf(err, "content_filter = %.100s: %s", f, str_cstr(&why));
+		str_release(&why);
+		return -1;
+	}
+	str_release(&why);
+	free(content_filter);
+	content_filter = *f != '\0' ? xstrdup(f) : NULL;
+	cleanup_flags = filter_cleanup_flags(bits);
+	return 0;
+}
+
 static void init(void *ctx)
 {
 	str_t err = STR_INIT;
 
 	(void)ctx;
-	if (queue_layout_here(&ql, &err) < 0)
+	if (queue_layout_here(&ql, &err) < 0 || load_filter(NULL, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	str_release(&err);
 }
@@ -405,6 +435,7 @@ int main(int argc, char **argv)
 		.post_jail = init,
 		.trigger = on_trigger,
 		.pre_exit = fini,
+		.check = load_filter,
 	};
 
 	server_main(argc, argv, &spec);

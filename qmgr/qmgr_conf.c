@@ -201,6 +201,8 @@ void qmgr_conf_init(void)
 	Q.transport_retry_time = config_get_time("transport_retry_time");
 	Q.delay_warning_time = config_get_time("delay_warning_time");
 	Q.soft_bounce = config_get_bool("soft_bounce");
+	Q.default_filter_nexthop = xstrdup(config_get_str("default_filter_nexthop"));
+	Q.myhostname = xstrdup(config_get_str("myhostname"));
 	Q.log_digits = (int)config_get_int("delay_logging_resolution_limit");
 	list_init(&Q.messages);
 	list_init(&Q.finish);

@@ -80,6 +80,11 @@ typedef struct qmgr_msg {
 	double arrival;			/* seconds since the epoch */
 	double active_time;		/* when it entered the active queue */
 	bool null_sender;
+	/* The content filter (queue-file attribute content_filter): every
+	 * recipient goes to this transport and nexthop; filter_bad: the
+	 * value is malformed, every recipient is deferred. */
+	char *filter_tr, *filter_nh;
+	bool filter_bad;
 	/* Reading recipients: a batch read ahead, the next one to offer. */
 	qf_rcpt_batch_t batch;
 	size_t bpos;
@@ -150,6 +155,8 @@ typedef struct qmgr {
 	long transport_retry_time;
 	long delay_warning_time;
 	bool soft_bounce;
+	char *default_filter_nexthop;	/* "" : the recipient's domain */
+	char *myhostname;
 	int log_digits;			/* delay_logging_resolution_limit */
 	/* The active queue. */
 	list_t messages;		/* every qmgr_msg_t */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
+#include "content_filter.h"
 #include "log.h"
 #include "mem.h"
 #include "qmgr_int.h"
@@ -260,12 +261,24 @@ static size_t cb_read_more(void *ctx, sched_msg_t *m, double now)
 			continue;
 		}
 		if (resolve_addr(Q.resolver, str_cstr(&r->address), &rr)
-		    != RESOLVE_OK) {
+		    == RESOLVE_OK && msg->filter_bad) {
+			rr.status = RESOLVE_RETRY;
+			bcopy_str(rr.dsn, sizeof(rr.dsn), "4.3.5");
+			str_set(&rr.reason, "malformed content_filter in the "
+			    "queue file");
+		}
+		if (rr.status != RESOLVE_OK) {
 			rcpt_unresolved(msg, r, &rr, now);
 			msg->bpos++;
 			msg->consumed++;
 			continue;
 		}
+		/* A content filter takes every recipient the resolver
+		 * accepted (Postfix: bad addresses still bounce). */
+		if (msg->filter_tr != NULL)
+			filter_route(msg->filter_tr, msg->filter_nh,
+			    Q.default_filter_nexthop, str_cstr(&rr.address),
+			    Q.myhostname, &rr.transport, &rr.nexthop);
 		qr = rcpt_new(r);
 		msg->rcpt_in_core++;
 		if (!sched_msg_offer(m, str_cstr(&rr.transport),
@@ -368,6 +381,21 @@ void qmgr_msg_load(const char *id)
 	msg->arrival = (double)tv.tv_sec + tv.tv_usec / 1e6;
 	msg->active_time = now;
 	msg->null_sender = qfile_sender(qf)[0] == 0;
+	{
+		const char *f = qfile_attr(qf, FILTER_ATTR);
+		str_t t = STR_INIT, n = STR_INIT;
+
+		if (f != NULL && *f != '\0' && filter_split(f, &t, &n)) {
+			msg->filter_tr = str_steal(&t);
+			msg->filter_nh = str_steal(&n);
+		} else if (f != NULL && *f != '\0') {
+			msg->filter_bad = true;
+			log_warning("%s: malformed content_filter \"%.100s\" in "
+			    "the queue file; the recipients are deferred", id, f);
+		}
+		str_release(&t);
+		str_release(&n);
+	}
 	list_append(&Q.messages, &msg->node);
 	Q.active++;
 	Q.loaded++;
@@ -644,6 +672,8 @@ static void dispose(qmgr_msg_t *msg, double now)
 	Q.active--;
 	qf_rcpt_batch_free(&msg->batch);
 	free(msg->bpend);
+	free(msg->filter_tr);
+	free(msg->filter_nh);
 	free(msg);
 	str_release(&err);
 	str_release(&path);

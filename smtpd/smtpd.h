@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include "addr.h"
 #include "cleanup_client.h"
+#include "content_filter.h"
 #include "dict.h"
 #include "dns.h"
 #include "local_rcpt.h"
@@ -139,6 +140,10 @@ typedef struct smtpd_check_ctx {
 	const char *local_addr;		/* our end of the connection */
 	bool trusted;			/* stand-alone mode: a local user */
 	const char *sasl_username;	/* SMTP AUTH login, NULL if none */
+	/* The transaction's content filter: a FILTER answer of an access
+	 * table replaces it (the last one wins); NULL: FILTER is not
+	 * possible here (logged and ignored). */
+	str_t *filter;
 } smtpd_check_ctx_t;
 
 /* Parses a restriction list (blank/comma separated; check_*_access takes
@@ -268,6 +273,10 @@ bool smtpd_sasl_mech_name_ok(const char *s, size_t len);
 
 struct smtpd_cfg {
 	char *myhostname;
+	/* After-queue content filter (doc/content-filter.md): "" none;
+	 * recv_override: receive_override_options (RECV_* bits). */
+	char *content_filter;
+	int recv_override;
 	char *myorigin;
 	char *banner;
 	long timeout_ms, starttls_timeout_ms, ipc_timeout_ms;
@@ -347,6 +356,8 @@ typedef struct smtpd_txn_info {
 	const char *namaddr;		/* NAME[ADDR] as in log lines */
 	const char *sasl_method, *sasl_username;	/* SMTP AUTH, or NULL */
 	bool sasl_header;		/* the user name in Received: */
+	const char *content_filter;	/* "transport:nexthop", or NULL */
+	int cleanup_flags;		/* CLEANUP_FLAG_NO_* */
 } smtpd_txn_info_t;
 
 typedef struct smtpd_dest smtpd_dest_t;

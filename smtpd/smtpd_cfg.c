@@ -177,6 +177,20 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	cfg->delay_reject = config_get_bool("smtpd_delay_reject");
 	cfg->disable_vrfy = config_get_bool("disable_vrfy_command");
 	cfg->reject_unlisted = config_get_bool("smtpd_reject_unlisted_recipient");
+	cfg->content_filter = xstrdup(config_get_str("content_filter"));
+	if (recv_override_parse(config_get_str("receive_override_options"),
+	    &cfg->recv_override, err) < 0)
+		goto fail;
+	if (cfg->content_filter[0] != '\0') {
+		str_t why = STR_INIT;
+		if (!filter_valid(cfg->content_filter, &why)) {
+			str_setf(err, "content_filter = %.100s: %s",
+			    cfg->content_filter, str_cstr(&why));
+			str_release(&why);
+			goto fail;
+		}
+		str_release(&why);
+	}
 	cfg->peername_lookup = config_get_bool("smtpd_peername_lookup");
 	cfg->smtputf8 = config_get_bool("smtputf8_enable");
 	cfg->strict_envelopes = config_get_bool("strict_rfc821_envelopes");
@@ -283,6 +297,7 @@ void smtpd_cfg_free(smtpd_cfg_t *cfg)
 	if (cfg == NULL)
 		return;
 	free(cfg->myhostname);
+	free(cfg->content_filter);
 	free(cfg->myorigin);
 	free(cfg->banner);
 	free(cfg->recipient_delimiter);

@@ -388,6 +388,33 @@ static enum smtpd_chk access_result(const smtpd_check_ctx_t *ctx,
 		return SMTPD_CHK_OK;
 	if (strcasecmp(word, "DUNNO") == 0)
 		return SMTPD_CHK_DUNNO;
+	if (strcasecmp(word, "FILTER") == 0) {
+		/* The message's content filter; the last one wins and the
+		 * evaluation goes on (Postfix).  A malformed value is a
+		 * configuration error of the table, said with its value:
+		 * it is ignored, and the mail not refused for it. */
+		str_t why = STR_INIT, v = STR_INIT;
+		size_t vl = strlen(text);
+		while (vl > 0 && (text[vl - 1] == ' ' || text[vl - 1] == '\t'))
+			vl--;
+		str_append(&v, text, vl);
+		if (!filter_valid(str_cstr(&v), &why))
+			log_warning("%s: bad FILTER \"%.100s\" for %s: %s; "
+			    "ignored", spec, str_cstr(&v), subject,
+			    str_cstr(&why));
+		else if (ctx->filter == NULL)
+			log_warning("%s: FILTER %s for %s: not possible at this "
+			    "stage (after the envelope went to cleanup); "
+			    "ignored", spec, str_cstr(&v), subject);
+		else {
+			log_info("filter: %s: %s triggers FILTER %s", subject,
+			    what, str_cstr(&v));
+			str_set(ctx->filter, str_cstr(&v));
+		}
+		str_release(&v);
+		str_release(&why);
+		return SMTPD_CHK_DUNNO;
+	}
 	if (strcasecmp(word, "REJECT") == 0 || strcasecmp(word, "DEFER") == 0) {
 		int code = toupper((unsigned char)word[0]) == 'R' ?
 		    ctx->cfg->access_code : 450;
@@ -817,7 +844,10 @@ enum smtpd_chk smtpd_check_unlisted(smtpd_check_ctx_t *ctx, const char *rcpt,
 	bool temp = false;
 	int rc;
 
-	if (!local_rcpt_enabled(cfg->lrcpt))
+	/* receive_override_options = no_unknown_recipient_checks (the
+	 * reinjection service of a content filter). */
+	if (!local_rcpt_enabled(cfg->lrcpt) ||
+	    (cfg->recv_override & RECV_NO_UNKNOWN_RCPT))
 		goto out;
 	rc = smtpd_domain_is_local(cfg, dom ? dom : cfg->myorigin, ctx->local_addr, &err);
 	if (rc == 0)

@@ -44,7 +44,9 @@ static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 	env.sender = t->sender;
 	/* The queue ID at once: "ID: client=..." is ours to log (Postfix's
 	 * smtpd does), before cleanup may commit the message. */
-	env.flags = CLEANUP_FLAG_SMTP | CLEANUP_FLAG_QUEUE_ID;
+	env.flags = CLEANUP_FLAG_SMTP | CLEANUP_FLAG_QUEUE_ID |
+	    t->cleanup_flags;
+	env.content_filter = t->content_filter;
 	env.envid = t->envid;
 	env.ret = t->ret;
 	env.log_ident = t->log_ident;

@@ -52,6 +52,7 @@ typedef struct sess {
 	smtpd_rcpt_t *rcpts;
 	size_t nrcpts, rcap;
 	long rcpt_over;
+	str_t filter;		/* FILTER of an access table, or empty */
 	bool dest_open;		/* a message is open at the destination */
 	bool bdat;		/* ... opened by BDAT */
 	uint64_t bdat_bytes;	/* content so far */
@@ -215,6 +216,7 @@ static void txn_reset(sess_t *ss)
 	ss->rcpt_over = 0;
 	ss->chk.sender = NULL;
 	ss->chk.rcpt = NULL;
+	str_reset(&ss->filter);
 }
 
 static void progress(sess_t *ss)
@@ -320,6 +322,10 @@ static bool dest_start(sess_t *ss, const char *stage)
 	t.sasl_method = ss->sasl_method;
 	t.sasl_username = ss->sasl_username;
 	t.sasl_header = ss->cfg->sasl_header;
+	/* An access table's FILTER wins over content_filter (Postfix). */
+	t.content_filter = str_len(&ss->filter) > 0 ? str_cstr(&ss->filter)
+	    : ss->cfg->content_filter;
+	t.cleanup_flags = filter_cleanup_flags(ss->cfg->recv_override);
 	if (ss->dest->open(ss->dest, &t, &why) < 0) {
 		log_warning("%s from %s: cannot hand the message on: %s",
 		    stage, ss->namaddr, str_cstr(&why));
@@ -339,8 +345,12 @@ static void dest_end(sess_t *ss, const char *stage)
 	if (!smtpd_restr_empty(ss->cfg->eod_restr)) {
 		ss->chk.sender = ss->sender;
 		ss->chk.rcpt = ss->nrcpts == 1 ? ss->rcpts[0].addr : NULL;
-		if (smtpd_check(ss->cfg->eod_restr, &ss->chk, SMTPD_ST_EOD,
-		    &ss->rp) == SMTPD_CHK_REJECT) {
+		/* The envelope has gone to cleanup: too late for FILTER. */
+		ss->chk.filter = NULL;
+		enum smtpd_chk eod = smtpd_check(ss->cfg->eod_restr, &ss->chk,
+		    SMTPD_ST_EOD, &ss->rp);
+		ss->chk.filter = &ss->filter;
+		if (eod == SMTPD_CHK_REJECT) {
 			reject(ss, "END-OF-MESSAGE", &ss->rp, NULL);
 			txn_reset(ss);
 			return;
@@ -1621,6 +1631,7 @@ int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
 		    peer->addr);
 	bfmt(ss.log_ident, sizeof(ss.log_ident), "smtpd[%ld]", (long)getpid());
 	ss.chk.cfg = cfg;
+	ss.chk.filter = &ss.filter;
 	ss.chk.client_name = peer->name;
 	ss.chk.client_addr = peer->addr;
 	ss.chk.local_addr = peer->local_addr;
@@ -1663,6 +1674,7 @@ int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
 	free(ss.sasl_username);
 	free(ss.rcpts);
 	str_release(&ss.line);
+	str_release(&ss.filter);
 	str_release(&ss.rp.text);
 	str_release(&ss.client_reject.text);
 	return messages;

@@ -386,21 +386,21 @@ redirect_cleanup() {
 
 atf_test_case unsupported cleanup
 unsupported_head() {
-	atf_set descr "an action Petrel does not do (FILTER, BCC; PREPEND in body_checks) is logged with the rule's file:line when cleanup opens the table, and with the message when it matches, and ignored: the message is queued unchanged"
+	atf_set descr "an action Petrel does not do (STRIP, BCC; PREPEND in body_checks) is logged with the rule's file:line when cleanup opens the table, and with the message when it matches, and ignored: the message is queued unchanged"
 	atf_set require.user unprivileged
 }
 unsupported_body() {
-	printf '/^X-F:/ FILTER smtp:[127.0.0.1]:10025\n/^X-H:/ BCC x@example.org\n' > hc
+	printf '/^X-F:/ STRIP\n/^X-H:/ BCC x@example.org\n' > hc
 	printf '/^body line$/ PREPEND X-Nope: 1\n' > bc
 	cl_instance "header_checks = regexp:$PWD/hc" "body_checks = regexp:$PWD/bc"
 	printf 'X-F: 1\nX-H: 2\n\nbody line\n' > msg
 	submit out -f alice -u 1000 msg bob@example.net || { cat out >&2; atf_fail "not queued"; }
 	id=$(qid out)
-	in_log "$id: header_checks: action \"FILTER\" is not supported by Petrel (no content_filter routing) (header X-F: 1); ignored" ||
-	    { cat maillog >&2; atf_fail "no FILTER warning"; }
+	in_log "$id: header_checks: action \"STRIP\" is not supported by Petrel (header X-F: 1); ignored" ||
+	    { cat maillog >&2; atf_fail "no STRIP warning"; }
 	# said once with file:line when cleanup opens the tables
-	in_log "warning: $PWD/hc:1: header_checks: action \"FILTER\" is not supported by Petrel (no content_filter routing); the rule will be ignored" ||
-	    { cat maillog >&2; atf_fail "no FILTER file:line warning"; }
+	in_log "warning: $PWD/hc:1: header_checks: action \"STRIP\" is not supported by Petrel; the rule will be ignored" ||
+	    { cat maillog >&2; atf_fail "no STRIP file:line warning"; }
 	in_log "warning: $PWD/hc:2: header_checks: action \"BCC\" is not supported by Petrel; the rule will be ignored" ||
 	    { cat maillog >&2; atf_fail "no BCC file:line warning"; }
 	in_log "warning: $PWD/bc:1: body_checks: action \"PREPEND\" edits headers, not body lines; the rule will be ignored" ||
@@ -520,7 +520,82 @@ sendmail_cleanup() {
 	stop_instance
 }
 
+atf_test_case filter_action cleanup
+filter_action_head() {
+	atf_set descr "FILTER in header_checks and body_checks: the message's content_filter attribute, after the content; the last FILTER wins over an earlier one and over the client's content_filter; a malformed one found at run time is logged and ignored"
+	atf_set require.user unprivileged
+}
+filter_action_body() {
+	printf '/^X-F1:/ FILTER smtp:[127.0.0.1]:10025\n' > hc
+	printf '/^route me$/ FILTER scan:[127.0.0.1]:10026\n' > bc
+	cl_instance "header_checks = regexp:$PWD/hc" "body_checks = regexp:$PWD/bc"
+	# the client's filter alone
+	printf 'X-Other: 1\n\nplain\n' > msg
+	submit out -f alice -u 1000 -o relay:[10.0.0.1] msg bob@example.net ||
+	    { cat out out.err >&2; atf_fail "not queued"; }
+	$POSTCAT q/incoming/$(qid out) > pc
+	grep -q 'content_filter=relay:\[10.0.0.1\]$' pc || { cat pc >&2; atf_fail "client filter not stored"; }
+	# a header's FILTER replaces it
+	printf 'X-F1: 1\n\nplain\n' > msg
+	submit out -f alice -u 1000 -o relay:[10.0.0.1] msg bob@example.net ||
+	    atf_fail "not queued"
+	id=$(qid out)
+	$POSTCAT q/incoming/$id > pc
+	grep -q 'content_filter=smtp:\[127.0.0.1\]:10025$' pc || { cat pc >&2; atf_fail "header FILTER not stored"; }
+	atf_check_equal 1 "$(grep -c content_filter= pc)"
+	in_log "$id: filter: header X-F1: 1 from local; from=<alice> to=<bob@example.net>: smtp:\[127.0.0.1\]:10025" ||
+	    { cat maillog >&2; atf_fail "no filter log line"; }
+	# header then body: the body's comes last and wins
+	printf 'X-F1: 1\n\nroute me\n' > msg
+	submit out -f alice -u 1000 msg bob@example.net || atf_fail "not queued"
+	$POSTCAT q/incoming/$(qid out) > pc
+	grep -q 'content_filter=scan:\[127.0.0.1\]:10026$' pc || { cat pc >&2; atf_fail "body FILTER did not win"; }
+	# no_header_body_checks (flag 8): no FILTER from the checks
+	submit out -f alice -u 1000 -X 8 msg bob@example.net || atf_fail "not queued"
+	$POSTCAT q/incoming/$(qid out) > pc
+	! grep -q content_filter= pc || { cat pc >&2; atf_fail "checks ran despite no_header_body_checks"; }
+	# a client filter that is not transport:nexthop is refused
+	submit out -f alice -u 1000 -o nocolon msg bob@example.net &&
+	    atf_fail "bad content_filter accepted"
+	grep -q '^5 5.5.4 .*bad content_filter "nocolon": no colon' out ||
+	    { cat out >&2; atf_fail "no clear refusal"; }
+	assert_log_clean
+}
+filter_action_cleanup() {
+	stop_instance
+}
+
+atf_test_case no_address_mappings cleanup
+no_address_mappings_head() {
+	atf_set descr "envelope flag NO_MAPPINGS (receive_override_options=no_address_mappings): no canonical rewriting of envelope and headers, no virtual alias expansion; completion with @myorigin stays"
+	atf_set require.user unprivileged
+}
+no_address_mappings_body() {
+	cl_instance "canonical_maps = inline:{ bob@example.net=robert@example.net, alice@host.example.com=a.smith@example.com }" \
+	    "virtual_alias_maps = inline:{ carol@example.net=dave@example.net }"
+	printf 'From: alice\nTo: bob@example.net\n\nhi\n' > msg
+	submit out -f alice -u 1000 msg bob@example.net carol@example.net ||
+	    atf_fail "not queued"
+	$POSTCAT q/incoming/$(qid out) > pc
+	grep -q 'robert@example.net' pc && grep -q 'dave@example.net' pc &&
+	    grep -q 'a.smith@example.com' pc ||
+	    { cat pc >&2; atf_fail "mappings not applied without the flag"; }
+	submit out -f alice -u 1000 -X 16 msg bob@example.net carol@example.net ||
+	    atf_fail "not queued"
+	$POSTCAT q/incoming/$(qid out) > pc
+	! grep -q 'robert@example.net\|dave@example.net\|a.smith' pc ||
+	    { cat pc >&2; atf_fail "mappings applied with no_address_mappings"; }
+	grep -q 'alice@host.example.com' pc && grep -q 'carol@example.net' pc ||
+	    { cat pc >&2; atf_fail "addresses not completed or recipients lost"; }
+	assert_log_clean
+}
+no_address_mappings_cleanup() {
+	stop_instance
+}
+
 atf_init_test_cases() {
+	atf_add_test_case filter_action
+	atf_add_test_case no_address_mappings
 	atf_add_test_case smtp
 	atf_add_test_case sendmail
 	atf_add_test_case header_actions

@@ -12,6 +12,8 @@
  *                give the client attributes
  *   -L IDENT     log_ident;  -a NAME=VALUE  a named attribute (repeat)
  *   -O ORCPT     ORCPT for every recipient;  -N BITS  NOTIFY for every one
+ *   -o FILTER    content_filter;  -X FLAGS  more envelope flags (number,
+ *                e.g. 8 NO_CHECKS, 16 NO_MAPPINGS)
  *   -c N         write the content in pieces of N bytes (default 65536)
  *   -q           ask for the queue ID at once (CLEANUP_FLAG_QUEUE_ID) and
  *                read it before the end: prints "early QUEUEID|-" first
@@ -40,7 +42,7 @@ static void usage(void)
 	fprintf(stderr, "usage: cleanup-submit [-AgkqSx] [-s socket] [-t ms] "
 	    "[-f sender] [-F name] [-u uid] [-e envid] [-r ret] [-C name] "
 	    "[-I addr] [-H helo] [-P proto] [-T tls] [-L ident] "
-	    "[-a name=value] [-O orcpt] [-N notify] [-c size] [-n count] "
+	    "[-a name=value] [-o filter] [-X flags] [-O orcpt] [-N notify] [-c size] [-n count] "
 	    "file [rcpt...]\n");
 	exit(2);
 }
@@ -100,7 +102,7 @@ int main(int argc, char **argv)
 	str_t content = STR_INIT, err = STR_INIT;
 	cleanup_client_t *c;
 
-	while ((ch = getopt(argc, argv, "AC:F:H:I:L:N:O:P:ST:a:c:e:f:gkn:qr:s:t:u:x")) != -1) {
+	while ((ch = getopt(argc, argv, "AC:F:H:I:L:N:O:P:ST:X:a:c:e:f:gkn:o:qr:s:t:u:x")) != -1) {
 		switch (ch) {
 		case 'A': do_abort = true; break;
 		case 'k': env.flags |= CLEANUP_FLAG_QUEUE_ID; break;
@@ -136,6 +138,8 @@ int main(int argc, char **argv)
 		case 't': timeout = atoi(optarg); break;
 		case 'u': env.uid = atoll(optarg); break;
 		case 'x': env.flags |= CLEANUP_FLAG_EXTRACT; break;
+		case 'o': env.content_filter = optarg; break;
+		case 'X': env.flags |= atoi(optarg); break;
 		default: usage();
 		}
 	}

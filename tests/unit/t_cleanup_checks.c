@@ -28,7 +28,9 @@ ATF_TC_BODY(actions, tc)
 	ATF_CHECK_EQ(cln_act_parse("OK", &t, &n), CA_NONE);
 	/* not an action, or one Petrel does not do */
 	ATF_CHECK_EQ(cln_act_parse("REJECTED", &t, &n), CA_UNSUPPORTED);
-	ATF_CHECK_EQ(cln_act_parse("FILTER smtp:x", &t, &n), CA_UNSUPPORTED);
+	ATF_CHECK_EQ(cln_act_parse("FILTER smtp:[x]:25 ", &t, &n), CA_FILTER);
+	ATF_CHECK(n == 11 && strncmp(t, "smtp:[x]:25", n) == 0);
+	ATF_CHECK_EQ(cln_act_parse("STRIP", &t, &n), CA_UNSUPPORTED);
 	ATF_CHECK_EQ(cln_act_parse("REDIRECT a@b", &t, &n), CA_REDIRECT);
 	ATF_CHECK_EQ(cln_act_parse("BCC a@b", &t, &n), CA_UNSUPPORTED);
 	ATF_CHECK_EQ(cln_act_parse("", &t, &n), CA_UNSUPPORTED);

@@ -487,12 +487,29 @@ static void handmade(void)
 	raw_write(&r, true);
 	expect_damage("sender in content", "sender record not allowed in the content");
 
+	/* An attribute may follow the content (it replaces the
+	 * envelope's), once a name; a sender may not. */
 	raw_start(&r);
 	raw_rec(&r, 'M', "", 0);
 	raw_rec(&r, 'X', "", 0);
 	raw_s(&r, 'a', "x=1");
+	raw_s(&r, 'a', "x=2");
 	raw_write(&r, true);
-	expect_damage("attr extracted", "attribute record not allowed in the extracted");
+	expect_damage("attr twice extracted", "second attribute 'x'");
+
+	raw_start(&r);
+	raw_rec(&r, 'M', "", 0);
+	raw_rec(&r, 'X', "", 0);
+	raw_s(&r, 'a', "Bad=1");
+	raw_write(&r, true);
+	expect_damage("bad attr extracted", "bad attribute name");
+
+	raw_start(&r);
+	raw_rec(&r, 'M', "", 0);
+	raw_rec(&r, 'X', "", 0);
+	raw_s(&r, 'S', "s");
+	raw_write(&r, true);
+	expect_damage("sender extracted", "sender record not allowed in the extracted");
 
 	raw_start(&r);
 	raw_rec(&r, 'M', "", 0);

@@ -158,6 +158,40 @@ ATF_TC_BODY(access_results, tc)
 	smtpd_cfg_free(cfg);
 }
 
+/* FILTER: the transaction's filter is set (the last one wins) and the
+ * evaluation goes on; a malformed value, or one where no filter can be
+ * set (the end of data), changes nothing. */
+ATF_TC_WITHOUT_HEAD(access_filter);
+ATF_TC_BODY(access_filter, tc)
+{
+	smtpd_cfg_t *cfg = cfg_with(NULL);
+	str_t filter = STR_INIT;
+	smtpd_check_ctx_t x = { .client_name = "unknown", .client_addr = "192.0.2.1",
+		.rcpt = "u@example.com", .filter = &filter };
+
+	EXPECT(cfg, "check_recipient_access inline:{ {u@example.com = FILTER smtp:[127.0.0.1]:10025 } }",
+	    &x, "DUNNO");
+	ATF_CHECK_STREQ(str_cstr(&filter), "smtp:[127.0.0.1]:10025");
+	/* evaluation goes on after it: a later REJECT still refuses */
+	EXPECT(cfg, "check_recipient_access inline:{ {u@example.com = FILTER scan:} }, reject",
+	    &x, "554 5.7.1 <u@example.com>: Recipient address rejected: Access denied");
+	ATF_CHECK_STREQ(str_cstr(&filter), "scan:");
+	/* the last one wins */
+	EXPECT(cfg, "check_client_access inline:{ {192.0.2.1 = FILTER one:} }, "
+	    "check_recipient_access inline:{ {u@example.com = FILTER two:x} }",
+	    &x, "DUNNO");
+	ATF_CHECK_STREQ(str_cstr(&filter), "two:x");
+	/* malformed: ignored, no refusal */
+	EXPECT(cfg, "check_recipient_access inline:{ {u@example.com = FILTER nocolon} }",
+	    &x, "DUNNO");
+	ATF_CHECK_STREQ(str_cstr(&filter), "two:x");
+	x.filter = NULL;
+	EXPECT(cfg, "check_recipient_access inline:{ {u@example.com = FILTER three:} }",
+	    &x, "DUNNO");
+	smtpd_cfg_free(cfg);
+	str_release(&filter);
+}
+
 /* cidr:, regexp: and pcre: access tables in restrictions and mynetworks;
  * a table with a syntax error answers 451 (mail waits), never a crash. */
 ATF_TC_WITHOUT_HEAD(pattern_tables);
@@ -558,6 +592,7 @@ ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, netlist);
 	ATF_TP_ADD_TC(tp, access_results);
+	ATF_TP_ADD_TC(tp, access_filter);
 	ATF_TP_ADD_TC(tp, lookup_keys);
 	ATF_TP_ADD_TC(tp, pattern_tables);
 	ATF_TP_ADD_TC(tp, destination);
