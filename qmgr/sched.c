@@ -563,7 +563,8 @@ void sched_flush(sched_t *s, double now)
 			q->on_gc = false;
 			if (q->suspended && q->ntodo > 0)
 				sched_queue_defer_todo(q, now);
-			else if (q->ntodo == 0 && q->nbusy == 0)
+			else if (q->ntodo == 0 && q->nbusy == 0
+			    && !sched_queue_rate_keep(q, now))
 				sched_queue_free(q);
 			continue;
 		}
@@ -681,6 +682,11 @@ size_t sched_entry_count(const sched_entry_t *e)
 const sched_rcpt_t *sched_entry_rcpt(const sched_entry_t *e, size_t i)
 {
 	return i < e->n ? &e->rcpt[i] : NULL;
+}
+
+const sched_limits_t *sched_entry_limits(const sched_entry_t *e)
+{
+	return &e->peer->q->lim;
 }
 
 bool sched_entry_is_probe(const sched_entry_t *e)
