@@ -643,6 +643,10 @@ sched_entry_t *sched_select_transport(sched_t *s, sched_transport_t *t,
 
 sched_entry_t *sched_select(sched_t *s, double now)
 {
+	/* Timers due now run even when no transport has work (an empty
+	 * rate-limited queue waiting to be freed), so that
+	 * sched_next_wakeup() is never in the past after a selection. */
+	sched_run_timers(s, now);
 	for (int k = 0; k < s->nt; k++) {
 		int i = (s->rr + k) % s->nt;
 		sched_transport_t *t = s->tv[i];
