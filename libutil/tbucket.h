@@ -26,9 +26,9 @@ typedef struct tbucket {
  * limit (*per_sec = 0).  On error returns false with a one-line reason in
  * err (if not NULL) and leaves *per_sec alone. */
 bool tb_rate_parse(const char *text, double *per_sec, str_t *err);
-/* Canonical text of a rate into out ("500/h", "2.5/s", "0" for none):
- * the largest unit in which the count is an integer (s, m, h, d), else
- * per second with up to 6 decimals; returns str_cstr(out). */
+/* Canonical text of a rate into out ("500/h", "1/s" for 60/m, "0" for
+ * none): the first of s, m, h, d in which the count is a whole number,
+ * else per second with up to 6 decimals; returns str_cstr(out). */
 const char *tb_rate_format(double per_sec, str_t *out);
 
 /* A full bucket at 'now'. */
