@@ -100,6 +100,41 @@ limited_and_fast_cleanup() {
 	stop_all
 }
 
+connections_ge() {
+	[ "$(value s.stats connections)" -ge "$1" ]
+}
+
+atf_test_case messages_per_connection cleanup
+messages_per_connection_head() {
+	atf_set descr "messages_per_connection=3 from the rate table: 10 messages one at a time over connections that carry at most 3 each (4 connections, not 1)"
+	atf_set require.user unprivileged
+	atf_set timeout 120
+}
+messages_per_connection_body() {
+	start_sink s
+	sport=$port
+	mkdir -p etc
+	printf '[127.0.0.1]:%s messages_per_connection=3\n' "$sport" > etc/rates
+	relay_instance "$sport" \
+	    "smtp_destination_concurrency_limit = 1" \
+	    "smtp_destination_rate_maps = texthash:$PWD/etc/rates"
+	atf_check -s exit:0 -o ignore -e ignore $SOURCE -s 1 -m 10 \
+	    -f sender@client.example.test -t "rcpt%d@far.example.test" \
+	    127.0.0.1:$port
+	stat_is s.stats messages 10
+	conns=$(value s.stats connections)
+	echo "10 messages over $conns connections"
+	[ "$conns" -ge 4 ] || atf_fail "$conns connections: a connection carried more than 3 messages"
+	atf_check -s exit:0 -o save:sj -e empty $POSTQ -C $PWD/etc -S -j
+	stop_instance
+	assert_log_clean
+	finish
+}
+messages_per_connection_cleanup() {
+	stop_instance
+	stop_all
+}
+
 atf_test_case bad_rates cleanup
 bad_rates_head() {
 	atf_set descr "an impossible rate in main.cf is refused by petrel start; a bad rate table line stops qmgr at start with file:line; the daemons live on"
@@ -133,5 +168,6 @@ bad_rates_cleanup() {
 
 atf_init_test_cases() {
 	atf_add_test_case limited_and_fast
+	atf_add_test_case messages_per_connection
 	atf_add_test_case bad_rates
 }
