@@ -72,37 +72,40 @@ typedef struct rate_check {
 	str_t *err;
 } rate_check_t;
 
+/* 0, or -1 with err "WHERE: PARAM: destination "KEY": reason". */
+static int rate_value_check(rate_check_t *rc, const char *where,
+    const char *key, const char *value, str_t *err)
+{
+	sched_limits_t l;
+	str_t why = STR_INIT;
+	int r = 0;
+
+	if (!sched_limits_parse(value, rc->base, &l, &why)) {
+		str_setf(err, "%s: %s: destination \"%s\": %s", where,
+		    rc->param, key, str_cstr(&why));
+		r = -1;
+	}
+	str_release(&why);
+	return r;
+}
+
 static int rate_pair_check(const char *key, const char *value,
     const char *file, int lineno, void *ctx, str_t *err)
 {
-	rate_check_t *rc = ctx;
-	sched_limits_t l;
-	str_t why = STR_INIT;
+	str_t where = STR_INIT;
+	int r;
 
-	if (sched_limits_parse(value, rc->base, &l, &why)) {
-		str_release(&why);
-		return 0;
-	}
-	str_setf(err, "%s:%d: %s: destination \"%s\": %s", file, lineno,
-	    rc->param, key, str_cstr(&why));
-	str_release(&why);
-	return -1;
+	str_setf(&where, "%s:%d", file, lineno);
+	r = rate_value_check(ctx, str_cstr(&where), key, value, err);
+	str_release(&where);
+	return r;
 }
 
 static int rate_walk_check(const char *key, const char *value, void *ctx)
 {
 	rate_check_t *rc = ctx;
-	sched_limits_t l;
-	str_t why = STR_INIT;
 
-	if (sched_limits_parse(value, rc->base, &l, &why)) {
-		str_release(&why);
-		return 0;
-	}
-	str_setf(rc->err, "%s: %s: destination \"%s\": %s", rc->param,
-	    rc->table, key, str_cstr(&why));
-	str_release(&why);
-	return -1;
+	return rate_value_check(rc, rc->table, key, value, rc->err);
 }
 
 /* Tables read from text are checked whole now (file:line); hash: and

@@ -201,6 +201,9 @@ void sched_heap_set(sched_t *s, sched_queue_t *q, double when);
 void sched_run_timers(sched_t *s, double now);
 bool sched_queue_rate_keep(sched_queue_t *q, double now);
 
+/* sched_params.c: an integer in [lo, hi], the whole string. */
+bool sched_parse_long(const char *value, long lo, long hi, long *out);
+
 /* sched_admin.c */
 typedef struct sched_hold {
 	char *nexthop;

@@ -60,7 +60,7 @@ bool sched_parse_time(const char *text, double *out)
 	return true;
 }
 
-static bool parse_long(const char *value, long lo, long hi, long *out)
+bool sched_parse_long(const char *value, long lo, long hi, long *out)
 {
 	char *end;
 	long v;
@@ -106,7 +106,7 @@ bool sched_tparams_set(sched_tparams_t *p, const char *name,
 		name += 8;
 #define INTPARAM(pname, field, lo, hi) \
 	if (strcmp(name, pname) == 0) { \
-		if (!parse_long(value, lo, hi, &l)) \
+		if (!sched_parse_long(value, lo, hi, &l)) \
 			return bad(err, name, value, "an integer in [" #lo ", " #hi "]"); \
 		field = l; \
 		return true; \
@@ -154,14 +154,14 @@ bool sched_tparams_set(sched_tparams_t *p, const char *name,
 		return tb_rate_parse(value, &p->limits.conn_rate, err);
 	if (strcmp(name, "destination_message_burst") == 0
 	    || strcmp(name, "destination_connection_burst") == 0) {
-		if (!parse_long(value, 1, 1000000000L, &l))
+		if (!sched_parse_long(value, 1, 1000000000L, &l))
 			return bad(err, name, value, "an integer >= 1");
 		*(name[12] == 'm' ? &p->limits.msg_burst : &p->limits.conn_burst)
 		    = (double)l;
 		return true;
 	}
 	if (strcmp(name, "destination_messages_per_connection") == 0) {
-		if (!parse_long(value, 0, 1000000000L, &l))
+		if (!sched_parse_long(value, 0, 1000000000L, &l))
 			return bad(err, name, value, "an integer >= 0");
 		p->limits.msgs_per_conn = l;
 		return true;
@@ -231,19 +231,19 @@ bool sched_params_set(sched_params_t *p, const char *name,
 	double d;
 
 	if (strcmp(name, "qmgr_message_recipient_limit") == 0) {
-		if (!parse_long(value, 1, 1000000000L, &l))
+		if (!sched_parse_long(value, 1, 1000000000L, &l))
 			return bad(err, name, value, "a positive integer");
 		p->message_recipient_limit = l;
 		return true;
 	}
 	if (strcmp(name, "qmgr_message_recipient_minimum") == 0) {
-		if (!parse_long(value, 1, 1000000000L, &l))
+		if (!sched_parse_long(value, 1, 1000000000L, &l))
 			return bad(err, name, value, "a positive integer");
 		p->message_recipient_minimum = l;
 		return true;
 	}
 	if (strcmp(name, "destination_status_cache_limit") == 0) {
-		if (!parse_long(value, 0, 1000000000L, &l))
+		if (!sched_parse_long(value, 0, 1000000000L, &l))
 			return bad(err, name, value, "an integer >= 0");
 		p->dsc_limit = (size_t)l;
 		return true;
@@ -251,7 +251,7 @@ bool sched_params_set(sched_params_t *p, const char *name,
 	if (strcmp(name, "backoff_function") == 0)
 		return backoff_parse_function(value, &p->backoff.function, err);
 	if (strcmp(name, "backoff_retry_count") == 0) {
-		if (!parse_long(value, 1, 1000000, &l))
+		if (!sched_parse_long(value, 1, 1000000, &l))
 			return bad(err, name, value, "a positive integer");
 		p->backoff.retry_count = (int)l;
 		return true;

@@ -99,28 +99,29 @@ static bool rate_ok(const sched_queue_t *q, double now)
 	    && (!(q->lim.conn_rate > 0) || tb_can_take(&q->conn_tb, now));
 }
 
-/* When the buckets allow the next delivery (now if they do). */
-static double rate_next(const sched_queue_t *q, double now)
+/* The latest of when(bucket) over the buckets in use, at least now. */
+static double rate_latest(const sched_queue_t *q, double now,
+    double (*when)(const tbucket_t *, double))
 {
 	double w = now, x;
 
-	if (q->lim.msg_rate > 0 && (x = tb_next_token(&q->msg_tb, now)) > w)
+	if (q->lim.msg_rate > 0 && (x = when(&q->msg_tb, now)) > w)
 		w = x;
-	if (q->lim.conn_rate > 0 && (x = tb_next_token(&q->conn_tb, now)) > w)
+	if (q->lim.conn_rate > 0 && (x = when(&q->conn_tb, now)) > w)
 		w = x;
 	return w;
 }
 
-/* When both buckets are full again (now if they are). */
+/* When the buckets allow the next delivery (now if they do). */
+static double rate_next(const sched_queue_t *q, double now)
+{
+	return rate_latest(q, now, tb_next_token);
+}
+
+/* When the buckets are full again (now if they are). */
 static double rate_full(const sched_queue_t *q, double now)
 {
-	double w = now, x;
-
-	if (q->lim.msg_rate > 0 && (x = tb_full_time(&q->msg_tb, now)) > w)
-		w = x;
-	if (q->lim.conn_rate > 0 && (x = tb_full_time(&q->conn_tb, now)) > w)
-		w = x;
-	return w;
+	return rate_latest(q, now, tb_full_time);
 }
 
 /* The wake-up a limited queue needs: the next token while it has

@@ -1,11 +1,9 @@
 /* Rate limits of destination queues: the value syntax shared by main.cf,
  * rate tables and qmgr-sim (doc/scheduler.md section 8a). */
-#include <ctype.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sched.h"
+#include "sched_int.h"
 #include "mem.h"
 
 void sched_limits_init(sched_limits_t *l)
@@ -18,21 +16,6 @@ void sched_limits_init(sched_limits_t *l)
 bool sched_limits_any(const sched_limits_t *l)
 {
 	return l->msg_rate > 0 || l->conn_rate > 0 || l->msgs_per_conn > 0;
-}
-
-static bool parse_count(const char *v, long lo, long *out)
-{
-	char *end;
-	long n;
-
-	if (!isdigit((unsigned char)*v))
-		return false;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (*end || errno || n < lo || n > INT_MAX)
-		return false;
-	*out = n;
-	return true;
 }
 
 bool sched_limits_parse(const char *text, const sched_limits_t *base,
@@ -60,14 +43,14 @@ bool sched_limits_parse(const char *text, const sched_limits_t *base,
 			ok = tb_rate_parse(v, &out->conn_rate, &why);
 		} else if (strcmp(w, "burst") == 0
 		    || strcmp(w, "connection_burst") == 0) {
-			if ((ok = parse_count(v, 1, &n)))
+			if ((ok = sched_parse_long(v, 1, INT_MAX, &n)))
 				*(w[0] == 'b' ? &out->msg_burst : &out->conn_burst)
 				    = (double)n;
 			else
 				str_setf(&why, "bad %s \"%s\": expected an integer "
 				    ">= 1", w, v);
 		} else if (strcmp(w, "messages_per_connection") == 0) {
-			if ((ok = parse_count(v, 0, &n)))
+			if ((ok = sched_parse_long(v, 0, INT_MAX, &n)))
 				out->msgs_per_conn = n;
 			else
 				str_setf(&why, "bad %s \"%s\": expected an integer "

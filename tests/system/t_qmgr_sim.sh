@@ -311,15 +311,16 @@ bad_input_body()
 	atf_check -s exit:2 -e match:'unknown option' $SIM --bogus a.sim
 	printf 'set minimal_backoff_time 1h\nset maximal_backoff_time 1m\n' > g.sim
 	atf_check -s exit:2 -e match:'g.sim' $SIM g.sim
-	# Impossible rates and bursts.
-	printf 'dest a.example\ndest b.example messages=0/s\n' > h.sim
-	atf_check -s exit:2 -e match:'h.sim:2: .*bad rate "0/s"' $SIM h.sim
-	printf 'dest a.example messages=5/fortnight\n' > i.sim
-	atf_check -s exit:2 -e match:'i.sim:1: .*unknown unit' $SIM i.sim
-	printf 'dest a.example messages=5/h burst=-1\n' > j.sim
-	atf_check -s exit:2 -e match:'j.sim:1: .*burst' $SIM j.sim
-	printf 'set default_destination_message_rate -3/m\n' > k.sim
-	atf_check -s exit:2 -e match:'k.sim:1: .*bad rate' $SIM k.sim
+	# Impossible rates and bursts: each line alone is a scenario.
+	while IFS='|' read -r line want; do
+		echo "$line" > r.sim
+		atf_check -s exit:2 -e match:"r.sim:1: .*$want" $SIM r.sim
+	done <<-EOF
+	dest b.example messages=0/s|bad rate "0/s"
+	dest a.example messages=5/fortnight|unknown unit
+	dest a.example messages=5/h burst=-1|bad burst "-1"
+	set default_destination_message_rate -3/m|bad rate
+	EOF
 }
 
 atf_init_test_cases()

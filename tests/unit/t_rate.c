@@ -245,24 +245,33 @@ static void add_n(h_t *h, int n, const char *dest, char label)
  * unlimited one (transport relay, the same process pool is not shared):
  * the limited one's deliveries start at 0, 0, 6, 12, 18, 24 (a timer
  * each time, no polling); the other's all at once; nothing deferred. */
+/* A harness with transport smtp limited to rate/burst (and relay
+ * without limits). */
+static void limited_setup(h_t *h, const char *rate, const char *burst)
+{
+	sched_tparams_t tp;
+	str_t err = STR_INIT;
+
+	nstarts_a = 0;
+	h_init(h, NULL);
+	sched_tparams_init(&tp, "smtp");
+	ATF_REQUIRE(sched_tparams_set(&tp, "destination_message_rate", rate, &err));
+	ATF_REQUIRE(sched_tparams_set(&tp, "destination_message_burst", burst, &err));
+	h_transport(h, "smtp", &tp);
+	sched_tparams_init(&tp, "relay");
+	h_transport(h, "relay", &tp);
+	str_release(&err);
+}
+
 ATF_TC_WITHOUT_HEAD(core_holds_and_wakes);
 ATF_TC_BODY(core_holds_and_wakes, tc)
 {
 	h_t h;
-	sched_tparams_t tp;
 	sched_queue_info_t qi;
-	str_t err = STR_INIT;
 	int wakeups = 0;
 	static const double want[] = { 0, 0, 6, 12, 18, 24 };
 
-	nstarts_a = 0;
-	h_init(&h, NULL);
-	sched_tparams_init(&tp, "smtp");
-	ATF_REQUIRE(sched_tparams_set(&tp, "destination_message_rate", "10/m", &err));
-	ATF_REQUIRE(sched_tparams_set(&tp, "destination_message_burst", "2", &err));
-	h_transport(&h, "smtp", &tp);
-	sched_tparams_init(&tp, "relay");
-	h_transport(&h, "relay", &tp);
+	limited_setup(&h, "10/m", "2");
 	add_n(&h, 6, "a.example", 'a');
 	add_n(&h, 5, "b.example", 'b');
 	h_dispatch(&h);
@@ -301,7 +310,6 @@ ATF_TC_BODY(core_holds_and_wakes, tc)
 	CHECK_NEAR(h.now, 36);
 	ATF_CHECK(!sched_queue_lookup(h.s, "smtp", "a.example", &qi));
 	h_free(&h);
-	str_release(&err);
 }
 
 /* A message arriving while the bucket refills does not get a fresh
@@ -310,16 +318,10 @@ ATF_TC_WITHOUT_HEAD(core_bucket_outlives_mail);
 ATF_TC_BODY(core_bucket_outlives_mail, tc)
 {
 	h_t h;
-	sched_tparams_t tp;
 	sched_queue_info_t qi;
-	str_t err = STR_INIT;
 	int wakeups = 0;
 
-	nstarts_a = 0;
-	h_init(&h, NULL);
-	sched_tparams_init(&tp, "smtp");
-	ATF_REQUIRE(sched_tparams_set(&tp, "destination_message_rate", "1/m", &err));
-	h_transport(&h, "smtp", &tp);
+	limited_setup(&h, "1/m", "1");
 	add_n(&h, 1, "a.example", 'a');
 	h_run_until(&h, 10);
 	ATF_CHECK(h.msgs[0].done);
@@ -333,7 +335,6 @@ ATF_TC_BODY(core_bucket_outlives_mail, tc)
 	CHECK_NEAR(starts_a[1], 60);
 	ATF_CHECK_EQ(h.msgs[1].deferred, 0);
 	h_free(&h);
-	str_release(&err);
 }
 
 /* Per destination limits from the driver (a rate table), a connection
