@@ -244,6 +244,10 @@ static bool request_ok(const dlv_request_t *req, str_t *err)
 		str_setf(err, "flags: unknown bits 0x%x", req->flags & ~DLV_F_MASK);
 		return false;
 	}
+	if (req->reuse_limit < 0) {
+		str_setf(err, "reuse_limit: negative value %d", req->reuse_limit);
+		return false;
+	}
 	if (req->nrcpt == 0 || req->nrcpt > DLV_MAX_RCPT) {
 		str_setf(err, "rcpt: %zu recipients, allowed 1..%d", req->nrcpt,
 		    DLV_MAX_RCPT);
@@ -306,6 +310,7 @@ static const attr_spec_t req_spec[] = {
 	{ "envid", ATTR_TYPE_STR, 0, NULL },
 	{ "ret", ATTR_TYPE_INT, 0, NULL },
 	{ "flags", ATTR_TYPE_INT, 0, NULL },
+	{ "reuse_limit", ATTR_TYPE_INT, 0, NULL },
 	{ "rcpt", ATTR_TYPE_LIST, ATTR_REQUIRED, req_rcpt_spec },
 	{ NULL, 0, 0, NULL },
 };
@@ -445,6 +450,8 @@ int dlv_request_encode(const dlv_request_t *req, str_t *out, str_t *err)
 		attr_put_int(out, "ret", req->ret);
 	if (req->flags)
 		attr_put_int(out, "flags", req->flags);
+	if (req->reuse_limit)
+		attr_put_int(out, "reuse_limit", req->reuse_limit);
 	attr_put_list(out, "rcpt", req->nrcpt);
 	for (size_t i = 0; i < req->nrcpt; i++) {
 		dlv_rcpt_encode(out, &req->rcpt[i]);
@@ -488,6 +495,7 @@ int dlv_request_decode(const attr_msg_t *msg, dlv_request_t *req, str_t *err)
 	req->envid = dlv_strdup(dlv_get_str(msg, "envid"));
 	req->ret = dlv_get_int(msg, "ret");
 	req->flags = dlv_get_int(msg, "flags");
+	req->reuse_limit = dlv_get_int(msg, "reuse_limit");
 	if (!attr_get_list(msg, "rcpt", &l)) {
 		str_setf(err, "rcpt: missing");
 		return -1;

@@ -110,6 +110,8 @@ typedef struct dlv_request {
 	char *envid;		/* DSN ENVID (decoded), or "" */
 	int ret;		/* QF_RET_NONE/FULL/HDRS */
 	int flags;		/* DLV_F_* */
+	int reuse_limit;	/* deliveries one connection may carry, 0:
+				 * no limit (messages_per_connection) */
 	dlv_rcpt_t *rcpt;
 	size_t nrcpt;		/* 1 .. DLV_MAX_RCPT */
 } dlv_request_t;

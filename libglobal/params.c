@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "config.h"
+#include "tbucket.h"
 #include "file.h"
 #include "htable.h"
 #include "log.h"
@@ -18,6 +19,7 @@
 #include "sasl_opts.h"
 
 static bool check_feedback(const char *value, str_t *why);
+static bool check_rate(const char *value, str_t *why);
 static bool check_protocols(const char *value, str_t *why);
 static bool check_host_lookup(const char *value, str_t *why);
 static bool check_reply_code(const char *value, str_t *why);
@@ -378,6 +380,18 @@ static const param_def_t table[] = {
 	    "Failed pseudo-cohorts after which a destination is declared dead."),
 	P_TIME("default_destination_rate_delay", "0s", 's', TR,
 	    "Pause between deliveries to one destination (0: none; else concurrency 1)."),
+	P_CHECK("default_destination_message_rate", "0", check_rate, TR,
+	    "Most deliveries to one destination: a token bucket's rate N/s, N/m, N/h or N/d (0: no limit)."),
+	P_INT("default_destination_message_burst", "1", 1, UNL, TR,
+	    "Size of the message rate's bucket: deliveries one destination may get at once."),
+	P_CHECK("default_destination_connection_rate", "0", check_rate, TR,
+	    "Most new connections to one destination, N/s, N/m, N/h or N/d; every delivery counts as one (0: no limit)."),
+	P_INT("default_destination_connection_burst", "1", 1, UNL, TR,
+	    "Size of the connection rate's bucket."),
+	P_INT("default_destination_messages_per_connection", "0", 0, UNL, TR,
+	    "Deliveries after which a cached connection to one destination is not reused (0: no limit)."),
+	P_STRF("default_destination_rate_maps", "", TR,
+	    "Lookup tables of per-destination limits (\"messages=500/h burst=20 connections=10/m messages_per_connection=50\")."),
 	P_BOOL("destination_concurrency_feedback_debug", "no",
 	    "Log every change of a destination's concurrency window."),
 	P_INT("default_delivery_slot_cost", "5", 0, UNL, TR,
@@ -968,6 +982,16 @@ static bool check_feedback(const char *value, str_t *why)
 	    x >= 0 && x <= 1 && (isdigit((unsigned char)*value) || *value == '.'))
 		return true;
 	str_set(why, "1/concurrency, 1/sqrt_concurrency or a number from 0 to 1");
+	return false;
+}
+
+static bool check_rate(const char *value, str_t *why)
+{
+	double r;
+
+	if (tb_rate_parse(value, &r, why))
+		return true;
+	str_set(why, "N/s, N/m, N/h or N/d with N > 0 (e.g. 500/h), or 0 for no limit");
 	return false;
 }
 

@@ -62,7 +62,8 @@ void pq_json_str(str_t *out, const char *s)
 static const char *const flag_names[] = { "dead", "suspended", "probing",
     "held", "blocker", "current", NULL };
 static const char *const num_names[] = { "success", "failure",
-    "fail_cohorts", NULL };
+    "fail_cohorts", "message_rate", "message_tokens", "connection_rate",
+    "connection_tokens", "next_token_in", NULL };
 
 static bool in(const char *const *v, const char *name)
 {

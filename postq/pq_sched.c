@@ -128,6 +128,23 @@ void pq_sched_text(str_t *out, const attr_msg_t *m, bool verbose)
 			str_putc(out, ')');
 		}
 		str_putc(out, '\n');
+		if (*S(q, "limits")) {
+			str_cat(out, "    limits: ");
+			safe(out, S(q, "limits"));
+			if (*S(q, "message_tokens"))
+				str_catf(out, "; message tokens %s of %lld",
+				    S(q, "message_tokens"), L(q, "message_burst"));
+			if (*S(q, "connection_tokens"))
+				str_catf(out, "; connection tokens %s of %lld",
+				    S(q, "connection_tokens"),
+				    L(q, "connection_burst"));
+			if (strcmp(S(q, "next_token_in"), "0.000") != 0
+			    && *S(q, "next_token_in"))
+				str_catf(out, "; next token in %ss",
+				    S(q, "next_token_in"));
+			str_catf(out, "; held back %lld times\n",
+			    L(q, "rate_held"));
+		}
 		str_release(&name);
 	}
 

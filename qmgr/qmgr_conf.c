@@ -5,7 +5,9 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "dict.h"
 #include "log.h"
+#include "maps.h"
 #include "mastercf.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -49,6 +51,155 @@ static void sched_params_from_config(sched_params_t *p)
 	str_release(&err);
 }
 
+/* Rate tables (TRANSPORT_destination_rate_maps), by transport name,
+ * opened before the chroot (qmgr_conf_preload). */
+static htable_t *rate_maps;
+
+/* The one key of a destination in the rate tables: the nexthop as
+ * address resolution gave it ("example.com", "[192.0.2.1]:2525").  A
+ * destination grouped with others (MX groups) gives its group's key
+ * here. */
+const char *qmgr_rate_key(const char *transport, const char *nexthop)
+{
+	(void)transport;
+	return nexthop;
+}
+
+/* Each entry of a table read from text, checked at start. */
+typedef struct rate_check {
+	const char *param, *table;
+	const sched_limits_t *base;
+	str_t *err;
+} rate_check_t;
+
+/* 0, or -1 with err "WHERE: PARAM: destination "KEY": reason". */
+static int rate_value_check(rate_check_t *rc, const char *where,
+    const char *key, const char *value, str_t *err)
+{
+	sched_limits_t l;
+	str_t why = STR_INIT;
+	int r = 0;
+
+	if (!sched_limits_parse(value, rc->base, &l, &why)) {
+		str_setf(err, "%s: %s: destination \"%s\": %s", where,
+		    rc->param, key, str_cstr(&why));
+		r = -1;
+	}
+	str_release(&why);
+	return r;
+}
+
+static int rate_pair_check(const char *key, const char *value,
+    const char *file, int lineno, void *ctx, str_t *err)
+{
+	str_t where = STR_INIT;
+	int r;
+
+	str_setf(&where, "%s:%d", file, lineno);
+	r = rate_value_check(ctx, str_cstr(&where), key, value, err);
+	str_release(&where);
+	return r;
+}
+
+static int rate_walk_check(const char *key, const char *value, void *ctx)
+{
+	rate_check_t *rc = ctx;
+
+	return rate_value_check(rc, rc->table, key, value, rc->err);
+}
+
+/* Tables read from text are checked whole now (file:line); hash: and
+ * lmdb: entries are checked at lookup.  False with err set. */
+static bool rate_maps_check(maps_t *m, str_t *err)
+{
+	sched_limits_t base;
+
+	sched_limits_init(&base);
+	for (size_t i = 0; i < maps_count(m); i++) {
+		struct dict *d = maps_dict(m, i);
+		rate_check_t rc = { maps_param(m), maps_spec(m, i), &base, err };
+		const char *type, *v;
+
+		if (d == NULL)
+			continue;
+		type = dict_type(d);
+		if (strcmp(type, "texthash") == 0) {
+			if (dict_text_parse(dict_name(d), rate_pair_check, &rc,
+			    err) < 0)
+				return false;
+		} else if (strcmp(type, "inline") == 0) {
+			if (dict_walk(d, rate_walk_check, &rc) != 0) {
+				if (str_len(err) == 0)
+					str_setf(err, "%s: %s: cannot be read",
+					    maps_param(m), maps_spec(m, i));
+				return false;
+			}
+		} else if (strcmp(type, "static") == 0
+		    && (v = dict_lookup(d, "static")) != NULL) {
+			if (rate_walk_check("(any)", v, &rc) != 0)
+				return false;
+		}
+	}
+	return true;
+}
+
+static void rate_maps_open(const mastercf_t *mcf)
+{
+	str_t err = STR_INIT, param = STR_INIT;
+
+	rate_maps = htable_new(16, 0);
+	for (size_t i = 0; i < mcf->count; i++) {
+		const mastercf_entry_t *me = mcf->entries[i];
+		const char *spec;
+		maps_t *m;
+
+		if (me->type != MCF_UNIX
+		    || htable_get(rate_maps, me->service) != NULL)
+			continue;
+		spec = config_get_str_tr(me->service, "destination_rate_maps");
+		if (spec == NULL || *spec == 0)
+			continue;
+		str_setf(&param, "%s_destination_rate_maps", me->service);
+		m = maps_open(str_cstr(&param), spec, MAPS_FLAG_STRICT, NULL,
+		    &err);
+		if (m == NULL)
+			log_fatal("%s", str_cstr(&err));
+		str_reset(&err);
+		if (!rate_maps_check(m, &err))
+			log_fatal("%s", str_cstr(&err));
+		htable_add(rate_maps, me->service, m);
+	}
+	str_release(&err);
+	str_release(&param);
+}
+
+/* driver.dest_limits: a new destination queue of a transport with a
+ * rate table.  A table that fails or an entry that does not parse gets
+ * a warning naming the table and the key, and the transport's limits. */
+void qmgr_dest_limits(void *ctx, const char *transport, const char *nexthop,
+    sched_limits_t *lim)
+{
+	maps_t *m = rate_maps ? htable_get(rate_maps, transport) : NULL;
+	const char *key = qmgr_rate_key(transport, nexthop), *value;
+	str_t why = STR_INIT;
+	sched_limits_t l;
+	int r;
+
+	(void)ctx;
+	if (m == NULL)
+		return;
+	r = maps_get(m, key, &value, &why);
+	if (r < 0)
+		log_warning("%s: lookup of \"%s\" failed: %s; using the "
+		    "transport's limits", maps_param(m), key, str_cstr(&why));
+	else if (r > 0 && !sched_limits_parse(value, lim, &l, &why))
+		log_warning("%s: destination \"%s\": %s; using the "
+		    "transport's limits", maps_param(m), key, str_cstr(&why));
+	else if (r > 0)
+		*lim = l;
+	str_release(&why);
+}
+
 /* main.cf TRANSPORT_X / default_X values for one transport. */
 static void tparams_from_config(sched_tparams_t *tp, const char *name,
     int maxproc)
@@ -78,6 +229,18 @@ static void tparams_from_config(sched_tparams_t *tp, const char *name,
 	    "destination_concurrency_failed_cohort_limit");
 	tp->conc.rate_delay = (double)config_get_time_tr(name, "destination_rate_delay");
 	tp->conc.debug = config_get_bool("destination_concurrency_feedback_debug");
+	if (!tb_rate_parse(config_get_str_tr(name, "destination_message_rate"),
+	    &tp->limits.msg_rate, &err)
+	    || !tb_rate_parse(config_get_str_tr(name,
+	    "destination_connection_rate"), &tp->limits.conn_rate, &err))
+		log_fatal("transport %s: %s", name, str_cstr(&err));
+	tp->limits.msg_burst = (double)config_get_int_tr(name,
+	    "destination_message_burst");
+	tp->limits.conn_burst = (double)config_get_int_tr(name,
+	    "destination_connection_burst");
+	tp->limits.msgs_per_conn = config_get_int_tr(name,
+	    "destination_messages_per_connection");
+	tp->dest_limits = rate_maps && htable_get(rate_maps, name) != NULL;
 	if (!fb_func_parse(config_get_str_tr(name,
 	    "destination_concurrency_positive_feedback"),
 	    "destination_concurrency_positive_feedback", &tp->conc.positive, &err)
@@ -176,6 +339,7 @@ void qmgr_conf_preload(void)
 		log_fatal("%s", str_cstr(&err));
 	str_set(&pre_mcf_warnings, str_cstr(&err));
 	str_reset(&err);
+	rate_maps_open(pre_mcf);
 	pre_resolver = resolver_from_config(&err);
 	if (pre_resolver == NULL)
 		log_fatal("address resolution: %s", str_cstr(&err));

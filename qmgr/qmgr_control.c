@@ -222,6 +222,46 @@ static void put_double(str_t *out, const char *name, double v)
 	attr_put_str(out, name, buf);
 }
 
+/* A rate in tokens per second, with enough decimals for 1/d. */
+static void put_rate(str_t *out, const char *name, double v)
+{
+	char buf[64];
+
+	(void)bfmt(buf, sizeof(buf), "%.9f", isfinite(v) ? v : 0);
+	attr_put_str(out, name, buf);
+}
+
+/* Section 8a of doc/scheduler.md: a limited queue's limits and the
+ * tokens left now (absent for a queue without limits). */
+static void put_limits(str_t *out, const sched_queue_info_t *qi, double now)
+{
+	const sched_limits_t *l = &qi->limits;
+	double next = now;
+	str_t text = STR_INIT;
+
+	attr_put_str(out, "limits", sched_limits_format(l, &text));
+	str_release(&text);
+	if (l->msg_rate > 0) {
+		put_rate(out, "message_rate", l->msg_rate);
+		attr_put_long(out, "message_burst", (int64_t)l->msg_burst);
+		put_double(out, "message_tokens", tb_tokens(&qi->msg_bucket, now));
+		next = tb_next_token(&qi->msg_bucket, now);
+	}
+	if (l->conn_rate > 0) {
+		double cn = tb_next_token(&qi->conn_bucket, now);
+		put_rate(out, "connection_rate", l->conn_rate);
+		attr_put_long(out, "connection_burst", (int64_t)l->conn_burst);
+		put_double(out, "connection_tokens",
+		    tb_tokens(&qi->conn_bucket, now));
+		if (cn > next)
+			next = cn;
+	}
+	if (l->msgs_per_conn > 0)
+		attr_put_long(out, "messages_per_connection", l->msgs_per_conn);
+	put_double(out, "next_token_in", next - now);
+	attr_put_long(out, "rate_held", (int64_t)qi->rate_held);
+}
+
 static int64_t secs(double t)
 {
 	return isfinite(t) ? (int64_t)floor(t) : 0;
@@ -407,6 +447,8 @@ static void do_status(qmgr_control_t *c, const attr_msg_t *m, str_t *out)
 		attr_put_long(out, "deliveries", (int64_t)qi->deliveries);
 		attr_put_long(out, "conn_failures", (int64_t)qi->conn_failures);
 		attr_put_long(out, "suspended_rcpts", (int64_t)qi->suspended_rcpts);
+		if (qi->limited)
+			put_limits(out, qi, now);
 		attr_put_end(out);
 	}
 

@@ -6,6 +6,7 @@
  * costs its recipients a deferral with a clear reason, and counts
  * against its transport (transport_retry_time); qmgr goes on. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -347,6 +348,10 @@ void qmgr_dlv_start(sched_entry_t *e, qmgr_transport_t *tr)
 	d->req.ret = qfile_ret(msg->qf);
 	if (log_verbose > 0)
 		d->req.flags |= DLV_F_VERBOSE;
+	{
+		long mpc = sched_entry_limits(e)->msgs_per_conn;
+		d->req.reuse_limit = mpc > INT_MAX ? INT_MAX : (int)mpc;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const sched_rcpt_t *rc = sched_entry_rcpt(e, i);
 		qmgr_rcpt_t *qr = (qmgr_rcpt_t *)(intptr_t)rc->cookie;

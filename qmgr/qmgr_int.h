@@ -201,6 +201,10 @@ void qmgr_shutdown(void);
  * a chroot); qmgr_conf_init does it itself when that was not called. */
 void qmgr_conf_preload(void);
 void qmgr_conf_init(void);
+/* Rate tables (doc/scheduler.md section 8a). */
+const char *qmgr_rate_key(const char *transport, const char *nexthop);
+void qmgr_dest_limits(void *ctx, const char *transport, const char *nexthop,
+    sched_limits_t *lim);
 qmgr_transport_t *qmgr_transport_get(const char *name);
 bool qmgr_transport_suspended(qmgr_transport_t *tr, double now);
 void qmgr_transport_failure(qmgr_transport_t *tr, const char *reason,

@@ -332,6 +332,7 @@ const sched_driver_t qmgr_driver = {
 	.rcpt_done = cb_rcpt_done,
 	.msg_done = cb_msg_done,
 	.selected = NULL,
+	.dest_limits = qmgr_dest_limits,
 };
 
 /* ---- loading ------------------------------------------------------- */

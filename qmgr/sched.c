@@ -563,7 +563,8 @@ void sched_flush(sched_t *s, double now)
 			q->on_gc = false;
 			if (q->suspended && q->ntodo > 0)
 				sched_queue_defer_todo(q, now);
-			else if (q->ntodo == 0 && q->nbusy == 0)
+			else if (q->ntodo == 0 && q->nbusy == 0
+			    && !sched_queue_rate_keep(q, now))
 				sched_queue_free(q);
 			continue;
 		}
@@ -642,6 +643,10 @@ sched_entry_t *sched_select_transport(sched_t *s, sched_transport_t *t,
 
 sched_entry_t *sched_select(sched_t *s, double now)
 {
+	/* Timers due now run even when no transport has work (an empty
+	 * rate-limited queue waiting to be freed), so that
+	 * sched_next_wakeup() is never in the past after a selection. */
+	sched_run_timers(s, now);
 	for (int k = 0; k < s->nt; k++) {
 		int i = (s->rr + k) % s->nt;
 		sched_transport_t *t = s->tv[i];
@@ -681,6 +686,11 @@ size_t sched_entry_count(const sched_entry_t *e)
 const sched_rcpt_t *sched_entry_rcpt(const sched_entry_t *e, size_t i)
 {
 	return i < e->n ? &e->rcpt[i] : NULL;
+}
+
+const sched_limits_t *sched_entry_limits(const sched_entry_t *e)
+{
+	return &e->peer->q->lim;
 }
 
 bool sched_entry_is_probe(const sched_entry_t *e)

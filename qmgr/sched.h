@@ -57,6 +57,7 @@
 #include "backoff.h"
 #include "feedback.h"
 #include "dsc.h"
+#include "tbucket.h"
 
 typedef struct sched sched_t;
 typedef struct sched_transport sched_transport_t;
@@ -74,6 +75,32 @@ typedef struct sched_entry sched_entry_t;
  * job list changes. */
 #define SCHED_CANDIDATE_CACHE_TTL	1.0
 
+/* Rate limits of one destination queue (doc/scheduler.md section 8a):
+ * two token buckets (tbucket.h) and a reuse count for the agent. */
+typedef struct sched_limits {
+	double msg_rate;		/* deliveries per second; 0 = no limit */
+	double msg_burst;		/* bucket size, >= 1 */
+	double conn_rate;		/* connections per second; 0 = no limit */
+	double conn_burst;		/* bucket size, >= 1 */
+	long msgs_per_conn;		/* deliveries per connection; 0 = no limit */
+} sched_limits_t;
+
+/* No limits, bursts 1. */
+void sched_limits_init(sched_limits_t *l);
+/* Any limit set? */
+bool sched_limits_any(const sched_limits_t *l);
+/* A rate table value: blank-separated words messages=RATE, burst=N,
+ * connections=RATE, connection_burst=N, messages_per_connection=N (RATE
+ * as tb_rate_parse, N an integer >= 1, or >= 0 for
+ * messages_per_connection).  *out starts as a copy of *base; the words
+ * given replace its fields.  False with a one-line reason in err (and
+ * *out undefined) on any error, including an empty value. */
+bool sched_limits_parse(const char *text, const sched_limits_t *base,
+    sched_limits_t *out, str_t *err);
+/* The same words, canonical ("messages=500/h burst=20"), only the limits
+ * that are set; "none" without any.  Returns str_cstr(out). */
+const char *sched_limits_format(const sched_limits_t *l, str_t *out);
+
 /* Per-transport settings (main.cf default_X / TRANSPORT_X; process_limit
  * comes from master.cf). */
 typedef struct sched_tparams {
@@ -88,6 +115,10 @@ typedef struct sched_tparams {
 	long recipient_refill_limit;	/* read a batch when this much room, 100 */
 	double recipient_refill_delay;	/* or when this long since the last, 5s */
 	fb_settings_t conc;		/* concurrency feedback (feedback.h) */
+	sched_limits_t limits;		/* rate limits of every destination */
+	/* Ask driver.dest_limits for each new destination queue of this
+	 * transport (it has a rate table). */
+	bool dest_limits;
 } sched_tparams_t;
 
 /* Defaults for a transport called 'name' (for "local": recipient limit 1
@@ -167,6 +198,11 @@ typedef struct sched_driver {
 	    const sched_msg_result_t *res, double now);
 	/* An entry was selected (may be NULL; for tracing). */
 	void (*selected)(void *ctx, const sched_entry_t *e, double now);
+	/* Rate limits of a new destination queue of a transport whose
+	 * parameters have dest_limits set: *lim holds the transport's limits
+	 * and may be changed (may be NULL). */
+	void (*dest_limits)(void *ctx, const char *transport,
+	    const char *nexthop, sched_limits_t *lim);
 } sched_driver_t;
 
 sched_t *sched_new(const sched_params_t *p, const sched_driver_t *drv);
@@ -235,6 +271,9 @@ size_t sched_entry_count(const sched_entry_t *e);
 const sched_rcpt_t *sched_entry_rcpt(const sched_entry_t *e, size_t i);
 /* True if this delivery is the half-open probe of a DSC destination. */
 bool sched_entry_is_probe(const sched_entry_t *e);
+/* The rate limits of the entry's destination (messages_per_connection
+ * goes to the agent). */
+const sched_limits_t *sched_entry_limits(const sched_entry_t *e);
 
 /* Delivery flags. */
 enum {
@@ -334,6 +373,12 @@ typedef struct sched_queue_info {
 	double retry_at;		/* when suspended */
 	const char *reason;		/* DSC reason, or NULL */
 	unsigned long deliveries, conn_failures, suspended_rcpts;
+	/* Rate limits (section 8a); the buckets as of their last change:
+	 * tb_tokens(&msg_bucket, now) gives the tokens left now. */
+	bool limited;			/* any limit set */
+	sched_limits_t limits;
+	tbucket_t msg_bucket, conn_bucket; /* meaningful when the rate > 0 */
+	unsigned long rate_held;	/* selections held back by a bucket */
 } sched_queue_info_t;
 
 typedef struct sched_job_info {

@@ -63,6 +63,11 @@ static void queue_info(const sched_queue_t *q, sched_queue_info_t *qi)
 	qi->deliveries = q->deliveries;
 	qi->conn_failures = q->conn_failures;
 	qi->suspended_rcpts = q->suspended_rcpts;
+	qi->limited = q->limited;
+	qi->limits = q->lim;
+	qi->msg_bucket = q->msg_tb;
+	qi->conn_bucket = q->conn_tb;
+	qi->rate_held = q->rate_held;
 }
 
 struct qwalk {

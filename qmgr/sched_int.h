@@ -92,6 +92,11 @@ struct sched_queue {
 	size_t heap_idx;		/* SIZE_MAX when not in the heap */
 	double wake;
 	unsigned long deliveries, conn_failures, suspended_rcpts;
+	/* Rate limits (doc/scheduler.md section 8a); only when limited. */
+	bool limited;
+	sched_limits_t lim;
+	tbucket_t msg_tb, conn_tb;
+	unsigned long rate_held;
 };
 
 struct sched_msg {
@@ -194,6 +199,10 @@ void sched_queue_check_unblock(sched_queue_t *q, double now);
 void sched_heap_remove(sched_t *s, sched_queue_t *q);
 void sched_heap_set(sched_t *s, sched_queue_t *q, double when);
 void sched_run_timers(sched_t *s, double now);
+bool sched_queue_rate_keep(sched_queue_t *q, double now);
+
+/* sched_params.c: an integer in [lo, hi], the whole string. */
+bool sched_parse_long(const char *value, long lo, long hi, long *out);
 
 /* sched_admin.c */
 typedef struct sched_hold {

@@ -21,6 +21,7 @@ void sched_tparams_init(sched_tparams_t *p, const char *name)
 	p->recipient_refill_limit = 100;
 	p->recipient_refill_delay = 5;
 	fb_settings_init(&p->conc);
+	sched_limits_init(&p->limits);
 	if (name && strcmp(name, "local") == 0) {
 		p->destination_recipient_limit = 1;
 		p->conc.concurrency_limit = 2;
@@ -59,7 +60,7 @@ bool sched_parse_time(const char *text, double *out)
 	return true;
 }
 
-static bool parse_long(const char *value, long lo, long hi, long *out)
+bool sched_parse_long(const char *value, long lo, long hi, long *out)
 {
 	char *end;
 	long v;
@@ -105,7 +106,7 @@ bool sched_tparams_set(sched_tparams_t *p, const char *name,
 		name += 8;
 #define INTPARAM(pname, field, lo, hi) \
 	if (strcmp(name, pname) == 0) { \
-		if (!parse_long(value, lo, hi, &l)) \
+		if (!sched_parse_long(value, lo, hi, &l)) \
 			return bad(err, name, value, "an integer in [" #lo ", " #hi "]"); \
 		field = l; \
 		return true; \
@@ -147,6 +148,24 @@ bool sched_tparams_set(sched_tparams_t *p, const char *name,
 		return fb_func_parse(value, name, &p->conc.positive, err);
 	if (strcmp(name, "destination_concurrency_negative_feedback") == 0)
 		return fb_func_parse(value, name, &p->conc.negative, err);
+	if (strcmp(name, "destination_message_rate") == 0)
+		return tb_rate_parse(value, &p->limits.msg_rate, err);
+	if (strcmp(name, "destination_connection_rate") == 0)
+		return tb_rate_parse(value, &p->limits.conn_rate, err);
+	if (strcmp(name, "destination_message_burst") == 0
+	    || strcmp(name, "destination_connection_burst") == 0) {
+		if (!sched_parse_long(value, 1, 1000000000L, &l))
+			return bad(err, name, value, "an integer >= 1");
+		*(name[12] == 'm' ? &p->limits.msg_burst : &p->limits.conn_burst)
+		    = (double)l;
+		return true;
+	}
+	if (strcmp(name, "destination_messages_per_connection") == 0) {
+		if (!sched_parse_long(value, 0, 1000000000L, &l))
+			return bad(err, name, value, "an integer >= 0");
+		p->limits.msgs_per_conn = l;
+		return true;
+	}
 	if (strcmp(name, "destination_concurrency_feedback_debug") == 0) {
 		if (!parse_bool(value, &p->conc.debug))
 			return bad(err, name, value, "yes or no");
@@ -186,6 +205,13 @@ bool sched_tparams_check(const sched_tparams_t *p, str_t *err)
 			str_setf(err, "recipient limits must be positive");
 		return false;
 	}
+	if (p->limits.msg_rate < 0 || p->limits.conn_rate < 0
+	    || p->limits.msg_burst < 1 || p->limits.conn_burst < 1
+	    || p->limits.msgs_per_conn < 0) {
+		if (err)
+			str_setf(err, "rates must be >= 0 and bursts >= 1");
+		return false;
+	}
 	return fb_settings_check(&p->conc, err);
 }
 
@@ -205,19 +231,19 @@ bool sched_params_set(sched_params_t *p, const char *name,
 	double d;
 
 	if (strcmp(name, "qmgr_message_recipient_limit") == 0) {
-		if (!parse_long(value, 1, 1000000000L, &l))
+		if (!sched_parse_long(value, 1, 1000000000L, &l))
 			return bad(err, name, value, "a positive integer");
 		p->message_recipient_limit = l;
 		return true;
 	}
 	if (strcmp(name, "qmgr_message_recipient_minimum") == 0) {
-		if (!parse_long(value, 1, 1000000000L, &l))
+		if (!sched_parse_long(value, 1, 1000000000L, &l))
 			return bad(err, name, value, "a positive integer");
 		p->message_recipient_minimum = l;
 		return true;
 	}
 	if (strcmp(name, "destination_status_cache_limit") == 0) {
-		if (!parse_long(value, 0, 1000000000L, &l))
+		if (!sched_parse_long(value, 0, 1000000000L, &l))
 			return bad(err, name, value, "an integer >= 0");
 		p->dsc_limit = (size_t)l;
 		return true;
@@ -225,7 +251,7 @@ bool sched_params_set(sched_params_t *p, const char *name,
 	if (strcmp(name, "backoff_function") == 0)
 		return backoff_parse_function(value, &p->backoff.function, err);
 	if (strcmp(name, "backoff_retry_count") == 0) {
-		if (!parse_long(value, 1, 1000000, &l))
+		if (!sched_parse_long(value, 1, 1000000, &l))
 			return bad(err, name, value, "a positive integer");
 		p->backoff.retry_count = (int)l;
 		return true;

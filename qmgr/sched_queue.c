@@ -30,6 +30,14 @@ sched_queue_t *sched_queue_create(sched_transport_t *t, const char *nexthop,
 	sched_queue_heaps_init(q);
 	q->heap_idx = SIZE_MAX;
 	htable_add(t->queues, nexthop, q);
+	q->lim = t->p.limits;
+	if (t->p.dest_limits && s->drv.dest_limits)
+		s->drv.dest_limits(s->drv.ctx, t->name, nexthop, &q->lim);
+	if (sched_limits_any(&q->lim)) {
+		q->limited = true;
+		tb_init(&q->msg_tb, q->lim.msg_rate, q->lim.msg_burst, now);
+		tb_init(&q->conn_tb, q->lim.conn_rate, q->lim.conn_burst, now);
+	}
 
 	/* A destination the DSC knows starts dead: suspended until its
 	 * retry time, then one probe decides. */
@@ -84,6 +92,69 @@ bool sched_queue_suspended(sched_queue_t *q, double now)
 	return q->suspended;
 }
 
+/* Section 8a: a whole token in each bucket that has a rate? */
+static bool rate_ok(const sched_queue_t *q, double now)
+{
+	return (!(q->lim.msg_rate > 0) || tb_can_take(&q->msg_tb, now))
+	    && (!(q->lim.conn_rate > 0) || tb_can_take(&q->conn_tb, now));
+}
+
+/* The latest of when(bucket) over the buckets in use, at least now. */
+static double rate_latest(const sched_queue_t *q, double now,
+    double (*when)(const tbucket_t *, double))
+{
+	double w = now, x;
+
+	if (q->lim.msg_rate > 0 && (x = when(&q->msg_tb, now)) > w)
+		w = x;
+	if (q->lim.conn_rate > 0 && (x = when(&q->conn_tb, now)) > w)
+		w = x;
+	return w;
+}
+
+/* When the buckets allow the next delivery (now if they do). */
+static double rate_next(const sched_queue_t *q, double now)
+{
+	return rate_latest(q, now, tb_next_token);
+}
+
+/* When the buckets are full again (now if they are). */
+static double rate_full(const sched_queue_t *q, double now)
+{
+	return rate_latest(q, now, tb_full_time);
+}
+
+/* The wake-up a limited queue needs: the next token while it has
+ * pending mail (and the rate delay, which must pass too), the time its
+ * buckets are full while it has none (it is kept until then). */
+static void rate_arm(sched_queue_t *q, double now)
+{
+	const fb_settings_t *set = &q->t->p.conc;
+	double w, d;
+
+	if (q->ntodo == 0 && q->nbusy == 0)
+		w = rate_full(q, now);
+	else {
+		w = rate_next(q, now);
+		if (set->rate_delay > 0
+		    && (d = fb_next_start_time(&q->fb, set)) > w)
+			w = d;
+	}
+	if (w > now)
+		sched_heap_set(q->t->s, q, w);
+}
+
+/* From the gc: an empty limited queue is kept (not freed) while its
+ * buckets are not full, else the limit would restart with every new
+ * message; a timer brings it back to the gc when they are. */
+bool sched_queue_rate_keep(sched_queue_t *q, double now)
+{
+	if (!q->limited || rate_full(q, now) <= now)
+		return false;
+	rate_arm(q, now);
+	return true;
+}
+
 /* Is a DSC verdict needed before the next delivery? */
 static bool needs_verdict(const sched_queue_t *q)
 {
@@ -96,6 +167,8 @@ bool sched_queue_may_start(sched_queue_t *q, double now)
 	const fb_settings_t *set = &q->t->p.conc;
 
 	if (sched_queue_suspended(q, now))
+		return false;
+	if (q->limited && !rate_ok(q, now))
 		return false;
 	if (needs_verdict(q))
 		return q->fb.busy == 0 && now >= fb_next_start_time(&q->fb, set);
@@ -126,6 +199,12 @@ bool sched_queue_can_start(sched_queue_t *q, double now)
 
 	if (sched_queue_suspended(q, now))
 		return false;
+	if (q->limited && !rate_ok(q, now)) {
+		/* Held back: the mail waits here, the timer set when the
+		 * last token was taken wakes its jobs. */
+		q->rate_held++;
+		return false;
+	}
 	if (needs_verdict(q)) {
 		const dsc_entry_t *de = NULL;
 		dsc_verdict_t v;
@@ -170,7 +249,15 @@ void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now)
 	q->deliveries++;
 	/* A rate-delayed destination needs a wake-up when it may start
 	 * again: jobs may be blocked on it. */
-	if (set->rate_delay > 0)
+	if (q->limited) {
+		if (q->lim.msg_rate > 0)
+			tb_take(&q->msg_tb, now);
+		/* The conservative rule: every delivery may open a
+		 * connection. */
+		if (q->lim.conn_rate > 0)
+			tb_take(&q->conn_tb, now);
+		rate_arm(q, now);
+	} else if (set->rate_delay > 0)
 		sched_heap_set(q->t->s, q, fb_next_start_time(&q->fb, set));
 }
 
@@ -303,6 +390,14 @@ void sched_queue_check_unblock(sched_queue_t *q, double now)
 		return;
 	c = needs_verdict(q) ? 1
 	    : fb_effective_window(&q->fb, &q->t->p.conc) - q->fb.busy;
+	if (q->limited) {
+		/* No more jobs than there are tokens. */
+		double tk = q->lim.msg_rate > 0 ? tb_tokens(&q->msg_tb, now) : c;
+		if (q->lim.conn_rate > 0 && tb_tokens(&q->conn_tb, now) < tk)
+			tk = tb_tokens(&q->conn_tb, now);
+		if (tk + TB_EPSILON < c)
+			c = (int)(tk + TB_EPSILON);
+	}
 	sched_job_wake(q, c > 0 ? c : 1);
 }
 
@@ -376,6 +471,10 @@ void sched_run_timers(sched_t *s, double now)
 		sched_queue_t *q = s->heap[0];
 		sched_heap_remove(s, q);
 		sched_queue_check_unblock(q, now);
+		/* A timer that fired early (clock granularity) waits again
+		 * for the exact time. */
+		if (q->limited && q->ntodo > 0 && q->heap_idx == SIZE_MAX)
+			rate_arm(q, now);
 		sched_queue_gc_mark(q);
 	}
 }

@@ -31,6 +31,7 @@ typedef struct sim_dest {
 	sim_period_t *dead;
 	int ndead;
 	sim_fail_mode_t dead_mode;
+	char *limits;			/* rate limits (a rate table value) or NULL */
 	/* Run state and statistics. */
 	int sessions;
 	unsigned long deliveries, conn_fail, rejected, refused, timedout;

@@ -646,6 +646,15 @@ static void report(run_t *r)
 		    d->busy_time > 0 ? d->w_integral / d->busy_time : 0.0,
 		    d->busy_time > 0 ? d->b_integral / d->busy_time : 0.0,
 		    d->max_window, d->busy_time);
+		if (d->limits) {
+			sched_limits_t base, l;
+			str_t t = STR_INIT;
+			sched_limits_init(&base);
+			if (sched_limits_parse(d->limits, &base, &l, NULL))
+				fprintf(out, "dest %s: limits=\"%s\"\n", d->name,
+				    sched_limits_format(&l, &t));
+			str_release(&t);
+		}
 		{
 			size_t nb = (size_t)(r->now / attempt_interval(sim)) + 1;
 			unsigned long mx = 0;
@@ -718,6 +727,19 @@ static void free_count(void *v)
 	free(v);
 }
 
+/* The scenario's per-destination limits stand in for a rate table. */
+static void cb_dest_limits(void *ctx, const char *transport,
+    const char *nexthop, sched_limits_t *lim)
+{
+	run_t *r = ctx;
+	sim_dest_t *d = htable_get(r->dest_by_name, nexthop);
+	sched_limits_t l;
+
+	(void)transport;
+	if (d && d->limits && sched_limits_parse(d->limits, lim, &l, NULL))
+		*lim = l;
+}
+
 void sim_run(sim_t *sim, const sim_opts_t *o, FILE *out)
 {
 	run_t r;
@@ -745,7 +767,13 @@ void sim_run(sim_t *sim, const sim_opts_t *o, FILE *out)
 	drv.read_more = cb_read_more;
 	drv.rcpt_done = cb_rcpt_done;
 	drv.msg_done = cb_msg_done;
+	drv.dest_limits = cb_dest_limits;
 	r.s = sched_new(&sp, &drv);
+	for (int i = 0; i < sim->ndests; i++)
+		for (int k = 0; sim->dests[i].limits && k < sim->ntransports; k++)
+			if (strcmp(sim->transports[k].name,
+			    sim->dests[i].transport) == 0)
+				sim->transports[k].p.dest_limits = true;
 	for (int i = 0; i < sim->ntransports; i++)
 		if (sched_transport_add(r.s, sim->transports[i].name,
 		    &sim->transports[i].p, &err) == NULL)
@@ -872,6 +900,7 @@ void sim_free(sim_t *s)
 		free(s->dests[i].name);
 		free(s->dests[i].transport);
 		free(s->dests[i].dead);
+		free(s->dests[i].limits);
 		free(s->dests[i].attempts);
 	}
 	free(s->dests);

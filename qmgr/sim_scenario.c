@@ -260,10 +260,31 @@ static bool do_dest(parse_t *p, char **tok, int ntok)
 			else
 				return perr(p, "dead_mode must be refuse or timeout");
 			ok = true;
+		} else if (strcmp(k, "messages") == 0 || strcmp(k, "burst") == 0
+		    || strcmp(k, "connections") == 0
+		    || strcmp(k, "connection_burst") == 0
+		    || strcmp(k, "messages_per_connection") == 0) {
+			/* Rate limits, as in a rate table's value. */
+			str_t l = STR_INIT;
+			str_setf(&l, "%s%s%s=%s", d->limits ? d->limits : "",
+			    d->limits ? " " : "", k, v);
+			free(d->limits);
+			d->limits = str_steal(&l);
+			ok = true;
 		} else
 			return perr(p, "unknown destination key \"%s\"", k);
 		if (!ok)
 			return false;
+	}
+	if (d->limits) {
+		sched_limits_t base, l;
+		str_t e = STR_INIT;
+		bool ok;
+		sched_limits_init(&base);
+		if (!(ok = sched_limits_parse(d->limits, &base, &l, &e)))
+			perr(p, "destination %s: %s", d->name, str_cstr(&e));
+		str_release(&e);
+		return ok;
 	}
 	return true;
 }

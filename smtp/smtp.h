@@ -90,6 +90,8 @@ typedef struct smtp_request {
 	smtp_content_t content;
 	smtp_rcpt_t *rcpt;
 	size_t nrcpt;
+	unsigned reuse_limit;	/* deliveries a session may carry (qmgr's
+				 * messages_per_connection); 0: no limit */
 	/* Out: what qmgr needs beyond the recipients. */
 	bool conn_failed;	/* no server got past connecting and the
 				 * handshake (greeting, EHLO, STARTTLS): negative

@@ -211,6 +211,7 @@ static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 	sr.sender = req->sender;
 	sr.envid = req->envid[0] ? req->envid : NULL;
 	sr.ret = req->ret;
+	sr.reuse_limit = (unsigned)req->reuse_limit;
 	sr.smtputf8 = (req->flags & DLV_F_SMTPUTF8) != 0;
 	sr.body = (req->flags & DLV_F_8BITMIME) ? SMTP_BODY_8BITMIME :
 	    SMTP_BODY_UNKNOWN;

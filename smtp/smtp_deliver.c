@@ -213,6 +213,7 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 
 	memset(&at, 0, sizeof(at));
 	memset(&nh, 0, sizeof(nh));
+	cl->req_reuse_limit = req->reuse_limit;
 	req->conn_failed = req->avoid_destination = false;
 	req->delay_conn = req->delay_xfer = 0;
 	str_reset(&req->reason);

@@ -90,6 +90,9 @@ struct smtp_client {
 	str_t props;
 	smtp_stats_t stats;
 	unsigned rand_state;
+	/* The request being delivered: deliveries a session may carry
+	 * (0: no limit; smtp_request_t.reuse_limit). */
+	unsigned req_reuse_limit;
 	/* The request being delivered: its credentials (if any) and the
 	 * tag that keys its sessions in the caches. */
 	smtp_creds_t creds;

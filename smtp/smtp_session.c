@@ -397,6 +397,16 @@ static int64_t idle_left(const smtp_client_t *cl, const smtp_sess_t *ss,
 	return left > 0 ? left : 0;
 }
 
+/* Has the session carried all it may?  smtp_connection_reuse_count_limit
+ * counts reuses (so limit + 1 deliveries); qmgr's per-destination
+ * messages_per_connection counts deliveries. */
+static bool used_up(const smtp_client_t *cl, const smtp_sess_t *ss)
+{
+	return (cl->cfg.reuse_count_limit > 0 &&
+	    ss->uses > cl->cfg.reuse_count_limit) ||
+	    (cl->req_reuse_limit > 0 && ss->uses >= cl->req_reuse_limit);
+}
+
 /* Hands a session this process does not keep to the shared cache.  true
  * when it is gone from us (freed: the cache has it, or may have it), false
  * when it is still ours to close. */
@@ -409,8 +419,7 @@ static bool sess_handover(smtp_client_t *cl, smtp_sess_t *ss)
 	if (!shared_on(cl) || ss->tls != NULL || ss->broken || ss->key == NULL ||
 	    stream_error(ss->s) || stream_timedout(ss->s) || stream_eof(ss->s) ||
 	    stream_pending(ss->s) > 0 || stream_unflushed(ss->s) > 0 ||
-	    (cl->cfg.reuse_count_limit > 0 &&
-	    ss->uses > cl->cfg.reuse_count_limit))
+	    used_up(cl, ss))
 		return false;
 	if ((ttl = idle_left(cl, ss, event_now_ms())) <= 0)
 		return false;
@@ -583,8 +592,7 @@ smtp_sess_t *smtp_shared_take(smtp_client_t *cl, const char *key,
 	}
 	if ((cl->cfg.reuse_time_limit_ms > 0 &&
 	    event_now_ms() - ss->born_ms >= cl->cfg.reuse_time_limit_ms) ||
-	    (cl->cfg.reuse_count_limit > 0 &&
-	    ss->uses > cl->cfg.reuse_count_limit)) {
+	    used_up(cl, ss)) {
 		smtp_session_close(cl, ss);
 		return NULL;
 	}
@@ -643,8 +651,7 @@ void smtp_session_done(smtp_client_t *cl, smtp_sess_t *ss, const char *key)
 	    stream_error(ss->s) || stream_timedout(ss->s) || stream_eof(ss->s) ||
 	    (cl->cfg.reuse_time_limit_ms > 0 &&
 	    now - ss->born_ms >= cl->cfg.reuse_time_limit_ms) ||
-	    (cl->cfg.reuse_count_limit > 0 &&
-	    ss->uses > cl->cfg.reuse_count_limit)) {
+	    used_up(cl, ss)) {
 		smtp_session_close(cl, ss);
 		return;
 	}
@@ -704,6 +711,10 @@ smtp_sess_t *smtp_cache_take(smtp_client_t *cl, const char *key)
 		}
 		if (server_spoke(ss)) {
 			ss->broken = true;
+			smtp_session_close(cl, ss);
+			return NULL;
+		}
+		if (used_up(cl, ss)) {
 			smtp_session_close(cl, ss);
 			return NULL;
 		}

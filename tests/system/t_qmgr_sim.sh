@@ -248,6 +248,45 @@ outputs_body()
 	atf_check -o match:'^core: selected=14 preemptions=2 ' cat both.out
 }
 
+# is A B WHAT: exact equality.
+is()
+{
+	[ "$1" = "$2" ] || atf_fail "$3: $1, expected $2"
+}
+
+atf_test_case rate_limit
+rate_limit_head()
+{
+	atf_set "descr" "Shaping: a destination limited to 10/m with burst 5 gets 5 at once and then one every 6 s, without deferrals; the fast one next to it has the figures of a run without the limit"
+}
+rate_limit_body()
+{
+	atf_check -o save:on.out $SIM --check $SC/rate-limit.sim
+	atf_check -o save:off.out $SIM $SC/rate-limit-off.sim
+	# The limited one: 120 messages, 5 at t=0, the 120th starts at
+	# (120 - 5) x 6 = 690 s and takes 1 s.
+	is "$(value on.out "label s:" last_done)" 691.000 "on.out label s: last_done"
+	is "$(value on.out "dest slow.example: transport" sent)" 120 "on.out dest slow.example: transport sent"
+	is "$(value on.out "dest slow.example: transport" deferred)" 0 "on.out dest slow.example: transport deferred"
+	is "$(value on.out "dest slow.example: transport" conn_failures)" 0 "on.out dest slow.example: transport conn_failures"
+	is "$(value on.out "recipients:" deferrals)" 0 "on.out recipients: deferrals"
+	is "$(value on.out "messages:" retries)" 0 "on.out messages: retries"
+	atf_check -o match:'limits="messages=10/m burst=5"' grep '^dest slow.example: limits' on.out
+	# Without the limit it is done with the arrivals.
+	is "$(value off.out "label s:" last_done)" 60.000 "off.out label s: last_done"
+	# The fast one is unaffected: the same figures in both runs.
+	grep -E '^(label f:|dest fast.example: (transport|first))' on.out > fast-on
+	grep -E '^(label f:|dest fast.example: (transport|first))' off.out > fast-off
+	atf_check -o match:'delivered=120' cat fast-on
+	atf_check -o empty diff fast-on fast-off
+	# Deliveries of the limited one, in time: never more than 5 + t/6 by
+	# time t (the bucket's allowance).
+	atf_check -o save:lat.out $SIM --latency $SC/rate-limit.sim
+	awk -F, '$2 == "s" && $4 != "" { print $4 - 1 }' lat.out | sort -n > starts
+	atf_check -o inline:"120\n" sh -c 'wc -l < starts | tr -d " "'
+	atf_check -o empty awk '{ n++; if (n > 5 + int($1 / 6 + 1e-6)) print "too early: " n " by " $1 }' starts
+}
+
 atf_test_case bad_input
 bad_input_head()
 {
@@ -272,6 +311,16 @@ bad_input_body()
 	atf_check -s exit:2 -e match:'unknown option' $SIM --bogus a.sim
 	printf 'set minimal_backoff_time 1h\nset maximal_backoff_time 1m\n' > g.sim
 	atf_check -s exit:2 -e match:'g.sim' $SIM g.sim
+	# Impossible rates and bursts: each line alone is a scenario.
+	while IFS='|' read -r line want; do
+		echo "$line" > r.sim
+		atf_check -s exit:2 -e match:"r.sim:1: .*$want" $SIM r.sim
+	done <<-EOF
+	dest b.example messages=0/s|bad rate "0/s"
+	dest a.example messages=5/fortnight|unknown unit
+	dest a.example messages=5/h burst=-1|bad burst "-1"
+	set default_destination_message_rate -3/m|bad rate
+	EOF
 }
 
 atf_init_test_cases()
@@ -287,5 +336,6 @@ atf_init_test_cases()
 	atf_add_test_case many_blocked
 	atf_add_test_case consistency
 	atf_add_test_case outputs
+	atf_add_test_case rate_limit
 	atf_add_test_case bad_input
 }
