@@ -78,6 +78,10 @@ static void tparams_from_config(sched_tparams_t *tp, const char *name,
 	    "destination_concurrency_failed_cohort_limit");
 	tp->conc.rate_delay = (double)config_get_time_tr(name, "destination_rate_delay");
 	tp->conc.debug = config_get_bool("destination_concurrency_feedback_debug");
+	/* The value was checked against its choices when main.cf was read. */
+	tp->destination_grouping = sched_grouping_parse(config_get_str_tr(name,
+	    "destination_grouping")) == SCHED_GROUP_MX ? SCHED_GROUP_MX
+	    : SCHED_GROUP_DOMAIN;
 	if (!fb_func_parse(config_get_str_tr(name,
 	    "destination_concurrency_positive_feedback"),
 	    "destination_concurrency_positive_feedback", &tp->conc.positive, &err)
@@ -112,6 +116,10 @@ static void transport_add(const mastercf_entry_t *me)
 		tr->endpoint = str_steal(&ep);
 	}
 	tr->time_limit = config_get_time_tr(me->service, "time_limit");
+	if (tp.destination_grouping == SCHED_GROUP_MX) {
+		tr->group_mx = true;
+		Q.group_mx++;
+	}
 	tr->st = sched_transport_add(Q.s, tr->name, &tp, &err);
 	if (tr->st == NULL)
 		log_fatal("transport %s: %s", tr->name, str_cstr(&err));
@@ -176,6 +184,7 @@ void qmgr_conf_preload(void)
 		log_fatal("%s", str_cstr(&err));
 	str_set(&pre_mcf_warnings, str_cstr(&err));
 	str_reset(&err);
+	qmgr_mxgroup_preload(pre_mcf);
 	pre_resolver = resolver_from_config(&err);
 	if (pre_resolver == NULL)
 		log_fatal("address resolution: %s", str_cstr(&err));
