@@ -236,7 +236,8 @@ const char *qmgr_mxgroup_key(const char *nexthop, qmgr_msg_t *msg,
 	}
 	if (e->key != NULL)
 		return e->key;
-	/* Pending: the message waits for it. */
+	/* Pending: the message waits for it (for nothing else). */
+	qmgr_mxgroup_forget(msg);
 	list_append(&e->waiters, &msg->mxg_node);
 	return NULL;
 }

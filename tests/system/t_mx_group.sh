@@ -236,7 +236,22 @@ fallback_cleanup() {
 	stop_all
 }
 
+atf_test_case bad_value
+bad_value_head() {
+	atf_set descr "an unknown destination_grouping value is refused with file:line; the default is domain"
+}
+bad_value_body() {
+	mkdir etc
+	printf 'smtp_destination_grouping = provider\n' > etc/main.cf
+	atf_check -s exit:1 -o ignore \
+	    -e match:"etc/main.cf:1: bad value 'provider' for parameter smtp_destination_grouping \(one of: domain, mx\)" \
+	    $B/bin/postconf -c $PWD/etc smtp_destination_grouping
+	atf_check -o inline:'default_destination_grouping = domain\n' \
+	    $B/bin/postconf -d default_destination_grouping
+}
+
 atf_init_test_cases() {
+	atf_add_test_case bad_value
 	atf_add_test_case shared_window
 	atf_add_test_case dead_provider
 	atf_add_test_case fallback
