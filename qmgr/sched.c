@@ -279,8 +279,8 @@ void sched_msg_read(sched_msg_t *m, double now)
 	if (m->arr) {
 		while (m->arr_next < m->narr) {
 			const sched_rcpt_spec_t *r = &m->arr[m->arr_next];
-			if (!sched_msg_offer_key(m, r->transport, r->nexthop,
-			    r->key, r->addr, r->cookie))
+			if (!sched_msg_offer(m, r->transport, r->nexthop, r->addr,
+			    r->cookie))
 				break;
 			m->arr_next++;
 		}
@@ -350,18 +350,17 @@ static void defer_now(sched_msg_t *m, const char *addr, int64_t cookie,
 		s->drv.rcpt_done(s->drv.ctx, m, &r, SCHED_RCPT_DEFERRED, reason, now);
 }
 
-/* The job's peer for nexthop, queued in q (whose key is nexthop unless
- * destinations are grouped). */
+/* The job's peer for q; grouped_nexthop is the entries' nexthop when it
+ * is not q's key (grouping), else NULL. */
 static sched_peer_t *peer_obtain(sched_job_t *j, sched_queue_t *q,
-    const char *nexthop)
+    const char *grouped_nexthop)
 {
 	sched_t *s = j->m->s;
 	sched_peer_t *p;
 	const char *hk = q->nexthop;
-	bool grouped = strcasecmp(nexthop, q->nexthop) != 0;
 
-	if (grouped) {
-		str_setf(&s->tmp, "%s\t%s", q->nexthop, nexthop);
+	if (grouped_nexthop) {
+		str_setf(&s->tmp, "%s\t%s", q->nexthop, grouped_nexthop);
 		hk = str_cstr(&s->tmp);
 	}
 	if (j->peers == NULL)
@@ -372,7 +371,7 @@ static sched_peer_t *peer_obtain(sched_job_t *j, sched_queue_t *q,
 	p->j = j;
 	p->q = q;
 	p->bidx = SIZE_MAX;
-	if (grouped) {
+	if (grouped_nexthop) {
 		p->hkey = xstrdup(hk);
 		p->nexthop = p->hkey + strlen(q->nexthop) + 1;
 	}
@@ -421,8 +420,8 @@ bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
 		addr = "";
 	if (nexthop == NULL)
 		nexthop = "";
-	if (key == NULL)
-		key = nexthop;
+	if (key == NULL || strcasecmp(key, nexthop) == 0)
+		key = nexthop;		/* not grouped: as sched_msg_offer */
 	/* Stopped by the administrator (sched_msg_stop): the rest goes back
 	 * at once. */
 	if (m->stop_reason != NULL) {
@@ -491,7 +490,7 @@ live:
 	if (q == NULL)
 		q = sched_queue_create(t, key, now);
 	j = sched_job_obtain(m, t);
-	p = peer_obtain(j, q, nexthop);
+	p = peer_obtain(j, q, key != nexthop ? nexthop : NULL);
 
 	/* Batch with the newest pending entry of this message for this
 	 * destination while it has room. */

@@ -195,7 +195,6 @@ typedef struct sched_rcpt_spec {
 	const char *nexthop;
 	const char *addr;
 	int64_t cookie;
-	const char *key;		/* scheduling key; NULL: the nexthop */
 } sched_rcpt_spec_t;
 
 /* A message entering the active queue. */
