@@ -11,39 +11,27 @@ B=@BUILDDIR@
 BUILDDIR=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
 . @SRCDIR@/tests/system/common.subr
+. @SRCDIR@/tests/system/smtp_client.subr
 
 MKQ=$B/tests/tools/mkqfile
 POSTQ=$B/bin/postq
 
-# group_instance GROUPING DNSPORT SMTPPORT [main.cf lines...]: qmgr and
-# smtp; a.test ... f.test reach port SMTPPORT of their MX hosts through
-# etc/transport; one connection per delivery (no connection cache), so
-# the sink's session count is the concurrency.
+# group_instance GROUPING DNSPORT SMTPPORT [main.cf lines...]: the smtp
+# client's instance (smtp_client.subr); a.test ... f.test reach port
+# SMTPPORT of their MX hosts through etc/transport; one connection per
+# delivery (no connection cache), so the sink's session count is the
+# concurrency.
 group_instance() {
 	_g=$1 _dp=$2 _sp=$3
 	shift 3
-	mk_instance \
-	    "myhostname = client.test" \
-	    "mydestination = localhost" \
-	    "transport_maps = texthash:$PWD/etc/transport" \
-	    "queue_run_delay = 3600s" \
-	    "minimal_backoff_time = 3000s" \
-	    "maximal_backoff_time = 4000s" \
-	    "smtp_host_lookup = dns" \
-	    "inet_protocols = ipv4" \
+	smtp_instance \
 	    "dns_server_address = 127.0.0.1:$_dp" \
-	    "smtp_connect_timeout = 5s" \
 	    "smtp_connection_cache_on_demand = no" \
 	    "smtp_destination_grouping = $_g" \
 	    "$@"
-	: > etc/transport
 	for _d in a b c d e f; do
 		echo "$_d.test smtp:$_d.test:$_sp" >> etc/transport
 	done
-	{
-		echo "qmgr unix-dgram n - n 3600 1 $B/bin/qmgr"
-		echo "smtp unix - n n - - $B/bin/smtp"
-	} > etc/master.cf
 }
 
 # start_sink_at NAME [OPT...]: smtp-sink on 127.0.0.2 (the MX hosts'
