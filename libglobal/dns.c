@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <arpa/nameser.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <resolv.h>
@@ -176,6 +177,44 @@ static ssize_t send_query(dns_resolver_t *r, const char *name, uint16_t type,
 		return -1;
 	}
 	return n;
+}
+
+ssize_t dns_query_make(dns_resolver_t *r, const char *name, uint16_t type,
+    unsigned char *buf, size_t size, str_t *why)
+{
+	int n;
+
+	if (!dns_valid_hostname(name)) {
+		str_setf(why, "not a valid host name");
+		return -1;
+	}
+	if (resolver_init(r, why) < 0)
+		return -1;
+	n = res_nmkquery(&r->res, ns_o_query, name, ns_c_in, type, NULL, 0,
+	    NULL, buf, (int)(size > INT_MAX ? INT_MAX : size));
+	if (n < 0) {
+		str_setf(why, "cannot build a query for %s", name);
+		return -1;
+	}
+	return n;
+}
+
+int dns_resolver_server(dns_resolver_t *r, struct sockaddr_in *out,
+    str_t *why)
+{
+	if (r->have_server) {
+		*out = r->server;
+		return 0;
+	}
+	if (resolver_init(r, why) < 0)
+		return -1;
+	for (int i = 0; i < r->res.nscount && i < MAXNS; i++)
+		if (r->res.nsaddr_list[i].sin_family == AF_INET) {
+			*out = r->res.nsaddr_list[i];
+			return 0;
+		}
+	str_setf(why, "no IPv4 name server in the resolver configuration");
+	return -1;
 }
 
 enum dns_status dns_lookup(dns_resolver_t *r, const char *name,

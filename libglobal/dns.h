@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/types.h>
 #include "sock.h"
 #include "str.h"
@@ -148,6 +149,17 @@ void dns_resolver_set_transport(dns_resolver_t *r, dns_transport_fn fn,
  * DNS_NXDOMAIN without a query. */
 enum dns_status dns_lookup(dns_resolver_t *r, const char *name,
     uint16_t type, dns_reply_t *reply, str_t *why);
+
+/* For callers that do their own I/O (qmgr's non-blocking MX lookups):
+ * builds a query of name (a valid host name) and type into buf, with a
+ * fresh random ID in its first two bytes, and returns its length; or -1
+ * with a reason.  The reply is for dns_parse_reply(). */
+ssize_t dns_query_make(dns_resolver_t *r, const char *name, uint16_t type,
+    unsigned char *buf, size_t size, str_t *why);
+/* The server such a caller sends to: dns_server_address when set, else
+ * the first IPv4 name server of resolv.conf.  0, or -1 with a reason. */
+int dns_resolver_server(dns_resolver_t *r, struct sockaddr_in *out,
+    str_t *why);
 
 /* Address families (inet_protocols). */
 #define DNS_INET4	1

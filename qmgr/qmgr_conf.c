@@ -55,10 +55,11 @@ static void sched_params_from_config(sched_params_t *p)
  * opened before the chroot (qmgr_conf_preload). */
 static htable_t *rate_maps;
 
-/* The one key of a destination in the rate tables: the nexthop as
- * address resolution gave it ("example.com", "[192.0.2.1]:2525").  A
- * destination grouped with others (MX groups) gives its group's key
- * here. */
+/* The one key of a destination in the rate tables: its queue's key,
+ * the nexthop as address resolution gave it ("example.com",
+ * "[192.0.2.1]:2525"), or, with TRANSPORT_destination_grouping = mx,
+ * the MX group ("{mx1.example.net,mx2.example.net}"): the domains of a
+ * group share one bucket, found under the group's key. */
 const char *qmgr_rate_key(const char *transport, const char *nexthop)
 {
 	(void)transport;
@@ -241,6 +242,10 @@ static void tparams_from_config(sched_tparams_t *tp, const char *name,
 	tp->limits.msgs_per_conn = config_get_int_tr(name,
 	    "destination_messages_per_connection");
 	tp->dest_limits = rate_maps && htable_get(rate_maps, name) != NULL;
+	/* The value was checked against its choices when main.cf was read. */
+	tp->destination_grouping = sched_grouping_parse(config_get_str_tr(name,
+	    "destination_grouping")) == SCHED_GROUP_MX ? SCHED_GROUP_MX
+	    : SCHED_GROUP_DOMAIN;
 	if (!fb_func_parse(config_get_str_tr(name,
 	    "destination_concurrency_positive_feedback"),
 	    "destination_concurrency_positive_feedback", &tp->conc.positive, &err)
@@ -275,6 +280,10 @@ static void transport_add(const mastercf_entry_t *me)
 		tr->endpoint = str_steal(&ep);
 	}
 	tr->time_limit = config_get_time_tr(me->service, "time_limit");
+	if (tp.destination_grouping == SCHED_GROUP_MX) {
+		tr->group_mx = true;
+		Q.group_mx++;
+	}
 	tr->st = sched_transport_add(Q.s, tr->name, &tp, &err);
 	if (tr->st == NULL)
 		log_fatal("transport %s: %s", tr->name, str_cstr(&err));
@@ -340,6 +349,7 @@ void qmgr_conf_preload(void)
 	str_set(&pre_mcf_warnings, str_cstr(&err));
 	str_reset(&err);
 	rate_maps_open(pre_mcf);
+	qmgr_mxgroup_preload(pre_mcf);
 	pre_resolver = resolver_from_config(&err);
 	if (pre_resolver == NULL)
 		log_fatal("address resolution: %s", str_cstr(&err));

@@ -45,6 +45,7 @@ typedef struct qmgr_transport {
 	double suspended_until;		/* 0: not suspended */
 	str_t suspend_reason;
 	unsigned long deliveries, agent_failures;
+	bool group_mx;			/* destination_grouping = mx */
 } qmgr_transport_t;
 
 struct qmgr_dlv;
@@ -112,6 +113,7 @@ typedef struct qmgr_msg {
 	rec_batch_t *bpend;		/* bounce records not yet on disk */
 	list_node_t bsync_node;		/* on Q.bounce_sync while bpend has some */
 	list_node_t fin_node;		/* on Q.finish while finishing */
+	list_node_t mxg_node;		/* waiting for an MX group lookup */
 	list_node_t node;		/* on Q.messages */
 } qmgr_msg_t;
 
@@ -148,6 +150,8 @@ typedef struct qmgr {
 	char *bounce_endpoint;		/* "private/bounce", or NULL */
 	/* Parameters. */
 	long active_limit;		/* qmgr_message_active_limit (effective) */
+	int group_mx;			/* transports with destination_grouping
+					 * = mx (0: no lookups, no cost) */
 	long queue_run_delay;
 	long temp_max_age;		/* temp_file_max_age */
 	long clog_warn_time;
@@ -211,6 +215,19 @@ void qmgr_transport_failure(qmgr_transport_t *tr, const char *reason,
     double now);
 void qmgr_transport_success(qmgr_transport_t *tr);
 void qmgr_transport_unsuspend_all(void);
+
+/* qmgr_mxgroup.c: destination grouping by MX hosts. */
+struct mastercf;
+/* Before the chroot: the name server and its socket, if a transport of
+ * mcf groups by mx. */
+void qmgr_mxgroup_preload(const struct mastercf *mcf);
+/* The scheduling key of nexthop for a transport that groups by mx; NULL
+ * when its lookup is in progress: msg is then a waiter, resumed
+ * (sched_msg_resume) when it ends. */
+const char *qmgr_mxgroup_key(const char *nexthop, qmgr_msg_t *msg,
+    double now);
+/* msg goes away: no longer a waiter. */
+void qmgr_mxgroup_forget(qmgr_msg_t *msg);
 
 /* qmgr_active.c */
 void qmgr_active_recover(void);

@@ -229,6 +229,7 @@ static size_t cb_read_more(void *ctx, sched_msg_t *m, double now)
 	while (!msg->read_error) {
 		qf_rcpt_t *r;
 		qmgr_rcpt_t *qr;
+		const char *key;
 
 		if (msg->bpos >= msg->batch.count) {
 			long n;
@@ -279,10 +280,23 @@ static size_t cb_read_more(void *ctx, sched_msg_t *m, double now)
 			filter_route(msg->filter_tr, msg->filter_nh,
 			    Q.default_filter_nexthop, str_cstr(&rr.address),
 			    Q.myhostname, &rr.transport, &rr.nexthop);
+		key = NULL;
+		if (Q.group_mx > 0) {
+			qmgr_transport_t *tr = qmgr_transport_get(
+			    str_cstr(&rr.transport));
+			if (tr != NULL && tr->group_mx && (key = qmgr_mxgroup_key(
+			    str_cstr(&rr.nexthop), msg, now)) == NULL) {
+				/* Its group is being looked up: wait in
+				 * the active queue, read on when it is
+				 * known (this recipient again first). */
+				sched_msg_wait(m);
+				break;
+			}
+		}
 		qr = rcpt_new(r);
 		msg->rcpt_in_core++;
-		if (!sched_msg_offer(m, str_cstr(&rr.transport),
-		    str_cstr(&rr.nexthop), qr->r.address,
+		if (!sched_msg_offer_key(m, str_cstr(&rr.transport),
+		    str_cstr(&rr.nexthop), key, qr->r.address,
 		    (int64_t)(intptr_t)qr)) {
 			/* No room now: offered again at the next call. */
 			msg->rcpt_in_core--;
@@ -670,6 +684,7 @@ static void dispose(qmgr_msg_t *msg, double now)
 		}
 	}
 	list_remove(&msg->node);
+	qmgr_mxgroup_forget(msg);
 	Q.active--;
 	qf_rcpt_batch_free(&msg->batch);
 	free(msg->bpend);

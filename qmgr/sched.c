@@ -43,7 +43,9 @@ static void free_entry_list(list_t *l)
 
 static void free_peer(void *v)
 {
-	free(v);
+	sched_peer_t *p = v;
+	free(p->hkey);
+	free(p);
 }
 
 void sched_free(sched_t *s)
@@ -267,6 +269,8 @@ void sched_msg_read(sched_msg_t *m, double now)
 	size_t unread;
 
 	msg_unwait(m);
+	if (m->drv_wait)
+		return;			/* sched_msg_resume reads */
 	m->reading = true;
 	m->offered_any = false;
 	m->refused = false;
@@ -346,25 +350,62 @@ static void defer_now(sched_msg_t *m, const char *addr, int64_t cookie,
 		s->drv.rcpt_done(s->drv.ctx, m, &r, SCHED_RCPT_DEFERRED, reason, now);
 }
 
-static sched_peer_t *peer_obtain(sched_job_t *j, sched_queue_t *q)
+/* The job's peer for q; grouped_nexthop is the entries' nexthop when it
+ * is not q's key (grouping), else NULL. */
+static sched_peer_t *peer_obtain(sched_job_t *j, sched_queue_t *q,
+    const char *grouped_nexthop)
 {
+	sched_t *s = j->m->s;
 	sched_peer_t *p;
+	const char *hk = q->nexthop;
 
+	if (grouped_nexthop) {
+		str_setf(&s->tmp, "%s\t%s", q->nexthop, grouped_nexthop);
+		hk = str_cstr(&s->tmp);
+	}
 	if (j->peers == NULL)
 		j->peers = htable_new(4, HTABLE_FLAG_NOCASE);
-	else if ((p = htable_get(j->peers, q->nexthop)) != NULL)
+	else if ((p = htable_get(j->peers, hk)) != NULL)
 		return p;
 	p = xcalloc(1, sizeof(*p));
 	p->j = j;
 	p->q = q;
 	p->bidx = SIZE_MAX;
+	if (grouped_nexthop) {
+		p->hkey = xstrdup(hk);
+		p->nexthop = p->hkey + strlen(q->nexthop) + 1;
+	}
 	list_init(&p->todo);
-	htable_add(j->peers, q->nexthop, p);
+	htable_add(j->peers, PEER_HKEY(p), p);
 	return p;
 }
 
 bool sched_msg_offer(sched_msg_t *m, const char *transport,
     const char *nexthop, const char *addr, int64_t cookie)
+{
+	return sched_msg_offer_key(m, transport, nexthop, NULL, addr, cookie);
+}
+
+void sched_msg_wait(sched_msg_t *m)
+{
+	if (m->reading) {
+		m->drv_wait = true;
+		m->refused = true;	/* not "nothing offered": a wait */
+	}
+}
+
+void sched_msg_resume(sched_msg_t *m, double now)
+{
+	if (m == NULL || !m->drv_wait)
+		return;
+	m->drv_wait = false;
+	if (m->unread > 0 && !m->finished && !m->reading)
+		msg_want_refill(m);
+	sched_flush(m->s, now);
+}
+
+bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
+    const char *nexthop, const char *key, const char *addr, int64_t cookie)
 {
 	sched_t *s = m->s;
 	double now = m->refill_time;	/* the time of the current read */
@@ -379,6 +420,8 @@ bool sched_msg_offer(sched_msg_t *m, const char *transport,
 		addr = "";
 	if (nexthop == NULL)
 		nexthop = "";
+	if (key == NULL || strcasecmp(key, nexthop) == 0)
+		key = nexthop;		/* not grouped: as sched_msg_offer */
 	/* Stopped by the administrator (sched_msg_stop): the rest goes back
 	 * at once. */
 	if (m->stop_reason != NULL) {
@@ -398,6 +441,8 @@ bool sched_msg_offer(sched_msg_t *m, const char *transport,
 	 * deferred queue (sched_dest_suspend). */
 	if (s->held != NULL) {
 		const char *why = sched_held_text(s, nexthop);
+		if (why == NULL && key != nexthop)
+			why = sched_held_text(s, key);
 		if (why != NULL) {
 			s->suspended_rcpts++;
 			defer_now(m, addr, cookie, why, now);
@@ -407,14 +452,14 @@ bool sched_msg_offer(sched_msg_t *m, const char *transport,
 	}
 
 	/* Mail for a destination the DSC holds dead goes back at once. */
-	q = sched_queue_find(t, nexthop);
+	q = sched_queue_find(t, key);
 	if (q ? sched_queue_suspended(q, now)
 	    : (s->dsc && dsc_count(s->dsc) > 0)) {
 		const char *why = NULL;
 		if (q) {
 			why = q->reason;
 		} else {
-			const dsc_entry_t *de = dsc_peek(s->dsc, t->name, nexthop, NULL);
+			const dsc_entry_t *de = dsc_peek(s->dsc, t->name, key, NULL);
 			if (de && (de->state == DSC_STATE_PROBING || de->retry_at > now))
 				why = de->reason ? de->reason : "unknown reason";
 			else
@@ -443,9 +488,9 @@ live:
 		}
 	}
 	if (q == NULL)
-		q = sched_queue_create(t, nexthop, now);
+		q = sched_queue_create(t, key, now);
 	j = sched_job_obtain(m, t);
-	p = peer_obtain(j, q);
+	p = peer_obtain(j, q, key != nexthop ? nexthop : NULL);
 
 	/* Batch with the newest pending entry of this message for this
 	 * destination while it has room. */
@@ -607,9 +652,9 @@ void sched_entry_finish(sched_entry_t *e, const sched_rcpt_result_t *res,
 	t->rcpt_in_core -= n;
 	s->rcpt_in_core -= n;
 	if (p->ntodo == 0 && p->nbusy == 0) {
-		htable_delete(j->peers, p->q->nexthop);
+		htable_delete(j->peers, PEER_HKEY(p));
 		sched_queue_gc_mark(p->q);
-		free(p);
+		free_peer(p);
 	}
 	wake_waiters(s, t, now);
 	/* The last in-memory recipient of a partly read message is gone:
@@ -670,7 +715,7 @@ const char *sched_entry_transport(const sched_entry_t *e)
 
 const char *sched_entry_nexthop(const sched_entry_t *e)
 {
-	return e->peer->q->nexthop;
+	return PEER_NEXTHOP(e->peer);
 }
 
 sched_msg_t *sched_entry_msg(const sched_entry_t *e)

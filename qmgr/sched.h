@@ -119,7 +119,17 @@ typedef struct sched_tparams {
 	/* Ask driver.dest_limits for each new destination queue of this
 	 * transport (it has a rate table). */
 	bool dest_limits;
+	int destination_grouping;	/* SCHED_GROUP_*: how the driver keys
+					 * this transport's queues (the core
+					 * only reports it) */
 } sched_tparams_t;
+
+/* destination_grouping: queues keyed by nexthop, or by the set of the
+ * nexthop's MX hosts (doc/scheduler.md section 11). */
+enum { SCHED_GROUP_DOMAIN = 0, SCHED_GROUP_MX = 1 };
+/* "domain" or "mx" (any case) to SCHED_GROUP_*; -1 for anything else. */
+int sched_grouping_parse(const char *value);
+const char *sched_grouping_str(int grouping);
 
 /* Defaults for a transport called 'name' (for "local": recipient limit 1
  * per entry and concurrency limit 2, as SCHEDULER.md says). */
@@ -251,6 +261,20 @@ sched_msg_t *sched_msg_add(sched_t *s, const sched_msg_desc_t *d, double now);
  * the next read_more). */
 bool sched_msg_offer(sched_msg_t *m, const char *transport,
     const char *nexthop, const char *addr, int64_t cookie);
+/* The same with a scheduling key (destination grouping, doc/scheduler.md
+ * section 11): the recipient is queued in the transport's queue for key
+ * (window, feedback, dead state, DSC entry), while its entry keeps
+ * nexthop for the delivery agent.  key NULL or equal to nexthop is
+ * sched_msg_offer. */
+bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
+    const char *nexthop, const char *key, const char *addr, int64_t cookie);
+/* From read_more only: the driver cannot offer the next recipient yet
+ * (its scheduling key is being looked up).  The message keeps what was
+ * offered, stays in the core, and is not read again until
+ * sched_msg_resume; read_more returns the unread count as usual. */
+void sched_msg_wait(sched_msg_t *m);
+/* The driver can offer again: read the message's next batch now. */
+void sched_msg_resume(sched_msg_t *m, double now);
 
 const char *sched_msg_id(const sched_msg_t *m);
 void *sched_msg_ctx(const sched_msg_t *m);

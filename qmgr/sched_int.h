@@ -111,6 +111,9 @@ struct sched_msg {
 	bool offered_any;		/* this read took something */
 	bool refused;			/* this read hit a limit */
 	bool finished;			/* on the done list */
+	bool drv_wait;			/* the driver asked to wait
+					 * (sched_msg_wait): no reads until
+					 * sched_msg_resume */
 	long in_core;			/* recipients queued, not final */
 	unsigned long sent, bounced, deferred;
 	list_t jobs;			/* sched_job_t.mnode */
@@ -138,7 +141,9 @@ struct sched_job {
 	list_node_t sibling;
 	bool blocked;			/* no destination can take a delivery */
 	list_t ready;			/* peers with todo entries, round-robin */
-	htable_t *peers;		/* nexthop -> peer (all live peers) */
+	htable_t *peers;		/* nexthop -> peer (all live peers;
+					 * "key\tnexthop" for a nexthop queued
+					 * under another key: grouping) */
 	long read_entries, selected_entries, ntodo;
 	long slots_available, slots_used;
 	long rcpt_in_core;
@@ -147,6 +152,10 @@ struct sched_job {
 struct sched_peer {
 	sched_job_t *j;
 	sched_queue_t *q;
+	char *hkey;			/* grouping: "KEY\tNEXTHOP", its name in
+					 * j->peers; NULL when the entries'
+					 * nexthop is the queue's key */
+	const char *nexthop;		/* the entries' nexthop (in hkey), or NULL */
 	list_t todo;			/* entries (sched_entry_t.pnode) */
 	long ntodo, nbusy;
 	list_node_t rnode;		/* j->ready while ntodo > 0 */
@@ -163,6 +172,8 @@ struct sched_entry {
 	bool probe;
 };
 
+#define PEER_NEXTHOP(p)		((p)->nexthop ? (p)->nexthop : (p)->q->nexthop)
+#define PEER_HKEY(p)		((p)->hkey ? (p)->hkey : (p)->q->nexthop)
 #define JOB_HAS_TODO(j)		((j)->ntodo > 0)
 #define MIN_ENTRIES(j)		((j)->read_entries)
 #define MAX_ENTRIES(j)		((j)->read_entries + (long)(j)->m->unread)

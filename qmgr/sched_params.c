@@ -28,6 +28,20 @@ void sched_tparams_init(sched_tparams_t *p, const char *name)
 	}
 }
 
+int sched_grouping_parse(const char *value)
+{
+	if (value && strcasecmp(value, "domain") == 0)
+		return SCHED_GROUP_DOMAIN;
+	if (value && strcasecmp(value, "mx") == 0)
+		return SCHED_GROUP_MX;
+	return -1;
+}
+
+const char *sched_grouping_str(int g)
+{
+	return g == SCHED_GROUP_MX ? "mx" : "domain";
+}
+
 bool sched_parse_time(const char *text, double *out)
 {
 	char *end;
@@ -127,6 +141,13 @@ bool sched_tparams_set(sched_tparams_t *p, const char *name,
 		if (!sched_parse_time(value, &d))
 			return bad(err, name, value, "a time (e.g. 5s)");
 		p->recipient_refill_delay = d;
+		return true;
+	}
+	if (strcmp(name, "destination_grouping") == 0) {
+		int g = sched_grouping_parse(value);
+		if (g < 0)
+			return bad(err, name, value, "domain or mx");
+		p->destination_grouping = g;
 		return true;
 	}
 	if (strcmp(name, "destination_rate_delay") == 0) {

@@ -21,6 +21,16 @@ typedef enum sim_fail_mode {
 typedef struct sim_dest {
 	char *name;			/* the nexthop */
 	char *transport;
+	char *mx;			/* its MX group (the provider's
+					 * server), or NULL: its own server */
+	char *key;			/* scheduling key: "{mx}" when its
+					 * transport groups by mx, else name */
+	struct sim_dest *server;	/* the dest whose session count is the
+					 * server's (first of its mx group) */
+	int max_sessions;		/* as server: most sessions at once */
+	int conns, max_conns;		/* as server: connections in flight
+					 * (sessions and the ones being
+					 * refused or rejected), and the most */
 	double service;			/* per recipient */
 	double connect;			/* per delivery, before the recipients */
 	int limit;			/* server sessions; beyond: 421 (0 = none) */

@@ -60,6 +60,8 @@ typedef struct run {
 } run_t;
 
 static void observe(run_t *r, sim_dest_t *d);
+static void mx_report(const sim_t *sim, FILE *out);
+#define DEST_KEY(d)	((d)->key ? (d)->key : (d)->name)
 
 /* ---- Deterministic random numbers (splitmix64). ---- */
 
@@ -171,7 +173,8 @@ static size_t cb_read_more(void *ctx, sched_msg_t *m, double now)
 		}
 		d = rcpt_dest(r, sm, i);
 		bfmt(addr, sizeof(addr), "r%ld@%s", i, d->name);
-		if (!sched_msg_offer(m, d->transport, d->name, addr, i))
+		if (!sched_msg_offer_key(m, d->transport, d->name, d->key, addr,
+		    i))
 			break;
 		sm->next++;
 		sm->offered++;
@@ -401,7 +404,7 @@ static void start_delivery(run_t *r, sched_entry_t *e)
 		else if (x < d->refuse_p + d->timeout_p)
 			fail = 2;
 	}
-	if (fail == 0 && d->limit > 0 && d->sessions >= d->limit)
+	if (fail == 0 && d->limit > 0 && d->server->sessions >= d->limit)
 		fail = 3;
 	switch (fail) {
 	case 1:
@@ -424,7 +427,8 @@ static void start_delivery(run_t *r, sched_entry_t *e)
 		break;
 	default:
 		f->session = true;
-		d->sessions++;
+		if (++d->server->sessions > d->server->max_sessions)
+			d->server->max_sessions = d->server->sessions;
 		dur = d->connect + (double)n * d->service;
 		f->res = xcalloc(n, sizeof(*f->res));
 		for (size_t i = 0; i < n; i++) {
@@ -448,6 +452,8 @@ static void start_delivery(run_t *r, sched_entry_t *e)
 		if (first)
 			d->first_deferred++;
 	}
+	if (++d->server->conns > d->server->max_conns)
+		d->server->max_conns = d->server->conns;
 	r->flights++;
 	ev_push(r, r->now + dur, EV_DONE, f);
 	observe(r, d);
@@ -456,7 +462,8 @@ static void start_delivery(run_t *r, sched_entry_t *e)
 static void finish_delivery(run_t *r, flight_t *f)
 {
 	if (f->session)
-		f->d->sessions--;
+		f->d->server->sessions--;
+	f->d->server->conns--;
 	r->flights--;
 	sched_delivery_done(r->s, f->e, f->res, f->flags,
 	    f->reason[0] ? f->reason : NULL, r->now);
@@ -494,7 +501,7 @@ static void observe(run_t *r, sim_dest_t *d)
 		d->busy_time += dt;
 	}
 	d->last_t = r->now;
-	if (sched_queue_lookup(r->s, d->transport, d->name, &qi)) {
+	if (sched_queue_lookup(r->s, d->transport, DEST_KEY(d), &qi)) {
 		d->obs_window = qi.window;
 		d->obs_busy = qi.busy;
 		if (qi.window > d->max_window)
@@ -504,12 +511,40 @@ static void observe(run_t *r, sim_dest_t *d)
 	}
 }
 
+/* One line per MX group (dests with mx=): the provider's view. */
+static void mx_report(const sim_t *sim, FILE *out)
+{
+	for (int i = 0; i < sim->ndests; i++) {
+		const sim_dest_t *srv = &sim->dests[i];
+		unsigned long dl = 0, cf = 0, rj = 0, ff = 0, fd = 0;
+		int nd = 0;
+		if (srv->mx == NULL || srv->server != srv)
+			continue;
+		for (int k = i; k < sim->ndests; k++) {
+			const sim_dest_t *d = &sim->dests[k];
+			if (d->server != srv)
+				continue;
+			nd++;
+			dl += d->deliveries;
+			cf += d->conn_fail;
+			rj += d->rejected;
+			ff += d->first_deliveries;
+			fd += d->first_deferred;
+		}
+		fprintf(out, "mx %s: dests=%d max_connections=%d max_sessions=%d "
+		    "deliveries=%lu conn_failures=%lu rejected_421=%lu "
+		    "first_attempt_deferred=%lu (%.1f%%)\n", srv->mx, nd,
+		    srv->max_conns, srv->max_sessions, dl, cf, rj, fd,
+		    ff ? 100.0 * (double)fd / (double)ff : 0.0);
+	}
+}
+
 static void sample(run_t *r)
 {
 	for (int i = 0; i < r->sim->ndests; i++) {
 		sim_dest_t *d = &r->sim->dests[i];
 		sched_queue_info_t qi;
-		if (!sched_queue_lookup(r->s, d->transport, d->name, &qi))
+		if (!sched_queue_lookup(r->s, d->transport, DEST_KEY(d), &qi))
 			continue;
 		fprintf(r->out, "%.3f,%s,%s,%d,%d,%zu,%s\n", r->now, d->transport,
 		    d->name, qi.window, qi.busy, qi.todo_entries,
@@ -672,6 +707,7 @@ static void report(run_t *r)
 			fprintf(out, " max=%lu\n", mx);
 		}
 	}
+	mx_report(sim, out);
 	sched_get_stats(r->s, &st);
 	fprintf(out, "core: selected=%lu preemptions=%lu suspended_rcpts=%lu "
 	    "reads=%lu peak_rcpt=%ld rcpt_limit=%ld\n", st.selected,
@@ -756,8 +792,18 @@ void sim_run(sim_t *sim, const sim_opts_t *o, FILE *out)
 	r.wake_at = -1;
 	r.reasons = htable_new(16, 0);
 	r.dest_by_name = htable_new(16, HTABLE_FLAG_NOCASE);
-	for (int i = 0; i < sim->ndests; i++)
-		htable_add(r.dest_by_name, sim->dests[i].name, &sim->dests[i]);
+	for (int i = 0; i < sim->ndests; i++) {
+		sim_dest_t *d = &sim->dests[i];
+		htable_add(r.dest_by_name, d->name, d);
+		/* Dests of one mx group share the provider's server. */
+		d->server = d;
+		for (int k = 0; d->mx && k < i; k++)
+			if (sim->dests[k].mx && strcasecmp(sim->dests[k].mx,
+			    d->mx) == 0) {
+				d->server = &sim->dests[k];
+				break;
+			}
+	}
 	if (sp.backoff.jitter > 0) {
 		sp.backoff.rand = rnd_backoff;
 		sp.backoff.rand_ctx = &r;
@@ -899,6 +945,8 @@ void sim_free(sim_t *s)
 	for (int i = 0; i < s->ndests; i++) {
 		free(s->dests[i].name);
 		free(s->dests[i].transport);
+		free(s->dests[i].mx);
+		free(s->dests[i].key);
 		free(s->dests[i].dead);
 		free(s->dests[i].limits);
 		free(s->dests[i].attempts);

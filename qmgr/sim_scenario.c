@@ -231,6 +231,12 @@ static bool do_dest(parse_t *p, char **tok, int ntok)
 			free(d->transport);
 			d->transport = xstrdup(v);
 			ok = true;
+		} else if (strcmp(k, "mx") == 0) {
+			if (*v == 0 || strpbrk(v, "{},") != NULL)
+				return perr(p, "mx needs a host name");
+			free(d->mx);
+			d->mx = xstrdup(v);
+			ok = true;
 		} else if (strcmp(k, "service") == 0)
 			ok = get_time(p, k, v, &d->service);
 		else if (strcmp(k, "connect") == 0)
@@ -471,12 +477,20 @@ sim_t *sim_parse(const char *name, const char *text, str_t *err)
 		char *tok[2] = { "transport", "smtp" };
 		ok = do_transport(&p, tok, 2);
 	}
-	for (int i = 0; ok && i < s->ndests; i++)
-		if (find_transport(s, s->dests[i].transport) < 0) {
+	for (int i = 0; ok && i < s->ndests; i++) {
+		sim_dest_t *d = &s->dests[i];
+		int ti = find_transport(s, d->transport);
+		if (ti < 0) {
 			str_setf(err, "%s: destination %s: unknown transport \"%s\"",
-			    name, s->dests[i].name, s->dests[i].transport);
+			    name, d->name, d->transport);
 			ok = false;
+		} else if (d->mx && s->transports[ti].p.destination_grouping
+		    == SCHED_GROUP_MX) {
+			str_t k = STR_INIT;
+			str_setf(&k, "{%s}", d->mx);
+			d->key = str_steal(&k);
 		}
+	}
 	if (ok && !sched_params_check(&s->sp, &e)) {
 		str_setf(err, "%s: %s", name, str_cstr(&e));
 		ok = false;

@@ -217,6 +217,41 @@ many_blocked_body()
 	    atf_fail "deliveries out of arrival order"
 }
 
+atf_test_case mx_group
+mx_group_head()
+{
+	atf_set "descr" "Three domains of one provider (5 sessions in sum): grouped by MX they share one window and the provider sees no more than it; grouped by domain it sees the sum of three windows"
+}
+mx_group_body()
+{
+	atf_check -o save:on.out $SIM --check $SC/mx-group.sim
+	atf_check -o save:off.out $SIM $SC/mx-group-off.sim
+	on=$(grep '^mx mx.provider.example:' on.out)
+	off=$(grep '^mx mx.provider.example:' off.out)
+	echo "grouped:   $on"
+	echo "by domain: $off"
+	# Grouped: one queue, so every dest reports the same window; the
+	# connections in flight at the provider never exceed it.
+	conn_on=$(value on.out "mx mx.provider.example:" max_connections)
+	win_on=$(grep '^dest [abc].example: first' on.out | tr ' ' '\n' |
+	    sed -n 's/^max_window=//p' | sort -n | tail -n1)
+	check_le "$conn_on" "$win_on" "grouped: connections above the shared window"
+	# The figures (deterministic): at most 6 at once (the 1/N window
+	# probes one above the server's 5, as for a single domain:
+	# conc-inverse.sim), 16.6% of the first attempts deferred.
+	atf_check -o match:'max_connections=6 max_sessions=5 ' echo "$on"
+	atf_check -o match:'first_attempt_deferred=199 \(16\.6%\)' echo "$on"
+	atf_check -o match:'messages: arrived=600 delivered=600 ' grep '^messages:' on.out
+	# By domain: three windows of 5 hit the provider at once.
+	atf_check -o match:'max_connections=15 max_sessions=5 ' echo "$off"
+	rej_on=$(value on.out "mx mx.provider.example:" rejected_421)
+	rej_off=$(value off.out "mx mx.provider.example:" rejected_421)
+	check_ge "$rej_off" "$(($rej_on + 100))" "grouping saved too few 421s"
+	def_on=$(value on.out recipients: deferrals)
+	def_off=$(value off.out recipients: deferrals)
+	check_ge "$def_off" "$(($def_on * 10))" "grouping saved too few deferrals"
+}
+
 atf_test_case consistency
 consistency_head()
 {
@@ -309,6 +344,10 @@ bad_input_body()
 	atf_check -s exit:2 -e match:'nosuch.sim' $SIM nosuch.sim
 	atf_check -s exit:2 -e match:'usage' $SIM
 	atf_check -s exit:2 -e match:'unknown option' $SIM --bogus a.sim
+	printf 'dest a.example mx=\n' > h.sim
+	atf_check -s exit:2 -e match:'h.sim:1: mx needs a host name' $SIM h.sim
+	printf 'transport smtp destination_grouping=provider\n' > i.sim
+	atf_check -s exit:2 -e match:'i.sim:1: .*destination_grouping.*domain or mx' $SIM i.sim
 	printf 'set minimal_backoff_time 1h\nset maximal_backoff_time 1m\n' > g.sim
 	atf_check -s exit:2 -e match:'g.sim' $SIM g.sim
 	# Impossible rates and bursts: each line alone is a scenario.
@@ -334,6 +373,7 @@ atf_init_test_cases()
 	atf_add_test_case fairness_stream
 	atf_add_test_case million_recipients
 	atf_add_test_case many_blocked
+	atf_add_test_case mx_group
 	atf_add_test_case consistency
 	atf_add_test_case outputs
 	atf_add_test_case rate_limit

@@ -11,34 +11,9 @@ B=@BUILDDIR@
 BUILDDIR=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
 . @SRCDIR@/tests/system/common.subr
+. @SRCDIR@/tests/system/smtp_client.subr
 
 MKQ=$B/tests/tools/mkqfile
-
-# smtp_instance [main.cf lines...]: qmgr and smtp (also as "relay") with
-# the connection cache, destinations in etc/transport, retries far away
-# (only flush retries).
-smtp_instance() {
-	mk_instance \
-	    "myhostname = client.test" \
-	    "mydestination = localhost" \
-	    "transport_maps = texthash:$PWD/etc/transport" \
-	    "queue_run_delay = 3600s" \
-	    "minimal_backoff_time = 3000s" \
-	    "maximal_backoff_time = 4000s" \
-	    "qmgr_ipc_timeout = 5s" \
-	    "smtp_host_lookup = dns" \
-	    "inet_protocols = ipv4" \
-	    "smtp_helo_timeout = 10s" \
-	    "smtp_connect_timeout = 5s" \
-	    "$@"
-	touch etc/transport
-	{
-		echo "qmgr unix-dgram n - n 3600 1 $B/bin/qmgr"
-		echo "smtp unix - n n - - $B/bin/smtp"
-		echo "relay unix - n n - - $B/bin/smtp"
-		echo "scache unix - n n - 1 $B/bin/scache"
-	} > etc/master.cf
-}
 
 # inject [mkqfile options...]: a message in incoming/; prints its ID.
 inject() {
