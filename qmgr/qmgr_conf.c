@@ -78,7 +78,10 @@ static void tparams_from_config(sched_tparams_t *tp, const char *name,
 	    "destination_concurrency_failed_cohort_limit");
 	tp->conc.rate_delay = (double)config_get_time_tr(name, "destination_rate_delay");
 	tp->conc.debug = config_get_bool("destination_concurrency_feedback_debug");
-	if (!fb_func_parse(config_get_str_tr(name,
+	if (!fb_mode_parse(config_get_str_tr(name,
+	    "destination_concurrency_feedback_mode"),
+	    "destination_concurrency_feedback_mode", &tp->conc.mode, &err)
+	    || !fb_func_parse(config_get_str_tr(name,
 	    "destination_concurrency_positive_feedback"),
 	    "destination_concurrency_positive_feedback", &tp->conc.positive, &err)
 	    || !fb_func_parse(config_get_str_tr(name,

@@ -156,6 +156,7 @@ struct sched_entry {
 	size_t n, cap;
 	bool busy;
 	bool probe;
+	fb_ticket_t fbt;		/* from fb_delivery_start, while busy */
 };
 
 #define JOB_HAS_TODO(j)		((j)->ntodo > 0)
