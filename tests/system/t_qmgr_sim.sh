@@ -1,7 +1,9 @@
 #! /usr/bin/env atf-sh
 # qmgr-sim runs the real scheduler core on the scenarios in tests/sim/ and
 # these tests check its output: the SCHEDULER.md section 3 sequences,
-# preemption, the section 4 reference server, dead destinations, fairness,
+# preemption, the section 4 reference server (and the learn feedback mode
+# against it, against no limit and against a changing one), dead
+# destinations, fairness,
 # a million recipients in bounded memory, and the scenario parser.
 
 SIM=@BUILDDIR@/bin/qmgr-sim
@@ -145,6 +147,98 @@ dead_destination_body()
 	atf_check -o match:'sent=10000 ' grep '^dest dead.example: transport' dead.out
 }
 
+# first-attempt deferral percentage of busy.example in a summary
+deferred_pct()
+{
+	grep "^dest $2: first" "$1" | sed -n 's/.*(\([0-9.]*\)%).*/\1/p'
+}
+
+atf_test_case learn_reference
+learn_reference_head()
+{
+	atf_set "descr" "The learn feedback mode against the 5-session server: at most 1/12 (aim 3%) of first deliveries deferred, throughput at least 98% of the postfix mode's"
+}
+learn_reference_body()
+{
+	atf_check -o save:pf.out $SIM $SC/conc-inverse.sim
+	atf_check -o save:learn.out $SIM $SC/learn-inverse.sim
+	ppf=$(deferred_pct pf.out busy.example)
+	plearn=$(deferred_pct learn.out busy.example)
+	spf=$(value pf.out recipients: sent)
+	slearn=$(value learn.out recipients: sent)
+	echo "postfix: ${ppf}% deferred, $spf sent; learn: ${plearn}% deferred, $slearn sent"
+	check_le "$plearn" 3 "learn deferred share"
+	check_ge "$slearn" "$(awk -v s="$spf" 'BEGIN { print s * 0.98 }')" "learn throughput"
+	# it does refuse now and then: the probes
+	check_ge "$(value learn.out "dest busy.example: transport" rejected_421)" 2 "probes"
+	check_le "$(value learn.out "dest busy.example: first" max_window)" 6 "learn max window"
+}
+
+atf_test_case learn_no_limit
+learn_no_limit_head()
+{
+	atf_set "descr" "Against a server without a session limit the learn mode delivers as much as the postfix mode and its window reaches the transport's limit"
+}
+learn_no_limit_body()
+{
+	atf_check -o save:pf.out $SIM $SC/nolimit.sim
+	atf_check -o save:learn.out $SIM $SC/nolimit-learn.sim
+	spf=$(value pf.out recipients: sent)
+	slearn=$(value learn.out recipients: sent)
+	echo "postfix $spf sent, learn $slearn sent"
+	check_ge "$slearn" "$(awk -v s="$spf" 'BEGIN { print s * 0.98 }')" "learn throughput"
+	check_le "$slearn" "$(awk -v s="$spf" 'BEGIN { print s * 1.02 }')" "learn throughput"
+	atf_check -o match:' max_window=20 ' grep '^dest open.example: first' learn.out
+	atf_check -o match:'conn_failures=0 ' grep '^dest open.example: transport' learn.out
+}
+
+atf_test_case learn_limit_change
+learn_limit_change_head()
+{
+	atf_set "descr" "A server whose limit goes 5, 10 at 100 s, 3 at 200 s: the learn mode's window follows each change within 60 s"
+}
+learn_limit_change_body()
+{
+	atf_check -o save:learn.csv $SIM --csv $SC/limit-change-learn.sim
+	atf_check -o save:pf.csv $SIM --csv $SC/limit-change.sim
+	for f in pf learn; do
+		awk -F, '$2 == "smtp" { t = $1 + 0; w = $4 + 0
+		    if (t >= 100 && rise == "" && w >= 10) rise = t
+		    if (t >= 200 && w > 4) fall = t }
+		    END { printf "%s: window at 10 by %s s, last above 4 at %s s\n", f, rise, fall }' f=$f $f.csv
+	done
+	awk -F, '$2 == "smtp" { t = $1 + 0; w = $4 + 0
+	    if (t >= 50 && t < 100 && (w < 5 || w > 6)) { print "before 100 s: window " w " at " t; bad = 1 }
+	    if (t >= 100 && rise == "" && w >= 10) rise = t
+	    if (t >= 160 && t < 200 && (w < 10 || w > 11)) { print "before 200 s: window " w " at " t; bad = 1 }
+	    if (t >= 200 && w > 4) fall = t
+	    if (t >= 200 && w == 0) { print "dead at " t; bad = 1 } }
+	    END {
+		if (rise == "" || rise > 160) { print "window did not reach 10 by 160 s"; bad = 1 }
+		if (fall > 260) { print "window above 4 at " fall " s"; bad = 1 }
+		exit bad }' learn.csv || atf_fail "the window did not follow the limit"
+	atf_check -o save:learn.out $SIM $SC/limit-change-learn.sim
+	atf_check -o save:pf.out $SIM $SC/limit-change.sim
+	plearn=$(deferred_pct learn.out busy.example)
+	ppf=$(deferred_pct pf.out busy.example)
+	echo "deferred on the first attempt: postfix ${ppf}%, learn ${plearn}%"
+	check_le "$plearn" "$ppf" "learn deferred share"
+}
+
+atf_test_case learn_dead
+learn_dead_head()
+{
+	atf_set "descr" "dead.sim in the learn mode: the same figures as in the postfix mode"
+}
+learn_dead_body()
+{
+	atf_check -o save:pf.out $SIM $SC/dead.sim
+	atf_check -o save:learn.out $SIM $SC/dead-learn.sim
+	sed 1d pf.out > pf.body
+	sed 1d learn.out > learn.body
+	atf_check -o empty diff pf.body learn.body
+}
+
 atf_test_case fairness_backlog
 fairness_backlog_head()
 {
@@ -272,6 +366,14 @@ bad_input_body()
 	atf_check -s exit:2 -e match:'unknown option' $SIM --bogus a.sim
 	printf 'set minimal_backoff_time 1h\nset maximal_backoff_time 1m\n' > g.sim
 	atf_check -s exit:2 -e match:'g.sim' $SIM g.sim
+	printf 'transport smtp\ndest a.example limit_at=100s:5,50s:3\n' > h.sim
+	atf_check -s exit:2 -e match:'h.sim:2: limit_at: times must increase' $SIM h.sim
+	printf 'dest a.example limit_at=100s\n' > i.sim
+	atf_check -s exit:2 -e match:'i.sim:1: bad limit change "100s"' $SIM i.sim
+	printf 'dest a.example limit_at=10s:-1\n' > j.sim
+	atf_check -s exit:2 -e match:'j.sim:1: bad number for limit_at' $SIM j.sim
+	printf 'transport smtp destination_concurrency_feedback_mode=fast\n' > k.sim
+	atf_check -s exit:2 -e match:'k.sim:1: .*unknown feedback mode "fast": expected postfix or learn' $SIM k.sim
 }
 
 atf_init_test_cases()
@@ -281,6 +383,10 @@ atf_init_test_cases()
 	atf_add_test_case bulk_same_destination
 	atf_add_test_case concurrency_reference
 	atf_add_test_case dead_destination
+	atf_add_test_case learn_reference
+	atf_add_test_case learn_no_limit
+	atf_add_test_case learn_limit_change
+	atf_add_test_case learn_dead
 	atf_add_test_case fairness_backlog
 	atf_add_test_case fairness_stream
 	atf_add_test_case million_recipients

@@ -4,7 +4,8 @@
 # (and fakedns) as the outside world.  Delivery via relayhost, a
 # transport-table [address]:port and MX lookup with fallback; connection
 # reuse counted by the sink; qmgr's concurrency feedback against a sink
-# that refuses sessions beyond 5; a dead port with 1,000 waiting
+# that refuses sessions beyond 5, in the postfix and the learn feedback
+# modes; a dead port with 1,000 waiting
 # messages.
 
 B=@BUILDDIR@
@@ -252,6 +253,71 @@ feedback_421_cleanup() {
 	stop_all
 }
 
+# first_pass_421 MODE: in directory MODE, 100 two-recipient messages
+# through a sink that takes 5 sessions and answers 421 beyond, with
+# destination_concurrency_feedback_mode MODE for the smtp transport;
+# waits for the first pass and leaves the sink's count of refused sessions
+# in MODE/refused.
+first_pass_421() {
+	mkdir "$1" && cd "$1" || atf_fail "mkdir $1"
+	start_sink s -S 5 -W 200
+	smtp_instance "relayhost = [127.0.0.1]:$port" \
+	    "initial_destination_concurrency = 5" \
+	    "default_destination_concurrency_limit = 20" \
+	    "destination_concurrency_positive_feedback = 1/concurrency" \
+	    "destination_concurrency_negative_feedback = 1/concurrency" \
+	    "destination_concurrency_failed_cohort_limit = 10" \
+	    "smtp_destination_concurrency_feedback_mode = $1" \
+	    "destination_concurrency_feedback_debug = yes" \
+	    "smtp_connection_cache_on_demand = no"
+	i=0
+	while [ $i -lt 100 ]; do
+		inject -r a$i@far.test -r b$i@far.test > /dev/null || atf_fail "mkqfile"
+		i=$((i + 1))
+	done
+	start_instance
+	WAIT_MAX=900 wait_for lines_ge 200 ": to=<" maillog ||
+	    atf_fail "$1: first pass incomplete: $(count ': to=<' maillog) lines"
+	value s.stats rejected_sessions > refused
+	echo "$1 mode: $(count 'status=sent' maillog) recipients sent, $(count 'status=deferred' maillog) deferred, $(cat refused) sessions refused" >&2
+	stop_instance
+	assert_log_clean
+	finish
+	cd ..
+}
+
+atf_test_case feedback_learn cleanup
+feedback_learn_head() {
+	atf_set descr "the learn feedback mode against a server refusing sessions beyond 5: fewer 421s than the simulator's bound for it, which the postfix mode exceeds"
+	atf_set require.user unprivileged
+	atf_set timeout 900
+}
+feedback_learn_body() {
+	# The bound: the simulator's count for this test (tests/sim/
+	# sink5-learn.sim), doubled, plus 2.  Real timing is not lockstep: a
+	# session the sink still counts while qmgr already heard of its end
+	# makes an extra refusal now and then.
+	sim=$($BUILDDIR/bin/qmgr-sim @SRCDIR@/tests/sim/sink5-learn.sim |
+	    sed -n 's/^dest far.test: transport.* rejected_421=\([0-9]*\) .*/\1/p')
+	[ -n "$sim" ] || atf_fail "no refusal count from qmgr-sim"
+	bound=$((2 * sim + 2))
+	first_pass_421 learn
+	first_pass_421 postfix
+	learn=$(cat learn/refused)
+	pf=$(cat postfix/refused)
+	echo "sessions refused: learn $learn, postfix $pf, bound $bound (qmgr-sim: $sim)" >&2
+	grep -q 'feedback: smtp:.* ceiling [1-9]' learn/maillog ||
+	    atf_fail "learn mode: no ceiling learned"
+	[ "$learn" -le "$bound" ] || atf_fail "learn mode: $learn sessions refused, bound $bound"
+	[ "$pf" -gt "$bound" ] || atf_fail "postfix mode: only $pf sessions refused: the bound $bound does not tell the modes apart"
+}
+feedback_learn_cleanup() {
+	for d in learn postfix; do
+		[ -d "$d" ] || continue
+		(cd "$d" && stop_instance; stop_all)
+	done
+}
+
 atf_test_case dead_port cleanup
 dead_port_head() {
 	atf_set descr "1,000 messages for a dead port: a bounded number of connection attempts, the rest suspended"
@@ -290,5 +356,6 @@ atf_init_test_cases() {
 	atf_add_test_case mx_fallback
 	atf_add_test_case reuse
 	atf_add_test_case feedback_421
+	atf_add_test_case feedback_learn
 	atf_add_test_case dead_port
 }
