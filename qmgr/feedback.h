@@ -1,20 +1,28 @@
 /* Per-destination concurrency feedback (SCHEDULER.md section 4, the
  * Postfix 2.5 scheduler) and destination_rate_delay.
  *
- * Pure logic, TIME UNIT: double seconds (virtual clock; only the rate
- * delay uses time).  One fb_state_t lives in each destination queue
+ * With destination_concurrency_feedback_mode = learn the same rules run
+ * underneath a learned session limit (doc/scheduler-feedback.md section
+ * 2a): the window stays at the concurrency where the destination started
+ * refusing sessions, with a probe above it now and then.
+ *
+ * Pure logic, TIME UNIT: double seconds (virtual clock; the rate delay
+ * and the learn mode's probes use time).  One fb_state_t lives in each
+ * destination queue
  * (transport x nexthop); one fb_settings_t per transport, filled by the
  * caller from main.cf (TRANSPORT_X overriding default_X).
  *
  * The caller's protocol for one delivery:
  *     if (fb_can_start(&q->fb, set, now)) {
- *         fb_delivery_start(&q->fb, set, now);   busy++, remembers now
- *         ... hand the entry to a delivery agent ...
+ *         tk = fb_delivery_start(&q->fb, set, now);   busy++, remembers now
+ *         ... hand the entry to a delivery agent, keep tk with it ...
  *     }
  *     ... later, when the agent reports:
- *     fb_delivery_done(&q->fb, set, now, FB_POSITIVE);  or FB_NEGATIVE
- *                                                   or FB_NONE
- * fb_delivery_done applies the feedback while the finished delivery still
+ *     fb_delivery_end(&q->fb, set, now, FB_POSITIVE, &tk);  or FB_NEGATIVE
+ *                                                       or FB_NONE
+ * (fb_delivery_done is the same without a ticket; the learn mode then
+ * guesses the delivery's concurrency from busy.)
+ * fb_delivery_end applies the feedback while the finished delivery still
  * counts as busy (as Postfix does) and then decrements busy.  Callers
  * that track busy themselves may set st->busy and call fb_positive() /
  * fb_negative() directly.

@@ -3,8 +3,8 @@
 # these tests check its output: the SCHEDULER.md section 3 sequences,
 # preemption, the section 4 reference server (and the learn feedback mode
 # against it, against no limit and against a changing one), dead
-# destinations, fairness,
-# a million recipients in bounded memory, and the scenario parser.
+# destinations, fairness, a million recipients in bounded memory, and the
+# scenario parser.
 
 SIM=@BUILDDIR@/bin/qmgr-sim
 SC=@SRCDIR@/tests/sim

@@ -5,8 +5,7 @@
 # transport-table [address]:port and MX lookup with fallback; connection
 # reuse counted by the sink; qmgr's concurrency feedback against a sink
 # that refuses sessions beyond 5, in the postfix and the learn feedback
-# modes; a dead port with 1,000 waiting
-# messages.
+# modes; a dead port with 1,000 waiting messages.
 
 B=@BUILDDIR@
 BUILDDIR=@BUILDDIR@
