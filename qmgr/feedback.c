@@ -14,18 +14,41 @@
 
 /* ---- feedback functions ---- */
 
-static bool parse_fail(str_t *err, const char *param, const char *text,
-    size_t len, const char *why)
+/* "PARAM: WHAT "TEXT": WHY" into err (if not NULL); returns false. */
+static bool parse_fail(str_t *err, const char *param, const char *what,
+    const char *text, size_t len, const char *why)
 {
 	if (err) {
 		str_reset(err);
 		if (param)
 			str_catf(err, "%s: ", param);
-		str_cat(err, "invalid feedback value \"");
+		str_catf(err, "%s \"", what);
 		str_quote_printable(err, text, len);
 		str_catf(err, "\": %s", why);
 	}
 	return false;
+}
+
+/* text without leading and trailing blanks: the start, and its length in
+ * *len (NULL text is ""). */
+static const char *trim(const char *text, size_t *len)
+{
+	const char *s = text ? text : "";
+	size_t n;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		n--;
+	*len = n;
+	return s;
+}
+
+static bool func_fail(str_t *err, const char *param, const char *text,
+    size_t len, const char *why)
+{
+	return parse_fail(err, param, "invalid feedback value", text, len, why);
 }
 
 bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
@@ -34,15 +57,9 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 	static const char expect[] =
 	    "expected NUMBER, NUMBER/concurrency or NUMBER/sqrt_concurrency, "
 	    "NUMBER in [0, 1]";
-	const char *s = text ? text : "";
 	size_t len;
+	const char *s = trim(text, &len);
 	fb_func_t fn;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	len = strlen(s);
-	while (len > 0 && isspace((unsigned char)s[len - 1]))
-		len--;
 
 	/* The number: plain decimal only (strtod would also take "inf",
 	 * "nan" and hex, which make no sense here). */
@@ -55,15 +72,15 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 		i++;
 	}
 	if (digits == 0 || dots > 1)
-		return parse_fail(err, param, s, len, expect);
+		return func_fail(err, param, s, len, expect);
 	char num[64];
 	if (i >= sizeof(num))
-		return parse_fail(err, param, s, len, "number too long");
+		return func_fail(err, param, s, len, "number too long");
 	memcpy(num, s, i);
 	num[i] = 0;
 	fn.x = strtod(num, NULL);
 	if (!(fn.x >= 0 && fn.x <= 1))
-		return parse_fail(err, param, s, len, "the number must be in [0, 1]");
+		return func_fail(err, param, s, len, "the number must be in [0, 1]");
 
 	while (i < len && isspace((unsigned char)s[i]))
 		i++;
@@ -81,9 +98,9 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 		    && strncasecmp(s + i, "sqrt_concurrency", rest) == 0)
 			fn.kind = FB_KIND_INVERSE_SQRT;
 		else
-			return parse_fail(err, param, s, len, expect);
+			return func_fail(err, param, s, len, expect);
 	} else {
-		return parse_fail(err, param, s, len, expect);
+		return func_fail(err, param, s, len, expect);
 	}
 	*out = fn;
 	return true;
@@ -117,14 +134,9 @@ const char *fb_func_format(const fb_func_t *fn, str_t *out)
 bool fb_mode_parse(const char *text, const char *param, fb_mode_t *out,
     str_t *err)
 {
-	const char *s = text ? text : "";
 	size_t len;
+	const char *s = trim(text, &len);
 
-	while (isspace((unsigned char)*s))
-		s++;
-	len = strlen(s);
-	while (len > 0 && isspace((unsigned char)s[len - 1]))
-		len--;
 	if (len == strlen("postfix") && strncasecmp(s, "postfix", len) == 0) {
 		*out = FB_MODE_POSTFIX;
 		return true;
@@ -133,15 +145,8 @@ bool fb_mode_parse(const char *text, const char *param, fb_mode_t *out,
 		*out = FB_MODE_LEARN;
 		return true;
 	}
-	if (err) {
-		str_reset(err);
-		if (param)
-			str_catf(err, "%s: ", param);
-		str_cat(err, "unknown feedback mode \"");
-		str_quote_printable(err, s, len);
-		str_cat(err, "\": expected postfix or learn");
-	}
-	return false;
+	return parse_fail(err, param, "unknown feedback mode", s, len,
+	    "expected postfix or learn");
 }
 
 const char *fb_mode_name(fb_mode_t mode)

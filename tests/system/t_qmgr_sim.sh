@@ -18,6 +18,19 @@ value()
 	echo "$v"
 }
 
+# deferred_pct FILE DEST: DEST's first-attempt deferral percentage.
+deferred_pct()
+{
+	grep "^dest $2: first" "$1" | sed -n 's/.*(\([0-9.]*\)%).*/\1/p'
+}
+
+# both POSTFIX LEARN: run the two scenarios into pf.out and learn.out.
+both()
+{
+	atf_check -o save:pf.out $SIM $SC/$1.sim
+	atf_check -o save:learn.out $SIM $SC/$2.sim
+}
+
 # check_le A B MSG / check_ge A B MSG: numeric comparisons (floats).
 check_le()
 {
@@ -76,8 +89,8 @@ concurrency_reference_body()
 {
 	atf_check -o save:inv.out $SIM $SC/conc-inverse.sim
 	atf_check -o save:one.out $SIM $SC/conc-one.sim
-	pinv=$(grep '^dest busy.example: first' inv.out | sed -n 's/.*(\([0-9.]*\)%).*/\1/p')
-	pone=$(grep '^dest busy.example: first' one.out | sed -n 's/.*(\([0-9.]*\)%).*/\1/p')
+	pinv=$(deferred_pct inv.out busy.example)
+	pone=$(deferred_pct one.out busy.example)
 	winv=$(value inv.out "dest busy.example: first" mean_window)
 	wone=$(value one.out "dest busy.example: first" mean_window)
 	echo "1/N feedback: ${pinv}% deferred on the first attempt, mean window $winv"
@@ -147,12 +160,6 @@ dead_destination_body()
 	atf_check -o match:'sent=10000 ' grep '^dest dead.example: transport' dead.out
 }
 
-# first-attempt deferral percentage of busy.example in a summary
-deferred_pct()
-{
-	grep "^dest $2: first" "$1" | sed -n 's/.*(\([0-9.]*\)%).*/\1/p'
-}
-
 atf_test_case learn_reference
 learn_reference_head()
 {
@@ -160,8 +167,7 @@ learn_reference_head()
 }
 learn_reference_body()
 {
-	atf_check -o save:pf.out $SIM $SC/conc-inverse.sim
-	atf_check -o save:learn.out $SIM $SC/learn-inverse.sim
+	both conc-inverse learn-inverse
 	ppf=$(deferred_pct pf.out busy.example)
 	plearn=$(deferred_pct learn.out busy.example)
 	spf=$(value pf.out recipients: sent)
@@ -181,8 +187,7 @@ learn_no_limit_head()
 }
 learn_no_limit_body()
 {
-	atf_check -o save:pf.out $SIM $SC/nolimit.sim
-	atf_check -o save:learn.out $SIM $SC/nolimit-learn.sim
+	both nolimit nolimit-learn
 	spf=$(value pf.out recipients: sent)
 	slearn=$(value learn.out recipients: sent)
 	echo "postfix $spf sent, learn $slearn sent"
@@ -217,8 +222,7 @@ learn_limit_change_body()
 		if (rise == "" || rise > 160) { print "window did not reach 10 by 160 s"; bad = 1 }
 		if (fall > 260) { print "window above 4 at " fall " s"; bad = 1 }
 		exit bad }' learn.csv || atf_fail "the window did not follow the limit"
-	atf_check -o save:learn.out $SIM $SC/limit-change-learn.sim
-	atf_check -o save:pf.out $SIM $SC/limit-change.sim
+	both limit-change limit-change-learn
 	plearn=$(deferred_pct learn.out busy.example)
 	ppf=$(deferred_pct pf.out busy.example)
 	echo "deferred on the first attempt: postfix ${ppf}%, learn ${plearn}%"
@@ -232,8 +236,7 @@ learn_dead_head()
 }
 learn_dead_body()
 {
-	atf_check -o save:pf.out $SIM $SC/dead.sim
-	atf_check -o save:learn.out $SIM $SC/dead-learn.sim
+	both dead dead-learn
 	sed 1d pf.out > pf.body
 	sed 1d learn.out > learn.body
 	atf_check -o empty diff pf.body learn.body

@@ -198,14 +198,11 @@ reuse_cleanup() {
 	stop_all
 }
 
-atf_test_case feedback_421 cleanup
-feedback_421_head() {
-	atf_set descr "a server refusing sessions beyond 5 with 421: qmgr's window stays near 5; the deferral ratio is printed; every message arrives once"
-	atf_set require.user unprivileged
-	atf_set timeout 600
-}
-feedback_421_body() {
-	# 0.2 s per recipient keeps sessions open long enough to overlap.
+# sink5_setup [main.cf lines...]: a sink that takes 5 sessions and answers
+# 421 beyond (0.2 s per recipient keeps sessions open long enough to
+# overlap), an instance relaying to it with 1/N feedback and the feedback
+# debug log, and 100 two-recipient messages in incoming/.
+sink5_setup() {
 	start_sink s -S 5 -W 200
 	smtp_instance "relayhost = [127.0.0.1]:$port" \
 	    "initial_destination_concurrency = 5" \
@@ -214,12 +211,23 @@ feedback_421_body() {
 	    "destination_concurrency_negative_feedback = 1/concurrency" \
 	    "destination_concurrency_failed_cohort_limit = 10" \
 	    "destination_concurrency_feedback_debug = yes" \
-	    "smtp_connection_cache_on_demand = no"
+	    "smtp_connection_cache_on_demand = no" \
+	    "$@"
 	i=0
 	while [ $i -lt 100 ]; do
 		inject -r a$i@far.test -r b$i@far.test > /dev/null || atf_fail "mkqfile"
 		i=$((i + 1))
 	done
+}
+
+atf_test_case feedback_421 cleanup
+feedback_421_head() {
+	atf_set descr "a server refusing sessions beyond 5 with 421: qmgr's window stays near 5; the deferral ratio is printed; every message arrives once"
+	atf_set require.user unprivileged
+	atf_set timeout 600
+}
+feedback_421_body() {
+	sink5_setup
 	start_instance
 	# every message is delivered or deferred once
 	WAIT_MAX=900 wait_for lines_ge 200 ": to=<" maillog ||
@@ -259,21 +267,7 @@ feedback_421_cleanup() {
 # in MODE/refused.
 first_pass_421() {
 	mkdir "$1" && cd "$1" || atf_fail "mkdir $1"
-	start_sink s -S 5 -W 200
-	smtp_instance "relayhost = [127.0.0.1]:$port" \
-	    "initial_destination_concurrency = 5" \
-	    "default_destination_concurrency_limit = 20" \
-	    "destination_concurrency_positive_feedback = 1/concurrency" \
-	    "destination_concurrency_negative_feedback = 1/concurrency" \
-	    "destination_concurrency_failed_cohort_limit = 10" \
-	    "smtp_destination_concurrency_feedback_mode = $1" \
-	    "destination_concurrency_feedback_debug = yes" \
-	    "smtp_connection_cache_on_demand = no"
-	i=0
-	while [ $i -lt 100 ]; do
-		inject -r a$i@far.test -r b$i@far.test > /dev/null || atf_fail "mkqfile"
-		i=$((i + 1))
-	done
+	sink5_setup "smtp_destination_concurrency_feedback_mode = $1"
 	start_instance
 	WAIT_MAX=900 wait_for lines_ge 200 ": to=<" maillog ||
 	    atf_fail "$1: first pass incomplete: $(count ': to=<' maillog) lines"
