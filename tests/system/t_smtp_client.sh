@@ -201,9 +201,11 @@ reuse_cleanup() {
 # sink5_setup [main.cf lines...]: a sink that takes 5 sessions and answers
 # 421 beyond (0.2 s per recipient keeps sessions open long enough to
 # overlap), an instance relaying to it with 1/N feedback and the feedback
-# debug log, and 100 two-recipient messages in incoming/.
+# debug log, and 100 two-recipient messages in incoming/.  Variables
+# sink_w (ms per recipient), sink_opts (more sink options) and nmsg
+# (messages) change those figures.
 sink5_setup() {
-	start_sink s -S 5 -W 200
+	start_sink s -S 5 -W ${sink_w:-200} ${sink_opts:-}
 	smtp_instance "relayhost = [127.0.0.1]:$port" \
 	    "initial_destination_concurrency = 5" \
 	    "default_destination_concurrency_limit = 20" \
@@ -214,7 +216,7 @@ sink5_setup() {
 	    "smtp_connection_cache_on_demand = no" \
 	    "$@"
 	i=0
-	while [ $i -lt 100 ]; do
+	while [ $i -lt ${nmsg:-100} ]; do
 		inject -r a$i@far.test -r b$i@far.test > /dev/null || atf_fail "mkqfile"
 		i=$((i + 1))
 	done
@@ -311,6 +313,59 @@ feedback_learn_cleanup() {
 	done
 }
 
+# set_limit N: the sink's session limit becomes N (--limit-file=limit).
+set_limit() {
+	echo "$1" > limit.new && mv limit.new limit
+	kill -HUP "$(cat s.pid)"
+	grep_wait s.err "session limit $1 "
+}
+
+# ceiling_since LINE RE: a learn-mode feedback line after line LINE of
+# maillog shows a ceiling matching RE.
+ceiling_since() {
+	tail -n +$(($1 + 1)) maillog | grep -Eq "feedback: smtp:.* ceiling $2 "
+}
+
+atf_test_case feedback_learn_follow cleanup
+feedback_learn_follow_head() {
+	atf_set descr "the learn feedback mode follows a server whose session limit goes from 5 to 10 and then to 3, each within 60 s"
+	atf_set require.user unprivileged
+	atf_set timeout 900
+}
+feedback_learn_follow_body() {
+	echo 5 > limit
+	# 1 s per two-recipient session; enough mail for the whole run
+	sink_w=500 sink_opts=--limit-file=limit nmsg=800
+	sink5_setup "smtp_destination_concurrency_feedback_mode = learn"
+	start_instance
+	WAIT_MAX=300 wait_for ceiling_since 0 5 || atf_fail "limit 5 not learned"
+	# let failed probes space out (1, 2, 4, 8, 16 s) before the rise
+	sleep 20
+	grep 'feedback: smtp:' maillog | tail -n 1 | grep -q ' ceiling 5 ' ||
+	    atf_fail "limit 5 not kept: $(grep 'feedback: smtp:' maillog | tail -n 1)"
+	mark=$(wc -l < maillog)
+	start=$(date +%s)
+	set_limit 10
+	WAIT_MAX=600 wait_for ceiling_since $mark 10 ||
+	    atf_fail "the rise to 10 was not followed within 60 s"
+	echo "rise to 10 followed in $(($(date +%s) - start)) s" >&2
+	mark=$(wc -l < maillog)
+	start=$(date +%s)
+	set_limit 3
+	WAIT_MAX=600 wait_for ceiling_since $mark '[1-3]' ||
+	    atf_fail "the fall to 3 was not followed within 60 s"
+	echo "fall to 3 followed in $(($(date +%s) - start)) s" >&2
+	echo "sessions refused: $(value s.stats rejected_sessions) of $(value s.stats connections) connections" >&2
+	grep -q ' dead$' maillog && atf_fail "the destination was declared dead"
+	stop_instance
+	assert_log_clean
+	finish
+}
+feedback_learn_follow_cleanup() {
+	stop_instance
+	stop_all
+}
+
 atf_test_case dead_port cleanup
 dead_port_head() {
 	atf_set descr "1,000 messages for a dead port: a bounded number of connection attempts, the rest suspended"
@@ -350,5 +405,6 @@ atf_init_test_cases() {
 	atf_add_test_case reuse
 	atf_add_test_case feedback_421
 	atf_add_test_case feedback_learn
+	atf_add_test_case feedback_learn_follow
 	atf_add_test_case dead_port
 }
