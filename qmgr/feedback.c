@@ -413,9 +413,17 @@ static int learn_event(fb_state_t *st, const fb_settings_t *s,
 			learn_after_probe(st, now);
 		} else if (!tk->probe && tk->conc >= 2
 		    && (st->ceiling <= 0 || tk->conc - 1 < st->ceiling)) {
-			if (st->ceiling <= 0)
+			/* Lowered one step at a time: qmgr and the server
+			 * see a session end at slightly different times, so a
+			 * single refusal at a low concurrency may say more
+			 * about that skew than about the limit.  A real fall
+			 * refuses again at once and takes the next step. */
+			if (st->ceiling <= 0) {
 				st->probe_interval = FB_LEARN_PROBE_MIN;
-			st->ceiling = tk->conc - 1;
+				st->ceiling = tk->conc - 1;
+			} else {
+				st->ceiling -= 1;
+			}
 			if (st->probe_state == FB_PROBE_READY)
 				st->probe_state = FB_PROBE_IDLE;
 			st->next_probe = now + st->probe_interval;

@@ -339,10 +339,15 @@ feedback_learn_follow_body() {
 	sink5_setup "smtp_destination_concurrency_feedback_mode = learn"
 	start_instance
 	WAIT_MAX=300 wait_for ceiling_since 0 5 || atf_fail "limit 5 not learned"
-	# let failed probes space out (1, 2, 4, 8, 16 s) before the rise
+	# let failed probes space out (1, 2, 4, 8, 16 s) before the rise; the
+	# ceiling stays 5, give or take one: qmgr hears of a session's end a
+	# little before or after the sink counts it closed (under load)
+	mark=$(wc -l < maillog)
 	sleep 20
-	grep 'feedback: smtp:' maillog | tail -n 1 | grep -q ' ceiling 5 ' ||
-	    atf_fail "limit 5 not kept: $(grep 'feedback: smtp:' maillog | tail -n 1)"
+	bad=$(tail -n +$((mark + 1)) maillog |
+	    grep -E 'feedback: smtp:.* ceiling ([0-3]|[7-9]|[1-9][0-9]+) ' | head -n 1)
+	[ -z "$bad" ] || atf_fail "limit 5 not kept: $bad"
+	ceiling_since $mark 5 || atf_fail "no ceiling 5 while the limit was 5"
 	mark=$(wc -l < maillog)
 	start=$(date +%s)
 	set_limit 10

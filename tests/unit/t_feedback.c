@@ -823,7 +823,7 @@ ATF_TC_BODY(learn_probe_success, tc)
 	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
 }
 
-/* A falling limit is followed at once; a refusal at concurrency 1
+/* A falling limit is followed one step per refusal; a refusal at concurrency 1
  * teaches nothing; a lost probe (no feedback) is not held for ever;
  * revival forgets the ceiling. */
 ATF_TC_WITHOUT_HEAD(learn_fall_and_forget);
@@ -840,9 +840,16 @@ ATF_TC_BODY(learn_fall_and_forget, tc)
 	t = ticket(&st, 9);
 	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
 	ATF_CHECK_EQ(st.ceiling, 8);
+	/* later refusals lower it one step each, however low they came */
 	t = ticket(&st, 4);
 	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
-	ATF_CHECK_EQ(st.ceiling, 3);
+	ATF_CHECK_EQ(st.ceiling, 7);
+	ATF_CHECK_EQ(st.window, 7);
+	for (int i = 0; i < 5; i++) {
+		t = ticket(&st, 4);
+		fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	}
+	ATF_CHECK_EQ(st.ceiling, 3);		/* 6, 5, 4, 3, then c - 1 = 3 */
 	ATF_CHECK_EQ(st.window, 3);
 	t = ticket(&st, 9);				/* late report */
 	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
