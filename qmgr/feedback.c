@@ -14,18 +14,41 @@
 
 /* ---- feedback functions ---- */
 
-static bool parse_fail(str_t *err, const char *param, const char *text,
-    size_t len, const char *why)
+/* "PARAM: WHAT "TEXT": WHY" into err (if not NULL); returns false. */
+static bool parse_fail(str_t *err, const char *param, const char *what,
+    const char *text, size_t len, const char *why)
 {
 	if (err) {
 		str_reset(err);
 		if (param)
 			str_catf(err, "%s: ", param);
-		str_cat(err, "invalid feedback value \"");
+		str_catf(err, "%s \"", what);
 		str_quote_printable(err, text, len);
 		str_catf(err, "\": %s", why);
 	}
 	return false;
+}
+
+/* text without leading and trailing blanks: the start, and its length in
+ * *len (NULL text is ""). */
+static const char *trim(const char *text, size_t *len)
+{
+	const char *s = text ? text : "";
+	size_t n;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		n--;
+	*len = n;
+	return s;
+}
+
+static bool func_fail(str_t *err, const char *param, const char *text,
+    size_t len, const char *why)
+{
+	return parse_fail(err, param, "invalid feedback value", text, len, why);
 }
 
 bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
@@ -34,15 +57,9 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 	static const char expect[] =
 	    "expected NUMBER, NUMBER/concurrency or NUMBER/sqrt_concurrency, "
 	    "NUMBER in [0, 1]";
-	const char *s = text ? text : "";
 	size_t len;
+	const char *s = trim(text, &len);
 	fb_func_t fn;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	len = strlen(s);
-	while (len > 0 && isspace((unsigned char)s[len - 1]))
-		len--;
 
 	/* The number: plain decimal only (strtod would also take "inf",
 	 * "nan" and hex, which make no sense here). */
@@ -55,15 +72,15 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 		i++;
 	}
 	if (digits == 0 || dots > 1)
-		return parse_fail(err, param, s, len, expect);
+		return func_fail(err, param, s, len, expect);
 	char num[64];
 	if (i >= sizeof(num))
-		return parse_fail(err, param, s, len, "number too long");
+		return func_fail(err, param, s, len, "number too long");
 	memcpy(num, s, i);
 	num[i] = 0;
 	fn.x = strtod(num, NULL);
 	if (!(fn.x >= 0 && fn.x <= 1))
-		return parse_fail(err, param, s, len, "the number must be in [0, 1]");
+		return func_fail(err, param, s, len, "the number must be in [0, 1]");
 
 	while (i < len && isspace((unsigned char)s[i]))
 		i++;
@@ -81,9 +98,9 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 		    && strncasecmp(s + i, "sqrt_concurrency", rest) == 0)
 			fn.kind = FB_KIND_INVERSE_SQRT;
 		else
-			return parse_fail(err, param, s, len, expect);
+			return func_fail(err, param, s, len, expect);
 	} else {
-		return parse_fail(err, param, s, len, expect);
+		return func_fail(err, param, s, len, expect);
 	}
 	*out = fn;
 	return true;
@@ -114,6 +131,29 @@ const char *fb_func_format(const fb_func_t *fn, str_t *out)
 	return str_cstr(out);
 }
 
+bool fb_mode_parse(const char *text, const char *param, fb_mode_t *out,
+    str_t *err)
+{
+	size_t len;
+	const char *s = trim(text, &len);
+
+	if (len == strlen("postfix") && strncasecmp(s, "postfix", len) == 0) {
+		*out = FB_MODE_POSTFIX;
+		return true;
+	}
+	if (len == strlen("learn") && strncasecmp(s, "learn", len) == 0) {
+		*out = FB_MODE_LEARN;
+		return true;
+	}
+	return parse_fail(err, param, "unknown feedback mode", s, len,
+	    "expected postfix or learn");
+}
+
+const char *fb_mode_name(fb_mode_t mode)
+{
+	return mode == FB_MODE_LEARN ? "learn" : "postfix";
+}
+
 /* ---- settings ---- */
 
 void fb_settings_init(fb_settings_t *s)
@@ -140,7 +180,9 @@ bool fb_settings_check(const fb_settings_t *s, str_t *err)
 {
 	const char *why = NULL;
 
-	if (s->initial_concurrency < 1)
+	if ((unsigned)s->mode > FB_MODE_LEARN)
+		why = "destination_concurrency_feedback_mode must be postfix or learn";
+	else if (s->initial_concurrency < 1)
 		why = "initial_destination_concurrency must be >= 1";
 	else if (s->concurrency_limit < 0)
 		why = "destination_concurrency_limit must be >= 0 (0 = no limit)";
@@ -174,6 +216,18 @@ static void debug_log(const fb_state_t *st, const fb_settings_t *s,
 {
 	if (!s->debug)
 		return;
+	if (s->mode == FB_MODE_LEARN) {
+		static const char *const probe[] = { "idle", "ready", "out" };
+		log_info("feedback: %s %s: window %d->%d busy %d success %.3f "
+		    "failure %.3f fail_cohorts %.3f base %d ceiling %d probe %s%s%s",
+		    st->name ? st->name : "(unnamed)", event, before, st->window,
+		    st->busy, st->success, st->failure, st->fail_cohorts,
+		    st->base, st->ceiling,
+		    probe[(unsigned)st->probe_state <= FB_PROBE_OUT ? st->probe_state : 0],
+		    (flags & FB_DEAD) ? " dead" : "",
+		    (flags & FB_REVIVED) ? " revived" : "");
+		return;
+	}
 	log_info("feedback: %s %s: window %d->%d busy %d success %.3f "
 	    "failure %.3f fail_cohorts %.3f%s%s",
 	    st->name ? st->name : "(unnamed)", event, before, st->window,
@@ -182,11 +236,35 @@ static void debug_log(const fb_state_t *st, const fb_settings_t *s,
 	    (flags & FB_REVIVED) ? " revived" : "");
 }
 
+/* learn: forget the ceiling and the probe (start, revival). */
+static void learn_reset(fb_state_t *st)
+{
+	st->base = st->window;
+	st->ceiling = 0;
+	st->probe_state = FB_PROBE_IDLE;
+	st->probe_interval = FB_LEARN_PROBE_MIN;
+	st->next_probe = 0;
+}
+
+/* learn: the window the scheduler uses (section 2a). */
+static int learn_window(const fb_state_t *st)
+{
+	int cap;
+
+	if (st->dead || st->base <= 0)
+		return 0;
+	if (st->ceiling <= 0)
+		return st->base;
+	cap = st->ceiling + (st->probe_state == FB_PROBE_READY ? 1 : 0);
+	return st->base < cap ? st->base : cap;
+}
+
 void fb_init(fb_state_t *st, const fb_settings_t *s, const char *name)
 {
 	memset(st, 0, sizeof(*st));
 	st->window = initial_window(s);
 	st->name = name;
+	learn_reset(st);
 }
 
 static void revive(fb_state_t *st, const fb_settings_t *s)
@@ -194,12 +272,185 @@ static void revive(fb_state_t *st, const fb_settings_t *s)
 	st->window = initial_window(s);
 	st->success = st->failure = st->fail_cohorts = 0;
 	st->dead = st->probing = false;
+	learn_reset(st);
 }
 
+/* The Postfix growth rule on *w (the window, or base in learn mode),
+ * clamped to the concurrency limit and to cap (0: none). */
+static void pf_grow(fb_state_t *st, const fb_settings_t *s, int *w, int cap)
+{
+	st->fail_cohorts = 0;
+	/* Growth is held back while many deliveries are in flight: their
+	 * feedback (possibly negative) is still to come. */
+	if (*w < st->busy + s->initial_concurrency) {
+		st->success += fb_func_eval(&s->positive, *w);
+		while (st->success >= 1 - FB_EPSILON) {
+			*w += 1;
+			st->failure = 0;
+			st->success -= 1;
+		}
+	}
+	if (s->concurrency_limit > 0 && *w > s->concurrency_limit)
+		*w = s->concurrency_limit;
+	if (cap > 0 && *w > cap)
+		*w = cap;
+}
+
+/* The Postfix shrink rule and failed-cohort count on *w; true when the
+ * destination is now dead (*w = 0). */
+static bool pf_shrink(fb_state_t *st, const fb_settings_t *s, int *w)
+{
+	bool died = false;
+
+	if (*w > 0) {
+		st->fail_cohorts += 1.0 / *w;
+		if (st->fail_cohorts > s->failed_cohort_limit + FB_EPSILON) {
+			*w = 0;
+			st->dead = true;
+			died = true;
+		}
+	}
+	if (*w > 0) {
+		st->failure -= fb_func_eval(&s->negative, *w);
+		while (st->failure < -FB_EPSILON) {
+			*w -= 1;
+			st->failure += 1;
+			st->success = 0;
+		}
+		if (*w < 1)
+			*w = 1;
+	}
+	return died;
+}
+
+/* learn: open a probe when its time has come (section 2a, rule 3). */
+static void learn_maybe_probe(fb_state_t *st, const fb_settings_t *s,
+    double now)
+{
+	if (st->dead || st->probing || st->ceiling <= 0
+	    || st->probe_state != FB_PROBE_IDLE || st->base < st->ceiling
+	    || now < st->next_probe
+	    || (s->concurrency_limit > 0 && st->ceiling >= s->concurrency_limit))
+		return;
+	st->probe_state = FB_PROBE_READY;
+	st->base = st->ceiling + 1;
+	st->success = st->failure = 0;
+}
+
+static void learn_after_probe(fb_state_t *st, double now)
+{
+	st->probe_state = FB_PROBE_IDLE;
+	st->next_probe = now + st->probe_interval;
+}
+
+/* One feedback event in learn mode (section 2a).  tk may be NULL. */
+static int learn_event(fb_state_t *st, const fb_settings_t *s,
+    fb_outcome_t outcome, const fb_ticket_t *tk, double now)
+{
+	int before = st->window;
+	int flags = 0;
+	fb_ticket_t guess;
+	const char *event = outcome == FB_POSITIVE ? "positive" : "negative";
+
+	if (tk == NULL) {
+		guess.conc = st->busy;
+		guess.probe = st->probe_state == FB_PROBE_OUT
+		    && st->ceiling > 0 && st->busy > st->ceiling;
+		guess.negatives = st->negatives;
+		tk = &guess;
+	}
+	if (outcome == FB_POSITIVE) {
+		if (st->probing || st->dead) {
+			revive(st, s);
+			flags = FB_REVIVED;
+			debug_log(st, s, event, before, flags);
+			return flags;
+		}
+		pf_grow(st, s, &st->base, st->ceiling > 0 ? st->ceiling
+		    + (st->probe_state != FB_PROBE_IDLE ? 1 : 0) : 0);
+		if (tk->probe && st->probe_state == FB_PROBE_OUT) {
+			if (tk->negatives == st->negatives && tk->conc > st->ceiling) {
+				/* The server took one session more. */
+				st->ceiling = tk->conc;
+				if (s->concurrency_limit > 0
+				    && st->ceiling > s->concurrency_limit)
+					st->ceiling = s->concurrency_limit;
+				if (st->base < st->ceiling)
+					st->base = st->ceiling;
+				/* The limit may be rising: the next probe at
+				 * once, then back off from the minimum. */
+				st->probe_interval = FB_LEARN_PROBE_MIN;
+				st->probe_state = FB_PROBE_IDLE;
+				st->next_probe = now;
+			} else {
+				learn_after_probe(st, now);
+			}
+		}
+	} else if (outcome == FB_NEGATIVE) {
+		if (st->probing) {
+			fb_kill(st, s);
+			flags = FB_DEAD;
+			debug_log(st, s, event, before, flags);
+			return flags;
+		}
+		if (st->dead) {
+			debug_log(st, s, event, before, 0);
+			return 0;
+		}
+		st->negatives++;
+		if (pf_shrink(st, s, &st->base)) {
+			st->window = 0;
+			st->probe_state = FB_PROBE_IDLE;
+			flags = FB_DEAD;
+			debug_log(st, s, event, before, flags);
+			return flags;
+		}
+		if (tk->probe && st->probe_state == FB_PROBE_OUT) {
+			/* The limit is where we thought: probe less often. */
+			st->probe_interval *= 2;
+			if (st->probe_interval > FB_LEARN_PROBE_MAX)
+				st->probe_interval = FB_LEARN_PROBE_MAX;
+			learn_after_probe(st, now);
+		} else if (!tk->probe && tk->conc >= 2
+		    && (st->ceiling <= 0 || tk->conc - 1 < st->ceiling)) {
+			/* Lowered one step at a time: qmgr and the server
+			 * see a session end at slightly different times, so a
+			 * single refusal at a low concurrency may say more
+			 * about that skew than about the limit.  A real fall
+			 * refuses again at once and takes the next step. */
+			if (st->ceiling <= 0) {
+				st->probe_interval = FB_LEARN_PROBE_MIN;
+				st->ceiling = tk->conc - 1;
+			} else {
+				st->ceiling -= 1;
+			}
+			if (st->probe_state == FB_PROBE_READY)
+				st->probe_state = FB_PROBE_IDLE;
+			st->next_probe = now + st->probe_interval;
+		}
+	} else if (tk->probe && st->probe_state == FB_PROBE_OUT) {
+		learn_after_probe(st, now);	/* no verdict */
+	}
+	learn_maybe_probe(st, s, now);
+	st->window = learn_window(st);
+	if (st->window > before)
+		flags |= FB_GREW;
+	else if (st->window < before)
+		flags |= FB_SHRANK;
+	if (outcome != FB_NONE)
+		debug_log(st, s, event, before, flags);
+	return flags;
+}
+
+/* fb_positive and fb_negative get no time: in learn mode the start of the
+ * latest delivery stands for it (probe timing only). */
 int fb_positive(fb_state_t *st, const fb_settings_t *s)
 {
 	int before = st->window;
 	int flags = 0;
+
+	if (s->mode == FB_MODE_LEARN)
+		return learn_event(st, s, FB_POSITIVE, NULL, st->last_start);
 
 	if (st->probing || st->dead) {
 		/* The probe got through, or a delivery that was in flight when
@@ -209,19 +460,7 @@ int fb_positive(fb_state_t *st, const fb_settings_t *s)
 		debug_log(st, s, "positive", before, flags);
 		return flags;
 	}
-	st->fail_cohorts = 0;
-	/* Growth is held back while many deliveries are in flight: their
-	 * feedback (possibly negative) is still to come. */
-	if (st->window < st->busy + s->initial_concurrency) {
-		st->success += fb_func_eval(&s->positive, st->window);
-		while (st->success >= 1 - FB_EPSILON) {
-			st->window += 1;
-			st->failure = 0;
-			st->success -= 1;
-		}
-	}
-	if (s->concurrency_limit > 0 && st->window > s->concurrency_limit)
-		st->window = s->concurrency_limit;
+	pf_grow(st, s, &st->window, 0);
 	if (st->window > before)
 		flags |= FB_GREW;
 	debug_log(st, s, "positive", before, flags);
@@ -233,30 +472,17 @@ int fb_negative(fb_state_t *st, const fb_settings_t *s)
 	int before = st->window;
 	int flags = 0;
 
+	if (s->mode == FB_MODE_LEARN)
+		return learn_event(st, s, FB_NEGATIVE, NULL, st->last_start);
+
 	if (st->probing) {
 		fb_kill(st, s);
 		flags = FB_DEAD;
 		debug_log(st, s, "negative", before, flags);
 		return flags;
 	}
-	if (st->window > 0) {
-		st->fail_cohorts += 1.0 / st->window;
-		if (st->fail_cohorts > s->failed_cohort_limit + FB_EPSILON) {
-			st->window = 0;
-			st->dead = true;
-			flags |= FB_DEAD;
-		}
-	}
-	if (st->window > 0) {
-		st->failure -= fb_func_eval(&s->negative, st->window);
-		while (st->failure < -FB_EPSILON) {
-			st->window -= 1;
-			st->failure += 1;
-			st->success = 0;
-		}
-		if (st->window < 1)
-			st->window = 1;
-	}
+	if (pf_shrink(st, s, &st->window))
+		flags |= FB_DEAD;
 	if (st->window < before && !(flags & FB_DEAD))
 		flags |= FB_SHRANK;
 	debug_log(st, s, "negative", before, flags);
@@ -270,6 +496,8 @@ void fb_probe_start(fb_state_t *st, const fb_settings_t *s)
 	st->success = st->failure = st->fail_cohorts = 0;
 	st->dead = false;
 	st->probing = true;
+	st->base = 1;
+	st->probe_state = FB_PROBE_IDLE;
 	debug_log(st, s, "probe", before, 0);
 }
 
@@ -280,6 +508,8 @@ void fb_kill(fb_state_t *st, const fb_settings_t *s)
 	st->success = st->failure = 0;
 	st->dead = true;
 	st->probing = false;
+	st->base = 0;
+	st->probe_state = FB_PROBE_IDLE;
 	if (before != 0)
 		debug_log(st, s, "kill", before, FB_DEAD);
 }
@@ -307,25 +537,46 @@ bool fb_can_start(const fb_state_t *st, const fb_settings_t *s, double now)
 	return now >= fb_next_start_time(st, s);
 }
 
-void fb_delivery_start(fb_state_t *st, const fb_settings_t *s, double now)
+fb_ticket_t fb_delivery_start(fb_state_t *st, const fb_settings_t *s,
+    double now)
 {
-	(void)s;
+	fb_ticket_t tk;
+
 	st->busy += 1;
 	st->started = true;
 	st->last_start = now;
+	tk.conc = st->busy;
+	tk.negatives = st->negatives;
+	tk.probe = false;
+	if (s->mode == FB_MODE_LEARN && st->probe_state == FB_PROBE_READY
+	    && st->ceiling > 0 && st->busy > st->ceiling) {
+		int before = st->window;
+		tk.probe = true;
+		st->probe_state = FB_PROBE_OUT;
+		st->window = learn_window(st);
+		debug_log(st, s, "limit-probe", before, 0);
+	}
+	return tk;
 }
 
-int fb_delivery_done(fb_state_t *st, const fb_settings_t *s, double now,
-    fb_outcome_t outcome)
+int fb_delivery_end(fb_state_t *st, const fb_settings_t *s, double now,
+    fb_outcome_t outcome, const fb_ticket_t *tk)
 {
 	int flags = 0;
 
-	(void)now;
-	if (outcome == FB_POSITIVE)
+	if (s->mode == FB_MODE_LEARN)
+		flags = learn_event(st, s, outcome, tk, now);
+	else if (outcome == FB_POSITIVE)
 		flags = fb_positive(st, s);
 	else if (outcome == FB_NEGATIVE)
 		flags = fb_negative(st, s);
 	if (st->busy > 0)
 		st->busy -= 1;
 	return flags;
+}
+
+int fb_delivery_done(fb_state_t *st, const fb_settings_t *s, double now,
+    fb_outcome_t outcome)
+{
+	return fb_delivery_end(st, s, now, outcome, NULL);
 }

@@ -1,20 +1,28 @@
 /* Per-destination concurrency feedback (SCHEDULER.md section 4, the
  * Postfix 2.5 scheduler) and destination_rate_delay.
  *
- * Pure logic, TIME UNIT: double seconds (virtual clock; only the rate
- * delay uses time).  One fb_state_t lives in each destination queue
+ * With destination_concurrency_feedback_mode = learn the same rules run
+ * underneath a learned session limit (doc/scheduler-feedback.md section
+ * 2a): the window stays at the concurrency where the destination started
+ * refusing sessions, with a probe above it now and then.
+ *
+ * Pure logic, TIME UNIT: double seconds (virtual clock; the rate delay
+ * and the learn mode's probes use time).  One fb_state_t lives in each
+ * destination queue
  * (transport x nexthop); one fb_settings_t per transport, filled by the
  * caller from main.cf (TRANSPORT_X overriding default_X).
  *
  * The caller's protocol for one delivery:
  *     if (fb_can_start(&q->fb, set, now)) {
- *         fb_delivery_start(&q->fb, set, now);   busy++, remembers now
- *         ... hand the entry to a delivery agent ...
+ *         tk = fb_delivery_start(&q->fb, set, now);   busy++, remembers now
+ *         ... hand the entry to a delivery agent, keep tk with it ...
  *     }
  *     ... later, when the agent reports:
- *     fb_delivery_done(&q->fb, set, now, FB_POSITIVE);  or FB_NEGATIVE
- *                                                   or FB_NONE
- * fb_delivery_done applies the feedback while the finished delivery still
+ *     fb_delivery_end(&q->fb, set, now, FB_POSITIVE, &tk);  or FB_NEGATIVE
+ *                                                       or FB_NONE
+ * (fb_delivery_done is the same without a ticket; the learn mode then
+ * guesses the delivery's concurrency from busy.)
+ * fb_delivery_end applies the feedback while the finished delivery still
  * counts as busy (as Postfix does) and then decrements busy.  Callers
  * that track busy themselves may set st->busy and call fb_positive() /
  * fb_negative() directly.
@@ -101,8 +109,28 @@ const char *fb_func_format(const fb_func_t *fn, str_t *out);
 #define FB_DEF_FAILED_COHORT_LIMIT	1.0	/* ..._failed_cohort_limit */
 #define FB_DEF_RATE_DELAY		0.0	/* destination_rate_delay, s */
 
+/* destination_concurrency_feedback_mode: postfix (SCHEDULER.md section 4
+ * exactly) or learn (the same underneath, plus a learned session limit:
+ * doc/scheduler-feedback.md section 2a). */
+typedef enum fb_mode {
+	FB_MODE_POSTFIX = 0,
+	FB_MODE_LEARN,
+} fb_mode_t;
+
+/* "postfix" or "learn" (case-insensitive, blanks trimmed).  On error
+ * returns false, leaves *out alone and puts a one-line reason naming
+ * param (may be NULL) in err (if not NULL). */
+bool fb_mode_parse(const char *text, const char *param, fb_mode_t *out,
+    str_t *err);
+const char *fb_mode_name(fb_mode_t mode);
+
+/* learn mode: probe interval bounds, seconds. */
+#define FB_LEARN_PROBE_MIN	1.0
+#define FB_LEARN_PROBE_MAX	20.0
+
 /* Per-transport settings, filled by the caller. */
 typedef struct fb_settings {
+	fb_mode_t mode;			/* destination_concurrency_feedback_mode */
 	int initial_concurrency;	/* >= 1 */
 	int concurrency_limit;		/* >= 0; 0 = no limit (as Postfix) */
 	double failed_cohort_limit;	/* >= 0 */
@@ -132,7 +160,25 @@ typedef struct fb_state {
 	bool started;			/* a delivery has been started */
 	double last_start;		/* start time of the latest delivery */
 	const char *name;		/* for debug logs; borrowed, may be NULL */
+	/* learn mode only (window = min(base, ceiling [+ 1 when a probe is
+	 * ready]); see doc/scheduler-feedback.md section 2a). */
+	int base;			/* the Postfix window underneath */
+	int ceiling;			/* learned session limit; 0 = none */
+	int probe_state;		/* FB_PROBE_IDLE, _READY, _OUT */
+	double probe_interval;		/* s, FB_LEARN_PROBE_MIN..MAX */
+	double next_probe;		/* earliest time of the next probe */
+	unsigned long negatives;	/* negative events so far */
 } fb_state_t;
+
+enum { FB_PROBE_IDLE = 0, FB_PROBE_READY, FB_PROBE_OUT };
+
+/* What fb_delivery_start says about one delivery; the caller keeps it with
+ * the delivery and gives it back to fb_delivery_end. */
+typedef struct fb_ticket {
+	int conc;			/* in flight at its start, itself included */
+	bool probe;			/* learn: the probe above the ceiling */
+	unsigned long negatives;	/* st->negatives at its start */
+} fb_ticket_t;
 
 /* What an event did (bit flags; 0 = nothing changed in the window). */
 enum {
@@ -176,10 +222,19 @@ double fb_next_start_time(const fb_state_t *st, const fb_settings_t *s);
 /* May one more delivery start now?  busy < effective window, and with a
  * rate delay also busy == 0 and now >= fb_next_start_time(). */
 bool fb_can_start(const fb_state_t *st, const fb_settings_t *s, double now);
-/* A delivery starts: busy++, last_start = now. */
-void fb_delivery_start(fb_state_t *st, const fb_settings_t *s, double now);
+/* A delivery starts: busy++, last_start = now.  Returns its ticket (in
+ * learn mode it may be the probe: see section 2a). */
+fb_ticket_t fb_delivery_start(fb_state_t *st, const fb_settings_t *s,
+    double now);
 /* A delivery ended: apply the outcome's feedback (busy still counting the
- * finished delivery), then busy-- (never below 0).  Returns FB_* flags. */
+ * finished delivery), then busy-- (never below 0); in learn mode also the
+ * learned ceiling and the probe timing.  tk is the delivery's ticket from
+ * fb_delivery_start (NULL: unknown; c is then taken as busy and an
+ * outstanding probe as this delivery if busy is above the ceiling).
+ * Returns FB_* flags. */
+int fb_delivery_end(fb_state_t *st, const fb_settings_t *s, double now,
+    fb_outcome_t outcome, const fb_ticket_t *tk);
+/* fb_delivery_end without a ticket. */
 int fb_delivery_done(fb_state_t *st, const fb_settings_t *s, double now,
     fb_outcome_t outcome);
 

@@ -246,7 +246,10 @@ static void tparams_from_config(sched_tparams_t *tp, const char *name,
 	tp->destination_grouping = sched_grouping_parse(config_get_str_tr(name,
 	    "destination_grouping")) == SCHED_GROUP_MX ? SCHED_GROUP_MX
 	    : SCHED_GROUP_DOMAIN;
-	if (!fb_func_parse(config_get_str_tr(name,
+	if (!fb_mode_parse(config_get_str_tr(name,
+	    "destination_concurrency_feedback_mode"),
+	    "destination_concurrency_feedback_mode", &tp->conc.mode, &err)
+	    || !fb_func_parse(config_get_str_tr(name,
 	    "destination_concurrency_positive_feedback"),
 	    "destination_concurrency_positive_feedback", &tp->conc.positive, &err)
 	    || !fb_func_parse(config_get_str_tr(name,

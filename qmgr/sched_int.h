@@ -170,6 +170,7 @@ struct sched_entry {
 	size_t n, cap;
 	bool busy;
 	bool probe;
+	fb_ticket_t fbt;		/* from fb_delivery_start, while busy */
 };
 
 #define PEER_NEXTHOP(p)		((p)->nexthop ? (p)->nexthop : (p)->q->nexthop)

@@ -187,6 +187,8 @@ bool sched_tparams_set(sched_tparams_t *p, const char *name,
 		p->limits.msgs_per_conn = l;
 		return true;
 	}
+	if (strcmp(name, "destination_concurrency_feedback_mode") == 0)
+		return fb_mode_parse(value, name, &p->conc.mode, err);
 	if (strcmp(name, "destination_concurrency_feedback_debug") == 0) {
 		if (!parse_bool(value, &p->conc.debug))
 			return bad(err, name, value, "yes or no");

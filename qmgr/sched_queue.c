@@ -244,7 +244,7 @@ void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now)
 {
 	const fb_settings_t *set = &q->t->p.conc;
 
-	fb_delivery_start(&q->fb, set, now);
+	e->fbt = fb_delivery_start(&q->fb, set, now);
 	e->probe = q->fb.probing;
 	q->deliveries++;
 	/* A rate-delayed destination needs a wake-up when it may start
@@ -361,7 +361,7 @@ void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
 		outcome = FB_POSITIVE;
 	if (outcome == FB_NEGATIVE)
 		q->conn_failures++;
-	r = fb_delivery_done(&q->fb, &t->p.conc, now, outcome);
+	r = fb_delivery_end(&q->fb, &t->p.conc, now, outcome, &e->fbt);
 
 	if ((flags & SCHED_DLV_SITE_FAIL) || (r & FB_DEAD)) {
 		sched_queue_kill(q, reason, now);

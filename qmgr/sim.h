@@ -13,6 +13,12 @@ typedef struct sim_period {
 	double start, end;
 } sim_period_t;
 
+/* limit_at=TIME:N: the server's session limit becomes N at TIME. */
+typedef struct sim_limit_change {
+	double at;
+	int limit;
+} sim_limit_change_t;
+
 typedef enum sim_fail_mode {
 	SIM_FAIL_REFUSE = 0,
 	SIM_FAIL_TIMEOUT,
@@ -40,6 +46,8 @@ typedef struct sim_dest {
 	double tempfail_p, permfail_p;	/* per recipient */
 	sim_period_t *dead;
 	int ndead;
+	sim_limit_change_t *limit_at;	/* limit changes, in time order */
+	int nlimit_at;
 	sim_fail_mode_t dead_mode;
 	char *limits;			/* rate limits (a rate table value) or NULL */
 	/* Run state and statistics. */

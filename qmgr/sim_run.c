@@ -356,6 +356,16 @@ static bool in_dead(const sim_dest_t *d, double t)
 	return false;
 }
 
+/* The server's session limit at t (limit, or the latest limit_at change). */
+static int limit_at(const sim_dest_t *d, double t)
+{
+	int limit = d->limit;
+
+	for (int i = 0; i < d->nlimit_at && d->limit_at[i].at <= t; i++)
+		limit = d->limit_at[i].limit;
+	return limit;
+}
+
 static double attempt_interval(const sim_t *sim)
 {
 	return sim->queue_run_delay > 0 ? sim->queue_run_delay : 300;
@@ -404,8 +414,12 @@ static void start_delivery(run_t *r, sched_entry_t *e)
 		else if (x < d->refuse_p + d->timeout_p)
 			fail = 2;
 	}
-	if (fail == 0 && d->limit > 0 && d->server->sessions >= d->limit)
-		fail = 3;
+	if (fail == 0) {
+		/* The server's limit (a group's: its first dest's sessions). */
+		int limit = limit_at(d, r->now);
+		if (limit > 0 && d->server->sessions >= limit)
+			fail = 3;
+	}
 	switch (fail) {
 	case 1:
 		bfmt(f->reason, sizeof(f->reason),
@@ -949,6 +963,7 @@ void sim_free(sim_t *s)
 		free(s->dests[i].key);
 		free(s->dests[i].dead);
 		free(s->dests[i].limits);
+		free(s->dests[i].limit_at);
 		free(s->dests[i].attempts);
 	}
 	free(s->dests);

@@ -205,6 +205,32 @@ static bool parse_periods(parse_t *p, sim_dest_t *d, char *v)
 	return true;
 }
 
+/* limit_at=TIME:N[,TIME:N...], times increasing. */
+static bool parse_limit_changes(parse_t *p, sim_dest_t *d, char *v)
+{
+	char *item;
+	while ((item = str_token(&v, ",")) != NULL) {
+		char *colon = strrchr(item, ':');
+		sim_limit_change_t ch;
+		long l;
+		if (colon == NULL)
+			return perr(p, "bad limit change \"%s\" (TIME:SESSIONS)", item);
+		*colon = 0;
+		if (!get_time(p, "limit_at", item, &ch.at)
+		    || !get_long(p, "limit_at", colon + 1, 0, &l))
+			return false;
+		if (l > 1000000000L)
+			return perr(p, "limit_at: too many sessions");
+		ch.limit = (int)l;
+		if (d->nlimit_at > 0 && ch.at <= d->limit_at[d->nlimit_at - 1].at)
+			return perr(p, "limit_at: times must increase");
+		d->limit_at = xreallocarray(d->limit_at, (size_t)d->nlimit_at + 1,
+		    sizeof(*d->limit_at));
+		d->limit_at[d->nlimit_at++] = ch;
+	}
+	return true;
+}
+
 static bool do_dest(parse_t *p, char **tok, int ntok)
 {
 	sim_t *s = p->sim;
@@ -258,6 +284,8 @@ static bool do_dest(parse_t *p, char **tok, int ntok)
 			ok = get_prob(p, k, v, &d->permfail_p);
 		else if (strcmp(k, "dead") == 0)
 			ok = parse_periods(p, d, v);
+		else if (strcmp(k, "limit_at") == 0)
+			ok = parse_limit_changes(p, d, v);
 		else if (strcmp(k, "dead_mode") == 0) {
 			if (strcmp(v, "refuse") == 0)
 				d->dead_mode = SIM_FAIL_REFUSE;

@@ -1,8 +1,10 @@
 #! /usr/bin/env atf-sh
 # qmgr-sim runs the real scheduler core on the scenarios in tests/sim/ and
 # these tests check its output: the SCHEDULER.md section 3 sequences,
-# preemption, the section 4 reference server, dead destinations, fairness,
-# a million recipients in bounded memory, and the scenario parser.
+# preemption, the section 4 reference server (and the learn feedback mode
+# against it, against no limit and against a changing one), dead
+# destinations, fairness, a million recipients in bounded memory, and the
+# scenario parser.
 
 SIM=@BUILDDIR@/bin/qmgr-sim
 SC=@SRCDIR@/tests/sim
@@ -14,6 +16,31 @@ value()
 	v=$(grep -m1 "^$2" "$1" | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n1)
 	[ -n "$v" ] || atf_fail "no $3= on a line starting with '$2' in $1"
 	echo "$v"
+}
+
+# deferred_pct FILE DEST: DEST's first-attempt deferral percentage.
+deferred_pct()
+{
+	grep "^dest $2: first" "$1" | sed -n 's/.*(\([0-9.]*\)%).*/\1/p'
+}
+
+# both POSTFIX LEARN: run the two scenarios into pf.out and learn.out.
+both()
+{
+	atf_check -o save:pf.out $SIM $SC/$1.sim
+	atf_check -o save:learn.out $SIM $SC/$2.sim
+}
+
+# sent_ratio LO HI: recipients sent in learn.out over those in pf.out is
+# within [LO, HI].
+sent_ratio()
+{
+	spf=$(value pf.out recipients: sent)
+	slearn=$(value learn.out recipients: sent)
+	echo "recipients sent: postfix mode $spf, learn mode $slearn"
+	awk -v a="$slearn" -v b="$spf" -v lo="$1" -v hi="$2" \
+	    'BEGIN { exit !(b > 0 && a / b >= lo && a / b <= hi) }' ||
+	    atf_fail "learn mode sent $slearn, postfix mode $spf: not within [$1, $2] of it"
 }
 
 # check_le A B MSG / check_ge A B MSG: numeric comparisons (floats).
@@ -74,8 +101,8 @@ concurrency_reference_body()
 {
 	atf_check -o save:inv.out $SIM $SC/conc-inverse.sim
 	atf_check -o save:one.out $SIM $SC/conc-one.sim
-	pinv=$(grep '^dest busy.example: first' inv.out | sed -n 's/.*(\([0-9.]*\)%).*/\1/p')
-	pone=$(grep '^dest busy.example: first' one.out | sed -n 's/.*(\([0-9.]*\)%).*/\1/p')
+	pinv=$(deferred_pct inv.out busy.example)
+	pone=$(deferred_pct one.out busy.example)
 	winv=$(value inv.out "dest busy.example: first" mean_window)
 	wone=$(value one.out "dest busy.example: first" mean_window)
 	echo "1/N feedback: ${pinv}% deferred on the first attempt, mean window $winv"
@@ -143,6 +170,82 @@ dead_destination_body()
 	atf_check -o match:'deferrals=30000$' grep '^recipients:' dead.out
 	atf_check -o match:'delivered=10000 ' grep '^messages:' dead.out
 	atf_check -o match:'sent=10000 ' grep '^dest dead.example: transport' dead.out
+}
+
+atf_test_case learn_reference
+learn_reference_head()
+{
+	atf_set "descr" "The learn feedback mode against the 5-session server: at most 1/12 (aim 3%) of first deliveries deferred, throughput at least 98% of the postfix mode's"
+}
+learn_reference_body()
+{
+	both conc-inverse learn-inverse
+	ppf=$(deferred_pct pf.out busy.example)
+	plearn=$(deferred_pct learn.out busy.example)
+	echo "deferred on the first attempt: postfix ${ppf}%, learn ${plearn}%"
+	check_le "$plearn" 3 "learn deferred share"
+	sent_ratio 0.98 1.1
+	# it does refuse now and then: the probes
+	check_ge "$(value learn.out "dest busy.example: transport" rejected_421)" 2 "probes"
+	check_le "$(value learn.out "dest busy.example: first" max_window)" 6 "learn max window"
+}
+
+atf_test_case learn_no_limit
+learn_no_limit_head()
+{
+	atf_set "descr" "Against a server without a session limit the learn mode delivers as much as the postfix mode and its window reaches the transport's limit"
+}
+learn_no_limit_body()
+{
+	both nolimit nolimit-learn
+	sent_ratio 0.98 1.02
+	atf_check -o match:' max_window=20 ' grep '^dest open.example: first' learn.out
+	atf_check -o match:'conn_failures=0 ' grep '^dest open.example: transport' learn.out
+}
+
+atf_test_case learn_limit_change
+learn_limit_change_head()
+{
+	atf_set "descr" "A server whose limit goes 5, 10 at 100 s, 3 at 200 s: the learn mode's window follows each change within 60 s"
+}
+learn_limit_change_body()
+{
+	atf_check -o save:learn.csv $SIM --csv $SC/limit-change-learn.sim
+	atf_check -o save:pf.csv $SIM --csv $SC/limit-change.sim
+	for f in pf learn; do
+		awk -F, '$2 == "smtp" { t = $1 + 0; w = $4 + 0
+		    if (t >= 100 && rise == "" && w >= 10) rise = t
+		    if (t >= 200 && w > 4) fall = t }
+		    END { printf "%s: window at 10 by %s s, last above 4 at %s s\n", f, rise, fall }' f=$f $f.csv
+	done
+	awk -F, '$2 == "smtp" { t = $1 + 0; w = $4 + 0
+	    if (t >= 50 && t < 100 && (w < 5 || w > 6)) { print "before 100 s: window " w " at " t; bad = 1 }
+	    if (t >= 100 && rise == "" && w >= 10) rise = t
+	    if (t >= 160 && t < 200 && (w < 10 || w > 11)) { print "before 200 s: window " w " at " t; bad = 1 }
+	    if (t >= 200 && w > 4) fall = t
+	    if (t >= 200 && w == 0) { print "dead at " t; bad = 1 } }
+	    END {
+		if (rise == "" || rise > 160) { print "window did not reach 10 by 160 s"; bad = 1 }
+		if (fall > 260) { print "window above 4 at " fall " s"; bad = 1 }
+		exit bad }' learn.csv || atf_fail "the window did not follow the limit"
+	both limit-change limit-change-learn
+	plearn=$(deferred_pct learn.out busy.example)
+	ppf=$(deferred_pct pf.out busy.example)
+	echo "deferred on the first attempt: postfix ${ppf}%, learn ${plearn}%"
+	check_le "$plearn" "$ppf" "learn deferred share"
+}
+
+atf_test_case learn_dead
+learn_dead_head()
+{
+	atf_set "descr" "dead.sim in the learn mode: the same figures as in the postfix mode"
+}
+learn_dead_body()
+{
+	both dead dead-learn
+	sed 1d pf.out > pf.body
+	sed 1d learn.out > learn.body
+	atf_check -o empty diff pf.body learn.body
 }
 
 atf_test_case fairness_backlog
@@ -360,6 +463,14 @@ bad_input_body()
 	dest a.example messages=5/h burst=-1|bad burst "-1"
 	set default_destination_message_rate -3/m|bad rate
 	EOF
+	printf 'transport smtp\ndest a.example limit_at=100s:5,50s:3\n' > h.sim
+	atf_check -s exit:2 -e match:'h.sim:2: limit_at: times must increase' $SIM h.sim
+	printf 'dest a.example limit_at=100s\n' > i.sim
+	atf_check -s exit:2 -e match:'i.sim:1: bad limit change "100s"' $SIM i.sim
+	printf 'dest a.example limit_at=10s:-1\n' > j.sim
+	atf_check -s exit:2 -e match:'j.sim:1: bad number for limit_at' $SIM j.sim
+	printf 'transport smtp destination_concurrency_feedback_mode=fast\n' > k.sim
+	atf_check -s exit:2 -e match:'k.sim:1: .*unknown feedback mode "fast": expected postfix or learn' $SIM k.sim
 }
 
 atf_init_test_cases()
@@ -369,6 +480,10 @@ atf_init_test_cases()
 	atf_add_test_case bulk_same_destination
 	atf_add_test_case concurrency_reference
 	atf_add_test_case dead_destination
+	atf_add_test_case learn_reference
+	atf_add_test_case learn_no_limit
+	atf_add_test_case learn_limit_change
+	atf_add_test_case learn_dead
 	atf_add_test_case fairness_backlog
 	atf_add_test_case fairness_stream
 	atf_add_test_case million_recipients

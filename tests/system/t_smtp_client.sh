@@ -4,8 +4,8 @@
 # (and fakedns) as the outside world.  Delivery via relayhost, a
 # transport-table [address]:port and MX lookup with fallback; connection
 # reuse counted by the sink; qmgr's concurrency feedback against a sink
-# that refuses sessions beyond 5; a dead port with 1,000 waiting
-# messages.
+# that refuses sessions beyond 5, in the postfix and the learn feedback
+# modes; a dead port with 1,000 waiting messages.
 
 B=@BUILDDIR@
 BUILDDIR=@BUILDDIR@
@@ -173,15 +173,14 @@ reuse_cleanup() {
 	stop_all
 }
 
-atf_test_case feedback_421 cleanup
-feedback_421_head() {
-	atf_set descr "a server refusing sessions beyond 5 with 421: qmgr's window stays near 5; the deferral ratio is printed; every message arrives once"
-	atf_set require.user unprivileged
-	atf_set timeout 600
-}
-feedback_421_body() {
-	# 0.2 s per recipient keeps sessions open long enough to overlap.
-	start_sink s -S 5 -W 200
+# sink5_setup [main.cf lines...]: a sink that takes 5 sessions and answers
+# 421 beyond (0.2 s per recipient keeps sessions open long enough to
+# overlap), an instance relaying to it with 1/N feedback and the feedback
+# debug log, and 100 two-recipient messages in incoming/.  Variables
+# sink_w (ms per recipient), sink_opts (more sink options) and nmsg
+# (messages) change those figures.
+sink5_setup() {
+	start_sink s -S 5 -W ${sink_w:-200} ${sink_opts:-}
 	smtp_instance "relayhost = [127.0.0.1]:$port" \
 	    "initial_destination_concurrency = 5" \
 	    "default_destination_concurrency_limit = 20" \
@@ -189,12 +188,23 @@ feedback_421_body() {
 	    "destination_concurrency_negative_feedback = 1/concurrency" \
 	    "destination_concurrency_failed_cohort_limit = 10" \
 	    "destination_concurrency_feedback_debug = yes" \
-	    "smtp_connection_cache_on_demand = no"
+	    "smtp_connection_cache_on_demand = no" \
+	    "$@"
 	i=0
-	while [ $i -lt 100 ]; do
+	while [ $i -lt ${nmsg:-100} ]; do
 		inject -r a$i@far.test -r b$i@far.test > /dev/null || atf_fail "mkqfile"
 		i=$((i + 1))
 	done
+}
+
+atf_test_case feedback_421 cleanup
+feedback_421_head() {
+	atf_set descr "a server refusing sessions beyond 5 with 421: qmgr's window stays near 5; the deferral ratio is printed; every message arrives once"
+	atf_set require.user unprivileged
+	atf_set timeout 600
+}
+feedback_421_body() {
+	sink5_setup
 	start_instance
 	# every message is delivered or deferred once
 	WAIT_MAX=900 wait_for lines_ge 200 ": to=<" maillog ||
@@ -223,6 +233,115 @@ feedback_421_body() {
 	finish
 }
 feedback_421_cleanup() {
+	stop_instance
+	stop_all
+}
+
+# first_pass_421 MODE: in directory MODE, 100 two-recipient messages
+# through a sink that takes 5 sessions and answers 421 beyond, with
+# destination_concurrency_feedback_mode MODE for the smtp transport;
+# waits for the first pass and leaves the sink's count of refused sessions
+# in MODE/refused.
+first_pass_421() {
+	mkdir "$1" && cd "$1" || atf_fail "mkdir $1"
+	sink5_setup "smtp_destination_concurrency_feedback_mode = $1"
+	start_instance
+	WAIT_MAX=900 wait_for lines_ge 200 ": to=<" maillog ||
+	    atf_fail "$1: first pass incomplete: $(count ': to=<' maillog) lines"
+	value s.stats rejected_sessions > refused
+	echo "$1 mode: $(count 'status=sent' maillog) recipients sent, $(count 'status=deferred' maillog) deferred, $(cat refused) sessions refused" >&2
+	stop_instance
+	assert_log_clean
+	finish
+	cd ..
+}
+
+atf_test_case feedback_learn cleanup
+feedback_learn_head() {
+	atf_set descr "the learn feedback mode against a server refusing sessions beyond 5: fewer 421s than the simulator's bound for it, which the postfix mode exceeds"
+	atf_set require.user unprivileged
+	atf_set timeout 900
+}
+feedback_learn_body() {
+	# The bound: the simulator's count for this test (tests/sim/
+	# sink5-learn.sim), doubled, plus 2.  Real timing is not lockstep: a
+	# session the sink still counts while qmgr already heard of its end
+	# makes an extra refusal now and then.
+	sim=$($BUILDDIR/bin/qmgr-sim @SRCDIR@/tests/sim/sink5-learn.sim |
+	    sed -n 's/^dest far.test: transport.* rejected_421=\([0-9]*\) .*/\1/p')
+	[ -n "$sim" ] || atf_fail "no refusal count from qmgr-sim"
+	bound=$((2 * sim + 2))
+	first_pass_421 learn
+	first_pass_421 postfix
+	learn=$(cat learn/refused)
+	pf=$(cat postfix/refused)
+	echo "sessions refused: learn $learn, postfix $pf, bound $bound (qmgr-sim: $sim)" >&2
+	grep -q 'feedback: smtp:.* ceiling [1-9]' learn/maillog ||
+	    atf_fail "learn mode: no ceiling learned"
+	[ "$learn" -le "$bound" ] || atf_fail "learn mode: $learn sessions refused, bound $bound"
+	[ "$pf" -gt "$bound" ] || atf_fail "postfix mode: only $pf sessions refused: the bound $bound does not tell the modes apart"
+}
+feedback_learn_cleanup() {
+	for d in learn postfix; do
+		[ -d "$d" ] || continue
+		(cd "$d" && stop_instance; stop_all)
+	done
+}
+
+# set_limit N: the sink's session limit becomes N (--limit-file=limit).
+set_limit() {
+	echo "$1" > limit.new && mv limit.new limit
+	kill -HUP "$(cat s.pid)"
+	grep_wait s.err "session limit $1 "
+}
+
+# ceiling_since LINE RE: a learn-mode feedback line after line LINE of
+# maillog shows a ceiling matching RE.
+ceiling_since() {
+	tail -n +$(($1 + 1)) maillog | grep -Eq "feedback: smtp:.* ceiling $2 "
+}
+
+atf_test_case feedback_learn_follow cleanup
+feedback_learn_follow_head() {
+	atf_set descr "the learn feedback mode follows a server whose session limit goes from 5 to 10 and then to 3, each within 60 s"
+	atf_set require.user unprivileged
+	atf_set timeout 900
+}
+feedback_learn_follow_body() {
+	echo 5 > limit
+	# 1 s per two-recipient session; enough mail for the whole run
+	sink_w=500 sink_opts=--limit-file=limit nmsg=800
+	sink5_setup "smtp_destination_concurrency_feedback_mode = learn"
+	start_instance
+	WAIT_MAX=300 wait_for ceiling_since 0 5 || atf_fail "limit 5 not learned"
+	# let failed probes space out (1, 2, 4, 8, 16 s) before the rise; the
+	# ceiling stays 5, give or take one: qmgr hears of a session's end a
+	# little before or after the sink counts it closed (under load)
+	mark=$(wc -l < maillog)
+	sleep 20
+	bad=$(tail -n +$((mark + 1)) maillog |
+	    grep -E 'feedback: smtp:.* ceiling ([0-3]|[7-9]|[1-9][0-9]+) ' | head -n 1)
+	[ -z "$bad" ] || atf_fail "limit 5 not kept: $bad"
+	ceiling_since $mark 5 || atf_fail "no ceiling 5 while the limit was 5"
+	mark=$(wc -l < maillog)
+	start=$(date +%s)
+	set_limit 10
+	WAIT_MAX=600 wait_for ceiling_since $mark 10 ||
+	    atf_fail "the rise to 10 was not followed within 60 s"
+	echo "rise to 10 followed in $(($(date +%s) - start)) s" >&2
+	mark=$(wc -l < maillog)
+	start=$(date +%s)
+	set_limit 3
+	WAIT_MAX=600 wait_for ceiling_since $mark '[1-3]' ||
+	    atf_fail "the fall to 3 was not followed within 60 s"
+	echo "fall to 3 followed in $(($(date +%s) - start)) s" >&2
+	echo "sessions refused: $(value s.stats rejected_sessions) of $(value s.stats connections) connections" >&2
+	grep -q ' dead$' maillog && atf_fail "the destination was declared dead"
+	stop_instance
+	assert_log_clean
+	finish
+}
+feedback_learn_follow_cleanup() {
 	stop_instance
 	stop_all
 }
@@ -265,5 +384,7 @@ atf_init_test_cases() {
 	atf_add_test_case mx_fallback
 	atf_add_test_case reuse
 	atf_add_test_case feedback_421
+	atf_add_test_case feedback_learn
+	atf_add_test_case feedback_learn_follow
 	atf_add_test_case dead_port
 }

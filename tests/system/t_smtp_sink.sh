@@ -214,6 +214,45 @@ session_limit_body() {
 }
 session_limit_cleanup() { stop_all; }
 
+atf_test_case session_limit_file cleanup
+session_limit_file_head() {
+	atf_set descr "--limit-file: the -S limit is read from a file at start and again on SIGHUP; a bad file leaves it as it was"
+}
+session_limit_file_body() {
+	need_bash
+	echo 1 > limit
+	start_sink s -S 5 --limit-file=limit
+	grep_wait s.err "session limit 1 \(from limit\)"
+	bash -c 'exec 3<>/dev/tcp/127.0.0.1/$1; head -n 1 <&3 > hold.txt; exec sleep 30' _ $port &
+	echo $! > hold.pid
+	grep_wait hold.txt "^220 "
+	stat_is s.stats active 1
+	mail_script m.txt
+	atf_check -o match:"^421 4.7.0 Error: too many sessions" bash chat.bash $port m.txt
+	stat_is s.stats rejected_sessions 1
+	# raised while the first session stays open
+	echo 2 > limit.new && mv limit.new limit
+	kill -HUP "$(cat s.pid)"
+	grep_wait s.err "session limit 2 \(from limit\)"
+	atf_check -o match:"^250 2.0.0 Ok: queued" bash chat.bash $port m.txt
+	# a bad file changes nothing
+	echo lots > limit.new && mv limit.new limit
+	kill -HUP "$(cat s.pid)"
+	grep_wait s.err 'limit: bad session limit "lots" \(0..1000000\); it stays 2'
+	rm limit
+	kill -HUP "$(cat s.pid)"
+	grep_wait s.err "limit: No such file or directory; the session limit stays 2"
+	atf_check -o match:"^250 2.0.0 Ok: queued" bash chat.bash $port m.txt
+	# lowered below the open sessions: new ones are refused
+	echo 1 > limit.new && mv limit.new limit
+	kill -HUP "$(cat s.pid)"
+	grep_wait s.err "session limit 1 \(from limit\)"
+	atf_check -o match:"^421 4.7.0" bash chat.bash $port m.txt
+	stat_is s.stats rejected_sessions 2
+	finish
+}
+session_limit_file_cleanup() { stop_all; }
+
 atf_test_case drop_stages cleanup
 drop_stages_head() {
 	atf_set descr "-D STAGE hangs up at each stage, before answering it"
@@ -510,6 +549,7 @@ atf_init_test_cases() {
 	atf_add_test_case reject_options
 	atf_add_test_case random_failures
 	atf_add_test_case session_limit
+	atf_add_test_case session_limit_file
 	atf_add_test_case drop_stages
 	atf_add_test_case greeting_modes
 	atf_add_test_case delays

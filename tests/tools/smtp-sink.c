@@ -61,6 +61,7 @@ static struct config {
 	bool hide[EXT_COUNT];
 	bool no_ehlo;
 	unsigned long max_sessions;	/* 0: no limit */
+	const char *limit_file;		/* --limit-file: max_sessions, on SIGHUP */
 	unsigned long cmd_delay_ms, rcpt_delay_ms, dot_delay_ms;
 	long drop_at[ST_COUNT];		/* 0 off, -1 always, N: the Nth time */
 	enum greet_mode greet;
@@ -1130,10 +1131,51 @@ static int sig_pipe[2] = { -1, -1 };
 
 static void on_signal(int sig)
 {
-	char c = sig == SIGUSR1 ? 'U' : 'T';
+	char c = sig == SIGUSR1 ? 'U' : sig == SIGHUP ? 'H' : 'T';
 	int saved = errno;
 	(void)!write(sig_pipe[1], &c, 1);
 	errno = saved;
+}
+
+/* --limit-file: the session limit is the number in the file (0: none),
+ * read at start and on SIGHUP.  A file that cannot be read or holds
+ * anything else leaves the limit as it was, with a warning. */
+static void read_limit_file(void)
+{
+	str_t text = STR_INIT;
+	char num[32];
+	size_t len;
+	unsigned long v;
+	const char *s;
+
+	if (cf.limit_file == NULL)
+		return;
+	if (file_read_all(cf.limit_file, &text, 64) < 0) {
+		log_warning("%s: %s; the session limit stays %lu", cf.limit_file,
+		    strerror(errno), cf.max_sessions);
+		str_release(&text);
+		return;
+	}
+	s = str_cstr(&text);
+	len = str_len(&text);
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
+		len--;
+	if (len == 0 || len >= sizeof(num)) {
+		log_warning("%s: not a session limit; it stays %lu", cf.limit_file,
+		    cf.max_sessions);
+		str_release(&text);
+		return;
+	}
+	memcpy(num, s, len);
+	num[len] = 0;
+	if (!str_to_ulong(num, &v) || v > 1000000)
+		log_warning("%s: bad session limit \"%s\" (0..1000000); it stays %lu",
+		    cf.limit_file, num, cf.max_sessions);
+	else {
+		cf.max_sessions = v;
+		log_info("session limit %lu (from %s)", v, cf.limit_file);
+	}
+	str_release(&text);
 }
 
 /* "[addr]:port", "addr:port" (IPv4) or just "port" (127.0.0.1). */
@@ -1309,6 +1351,8 @@ static void usage(void)
 	    "               enhancedstatuscodes,starttls\n"
 	    "  --no-ehlo    answer EHLO with 502 (a HELO-only server)\n"
 	    "  -S N         at most N concurrent sessions, 421 beyond\n"
+	    "  --limit-file=FILE  the -S limit is the number in FILE (0: none),\n"
+	    "               read at start and again on SIGHUP\n"
 	    "  -w MS        delay every reply by MS ms\n"
 	    "  -W MS        delay every RCPT reply by MS ms more\n"
 	    "  -y MS        delay the reply to an accepted message's final dot by MS ms\n"
@@ -1336,6 +1380,7 @@ int main(int argc, char **argv)
 		{ "data-reply", required_argument, NULL, 'Y' },
 		{ "dot-reply", required_argument, NULL, 'O' },
 		{ "no-ehlo", no_argument, NULL, 'E' },
+		{ "limit-file", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1383,6 +1428,7 @@ int main(int argc, char **argv)
 		case 'Y': cf.data_reply = reply_class_arg("--data-reply", optarg); break;
 		case 'O': cf.dot_reply = reply_class_arg("--dot-reply", optarg); break;
 		case 'E': cf.no_ehlo = true; break;
+		case 'F': cf.limit_file = optarg; break;
 		default: usage();
 		}
 	}
@@ -1444,7 +1490,9 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	read_limit_file();
 
 	pthread_mutex_lock(&stat_lock);
 	stats_write_locked();
@@ -1473,6 +1521,8 @@ int main(int argc, char **argv)
 			while (read(sig_pipe[0], &sig, 1) == 1) {
 				if (sig == 'U')
 					print_stats();
+				else if (sig == 'H')
+					read_limit_file();
 				else
 					stop = true;
 				/* more signals pending? */

@@ -624,6 +624,356 @@ ATF_TC_BODY(debug_log, tc)
 	ATF_CHECK_EQ(lines, 6);
 }
 
+
+/* ---- learn mode (doc/scheduler-feedback.md section 2a) ---- */
+
+static fb_settings_t learnset(void)
+{
+	fb_settings_t s = mkset(FB_KIND_INVERSE, 1, FB_KIND_INVERSE, 1);
+	s.mode = FB_MODE_LEARN;
+	return s;
+}
+
+/* A ticket as fb_delivery_start would have given it, for events whose
+ * concurrency a test wants to choose. */
+static fb_ticket_t ticket(const fb_state_t *st, int conc)
+{
+	fb_ticket_t tk = { .conc = conc, .probe = false, .negatives = st->negatives };
+	return tk;
+}
+
+ATF_TC_WITHOUT_HEAD(learn_mode_parse);
+ATF_TC_BODY(learn_mode_parse, tc)
+{
+	fb_mode_t m = FB_MODE_LEARN;
+	fb_settings_t s;
+	str_t err = STR_INIT;
+
+	fb_settings_init(&s);
+	ATF_CHECK_EQ(s.mode, FB_MODE_POSTFIX);
+	ATF_CHECK(fb_mode_parse("postfix", NULL, &m, NULL));
+	ATF_CHECK_EQ(m, FB_MODE_POSTFIX);
+	ATF_CHECK(fb_mode_parse(" LEARN ", NULL, &m, NULL));
+	ATF_CHECK_EQ(m, FB_MODE_LEARN);
+	ATF_CHECK(!fb_mode_parse("learned", "smtp_destination_concurrency_feedback_mode", &m, &err));
+	ATF_CHECK_EQ(m, FB_MODE_LEARN);
+	ATF_CHECK_STREQ(str_cstr(&err), "smtp_destination_concurrency_feedback_mode: "
+	    "unknown feedback mode \"learned\": expected postfix or learn");
+	ATF_CHECK(!fb_mode_parse("", NULL, &m, &err));
+	ATF_CHECK(!fb_mode_parse(NULL, NULL, &m, NULL));
+	ATF_CHECK_STREQ(fb_mode_name(FB_MODE_LEARN), "learn");
+	ATF_CHECK_STREQ(fb_mode_name(FB_MODE_POSTFIX), "postfix");
+	s.mode = (fb_mode_t)5;
+	ATF_CHECK(!fb_settings_check(&s, &err));
+	ATF_CHECK(strstr(str_cstr(&err), "destination_concurrency_feedback_mode") != NULL);
+	str_release(&err);
+}
+
+/* No refusal, nothing learned: the window is Postfix's, event for event. */
+ATF_TC_WITHOUT_HEAD(learn_without_refusals_is_postfix);
+ATF_TC_BODY(learn_without_refusals_is_postfix, tc)
+{
+	fb_settings_t sp = mkset(FB_KIND_INVERSE, 1, FB_KIND_INVERSE, 1);
+	fb_settings_t sl = learnset();
+	fb_state_t p, l;
+	double now = 0;
+
+	fb_init(&p, &sp, NULL);
+	fb_init(&l, &sl, NULL);
+	for (int i = 0; i < 300; i++) {
+		fb_ticket_t tl;
+		now += 0.5;
+		/* keep the window full, then end one delivery */
+		while (p.busy < p.window)
+			fb_delivery_start(&p, &sp, now);
+		while (l.busy < l.window)
+			fb_delivery_start(&l, &sl, now);
+		tl = ticket(&l, l.busy);
+		int fp = fb_delivery_done(&p, &sp, now, FB_POSITIVE);
+		int fl = fb_delivery_end(&l, &sl, now, FB_POSITIVE, &tl);
+		ATF_REQUIRE_EQ_MSG(p.window, l.window, "event %d", i);
+		ATF_CHECK_EQ(fp, fl);
+	}
+	ATF_CHECK_EQ(l.window, FB_DEF_CONCURRENCY_LIMIT);
+	ATF_CHECK_EQ(l.ceiling, 0);
+}
+
+/* A server that takes 5 sessions: the refusal at concurrency 6 teaches
+ * 5, growth stops there, probes come 1 s later and then less often. */
+ATF_TC_WITHOUT_HEAD(learn_ceiling_and_probes);
+ATF_TC_BODY(learn_ceiling_and_probes, tc)
+{
+	fb_settings_t s = learnset();
+	fb_state_t st;
+	fb_ticket_t tk[8];
+	int f;
+
+	s.initial_concurrency = 8;
+	fb_init(&st, &s, NULL);
+	ATF_REQUIRE_EQ(st.window, 8);
+	for (int i = 0; i < 8; i++) {
+		tk[i] = fb_delivery_start(&st, &s, 0);
+		ATF_CHECK_EQ(tk[i].conc, i + 1);
+		ATF_CHECK(!tk[i].probe);
+	}
+	/* 6, 7 and 8 are refused; the one at 6 says the limit is 5 */
+	f = fb_delivery_end(&st, &s, 0.3, FB_NEGATIVE, &tk[5]);
+	ATF_CHECK_EQ(f, FB_SHRANK);
+	ATF_CHECK_EQ(st.ceiling, 5);
+	ATF_CHECK_EQ(st.window, 5);
+	fb_delivery_end(&st, &s, 0.3, FB_NEGATIVE, &tk[7]);
+	fb_delivery_end(&st, &s, 0.3, FB_NEGATIVE, &tk[6]);
+	ATF_CHECK_EQ(st.ceiling, 5);		/* later, higher: no rise */
+	ATF_CHECK_EQ(st.window, 5);
+	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+	CHECK_NEAR(st.next_probe, 1.3);
+	/* the five sessions end at t = 2: the probe time has come, the
+	 * window opens one above the ceiling */
+	f = fb_delivery_end(&st, &s, 2, FB_POSITIVE, &tk[0]);
+	ATF_CHECK_EQ(f, FB_GREW);
+	ATF_CHECK_EQ(st.probe_state, FB_PROBE_READY);
+	ATF_CHECK_EQ(st.window, 6);
+	for (int i = 1; i < 5; i++)
+		fb_delivery_end(&st, &s, 2, FB_POSITIVE, &tk[i]);
+	ATF_CHECK_EQ(st.window, 6);		/* held, however many successes */
+	ATF_CHECK_EQ(st.busy, 0);
+	/* six start: the sixth is the probe, and the window closes again */
+	for (int i = 0; i < 6; i++)
+		tk[i] = fb_delivery_start(&st, &s, 2);
+	ATF_CHECK(!tk[4].probe);
+	ATF_CHECK(tk[5].probe);
+	ATF_CHECK_EQ(st.probe_state, FB_PROBE_OUT);
+	ATF_CHECK_EQ(st.window, 5);
+	ATF_CHECK(!fb_can_start(&st, &s, 2));
+	/* refused: the ceiling stays, the next probe in 2 s */
+	fb_delivery_end(&st, &s, 2.3, FB_NEGATIVE, &tk[5]);
+	ATF_CHECK_EQ(st.ceiling, 5);
+	ATF_CHECK_EQ(st.window, 5);
+	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+	CHECK_NEAR(st.probe_interval, 2);
+	CHECK_NEAR(st.next_probe, 4.3);
+	ATF_CHECK(!st.dead);
+	fb_delivery_end(&st, &s, 4, FB_POSITIVE, &tk[0]);
+	ATF_CHECK_EQ(st.window, 5);		/* 4 < 4.3: not yet */
+	fb_delivery_end(&st, &s, 4.5, FB_POSITIVE, &tk[1]);
+	ATF_CHECK_EQ(st.window, 6);
+	/* failed probes back off to FB_LEARN_PROBE_MAX */
+	for (int i = 0; i < 10; i++) {
+		fb_ticket_t p;
+		st.probe_state = FB_PROBE_READY;
+		st.busy = 5;
+		p = fb_delivery_start(&st, &s, 10);
+		ATF_REQUIRE(p.probe);
+		fb_delivery_end(&st, &s, 10, FB_NEGATIVE, &p);
+		st.fail_cohorts = 0;	/* as sessions' successes would */
+	}
+	CHECK_NEAR(st.probe_interval, FB_LEARN_PROBE_MAX);
+	CHECK_NEAR(st.next_probe, 10 + FB_LEARN_PROBE_MAX);
+	ATF_CHECK_EQ(st.ceiling, 5);
+}
+
+/* A successful probe raises the ceiling and opens the next probe at once
+ * (the limit may be rising); a probe that succeeds while another delivery
+ * was refused proves nothing. */
+ATF_TC_WITHOUT_HEAD(learn_probe_success);
+ATF_TC_BODY(learn_probe_success, tc)
+{
+	fb_settings_t s = learnset();
+	fb_state_t st;
+	fb_ticket_t t, p, other;
+
+	fb_init(&st, &s, NULL);
+	st.busy = 5;
+	t = ticket(&st, 5);
+	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);	/* limit 4 */
+	ATF_CHECK_EQ(st.ceiling, 4);
+	st.busy = 4;
+	t = ticket(&st, 4);
+	fb_delivery_end(&st, &s, 5, FB_POSITIVE, &t);
+	ATF_REQUIRE_EQ(st.probe_state, FB_PROBE_READY);
+	ATF_CHECK_EQ(st.window, 5);
+	st.busy = 4;
+	p = fb_delivery_start(&st, &s, 5);
+	ATF_REQUIRE(p.probe);
+	ATF_CHECK_EQ(p.conc, 5);
+	fb_delivery_end(&st, &s, 7, FB_POSITIVE, &p);
+	ATF_CHECK_EQ(st.ceiling, 5);
+	ATF_CHECK_EQ(st.probe_state, FB_PROBE_READY);	/* at once */
+	ATF_CHECK_EQ(st.window, 6);
+	CHECK_NEAR(st.probe_interval, FB_LEARN_PROBE_MIN);
+	/* inconclusive: another delivery refused while the probe flew */
+	st.busy = 5;
+	p = fb_delivery_start(&st, &s, 8);
+	ATF_REQUIRE(p.probe);
+	other = ticket(&st, 6);
+	other.negatives = p.negatives;
+	other.probe = false;
+	fb_delivery_end(&st, &s, 8.1, FB_NEGATIVE, &other);
+	ATF_CHECK_EQ(st.ceiling, 5);			/* c - 1 = 5: no change */
+	fb_delivery_end(&st, &s, 9, FB_POSITIVE, &p);
+	ATF_CHECK_EQ(st.ceiling, 5);
+	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+	CHECK_NEAR(st.next_probe, 9 + FB_LEARN_PROBE_MIN);
+	/* never above destination_concurrency_limit, and no probe there */
+	s.concurrency_limit = 5;
+	st.busy = 5;
+	t = ticket(&st, 5);
+	fb_delivery_end(&st, &s, 20, FB_POSITIVE, &t);
+	ATF_CHECK_EQ(st.window, 5);
+	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+}
+
+/* A falling limit is followed one step per refusal; a refusal at concurrency 1
+ * teaches nothing; a lost probe (no feedback) is not held for ever;
+ * revival forgets the ceiling. */
+ATF_TC_WITHOUT_HEAD(learn_fall_and_forget);
+ATF_TC_BODY(learn_fall_and_forget, tc)
+{
+	fb_settings_t s = learnset();
+	fb_state_t st;
+	fb_ticket_t t, p;
+
+	s.failed_cohort_limit = 10;
+	s.initial_concurrency = 10;
+	fb_init(&st, &s, NULL);
+	st.busy = 10;
+	t = ticket(&st, 9);
+	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	ATF_CHECK_EQ(st.ceiling, 8);
+	/* later refusals lower it one step each, however low they came */
+	t = ticket(&st, 4);
+	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	ATF_CHECK_EQ(st.ceiling, 7);
+	ATF_CHECK_EQ(st.window, 7);
+	for (int i = 0; i < 5; i++) {
+		t = ticket(&st, 4);
+		fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	}
+	ATF_CHECK_EQ(st.ceiling, 3);		/* 6, 5, 4, 3, then c - 1 = 3 */
+	ATF_CHECK_EQ(st.window, 3);
+	t = ticket(&st, 9);				/* late report */
+	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	ATF_CHECK_EQ(st.ceiling, 3);
+	t = ticket(&st, 1);
+	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	ATF_CHECK_EQ(st.ceiling, 3);
+	/* a probe that never reports */
+	st.busy = 3;
+	t = ticket(&st, 3);
+	fb_delivery_end(&st, &s, 50, FB_POSITIVE, &t);
+	st.busy = 3;
+	ATF_REQUIRE_EQ(st.window, 4);
+	p = fb_delivery_start(&st, &s, 50);
+	ATF_REQUIRE(p.probe);
+	fb_delivery_end(&st, &s, 51, FB_NONE, &p);
+	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+	ATF_CHECK(st.next_probe > 51);
+	/* death and revival */
+	fb_kill(&st, &s);
+	ATF_CHECK_EQ(st.window, 0);
+	fb_probe_start(&st, &s);
+	ATF_CHECK_EQ(st.window, 1);
+	ATF_CHECK_EQ(fb_positive(&st, &s), FB_REVIVED);
+	ATF_CHECK_EQ(st.ceiling, 0);
+	ATF_CHECK_EQ(st.window, 10);
+}
+
+/* The debug line shows base, ceiling and the probe state in learn mode. */
+ATF_TC_WITHOUT_HEAD(learn_debug_log);
+ATF_TC_BODY(learn_debug_log, tc)
+{
+	fb_settings_t s = learnset();
+	fb_state_t st;
+	fb_ticket_t t;
+
+	log_init("petrel/qmgr");
+	ATF_REQUIRE(log_to_file("fb.log") == 0);
+	s.debug = true;
+	fb_init(&st, &s, "smtp:busy.example");
+	st.busy = 6;
+	st.window = st.base = 6;
+	t = ticket(&st, 6);
+	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	log_to_stderr();
+	char *text = slurp("fb.log");
+	ATF_REQUIRE(text != NULL);
+	ATF_CHECK_MSG(strstr(text, "feedback: smtp:busy.example negative: window 6->5 "
+	    "busy 6 success 0.000 failure 0.833 fail_cohorts 0.167 base 5 ceiling 5 "
+	    "probe idle\n") != NULL, "%s", text);
+}
+
+/* Dead-destination detection is not weakened: a destination refusing
+ * everything dies after the same number of refusals as in Postfix mode,
+ * whatever the order of the reports and the negative feedback; after a
+ * limit was learned it dies no later than Postfix mode at that window. */
+static int refusals_to_death(fb_settings_t *s, fb_state_t *st, int n,
+    bool ascending)
+{
+	fb_ticket_t tk[64];
+	for (int i = 0; i < n; i++)
+		tk[i] = fb_delivery_start(st, s, 100);
+	for (int k = 0; k < n; k++) {
+		int i = ascending ? k : n - 1 - k;
+		if (fb_delivery_end(st, s, 100.3, FB_NEGATIVE, &tk[i]) & FB_DEAD)
+			return k + 1;
+	}
+	return 0;
+}
+
+ATF_TC_WITHOUT_HEAD(learn_dead_detection);
+ATF_TC_BODY(learn_dead_detection, tc)
+{
+	static const fb_func_t neg[] = {
+		{ FB_KIND_CONSTANT, 1 }, { FB_KIND_INVERSE, 1 },
+		{ FB_KIND_INVERSE_SQRT, 1 },
+	};
+	for (size_t i = 0; i < sizeof(neg) / sizeof(neg[0]); i++) {
+		for (int asc = 0; asc < 2; asc++) {
+			fb_settings_t sp, sl;
+			fb_state_t p, l;
+			fb_settings_init(&sp);
+			sp.negative = neg[i];
+			sl = sp;
+			sl.mode = FB_MODE_LEARN;
+			fb_init(&p, &sp, NULL);
+			fb_init(&l, &sl, NULL);
+			int np = refusals_to_death(&sp, &p, 5, asc);
+			int nl = refusals_to_death(&sl, &l, 5, asc);
+			ATF_CHECK_MSG(np > 0 && np == nl,
+			    "negative %zu order %d: postfix %d, learn %d", i, asc, np, nl);
+			ATF_CHECK(l.dead && l.window == 0);
+		}
+		/* learned limit 5, the destination then dies */
+		fb_settings_t sp, sl;
+		fb_state_t p, l;
+		fb_settings_init(&sp);
+		sp.negative = neg[i];
+		sp.initial_concurrency = 5;
+		sl = sp;
+		sl.mode = FB_MODE_LEARN;
+		fb_init(&l, &sl, NULL);
+		l.busy = 6;
+		fb_ticket_t t = ticket(&l, 6);
+		fb_delivery_end(&l, &sl, 0, FB_NEGATIVE, &t);
+		ATF_REQUIRE_EQ(l.ceiling, 5);
+		l.busy = 5;
+		t = ticket(&l, 5);
+		fb_delivery_end(&l, &sl, 0.5, FB_POSITIVE, &t);	/* cohorts 0 */
+		l.busy = 0;
+		l.probe_state = FB_PROBE_IDLE;
+		l.window = 5;
+		l.base = 5;
+		fb_init(&p, &sp, NULL);
+		for (int asc = 0; asc < 2; asc++) {
+			fb_state_t pc = p, lc = l;
+			int np = refusals_to_death(&sp, &pc, 5, asc);
+			int nl = refusals_to_death(&sl, &lc, 5, asc);
+			ATF_CHECK_MSG(nl > 0 && nl <= np,
+			    "learned, negative %zu order %d: postfix %d, learn %d", i, asc, np, nl);
+		}
+	}
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, init_and_defaults);
@@ -646,5 +996,12 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, parse);
 	ATF_TP_ADD_TC(tp, settings_check);
 	ATF_TP_ADD_TC(tp, debug_log);
+	ATF_TP_ADD_TC(tp, learn_mode_parse);
+	ATF_TP_ADD_TC(tp, learn_without_refusals_is_postfix);
+	ATF_TP_ADD_TC(tp, learn_ceiling_and_probes);
+	ATF_TP_ADD_TC(tp, learn_probe_success);
+	ATF_TP_ADD_TC(tp, learn_fall_and_forget);
+	ATF_TP_ADD_TC(tp, learn_dead_detection);
+	ATF_TP_ADD_TC(tp, learn_debug_log);
 	return atf_no_error();
 }
