@@ -334,6 +334,8 @@ typedef struct sched_queue_info {
 	double retry_at;		/* when suspended */
 	const char *reason;		/* DSC reason, or NULL */
 	unsigned long deliveries, conn_failures, suspended_rcpts;
+	unsigned long deferrals;	/* recipients deferred, since the
+					 * queue was made */
 } sched_queue_info_t;
 
 typedef struct sched_job_info {
@@ -353,6 +355,10 @@ typedef struct sched_stats {
 	size_t messages;		/* in the core now */
 	long rcpt_in_core, rcpt_peak;
 	unsigned long selected, preemptions, suspended_rcpts, reads;
+	/* Since the core was made: messages added on their first pass
+	 * (attempts 0), and recipient results (sent, bounced, deferred:
+	 * those deferred at once included). */
+	unsigned long new_msgs, rcpt_sent, rcpt_bounced, rcpt_deferred;
 } sched_stats_t;
 
 void sched_get_stats(const sched_t *s, sched_stats_t *st);
