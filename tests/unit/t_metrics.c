@@ -126,11 +126,22 @@ static int http(const char *text, http_req_t *r)
 	return r->status;
 }
 
+/* head, n times unit, tail. */
+static const char *build(str_t *s, const char *head, const char *unit, int n,
+    const char *tail)
+{
+	str_set(s, head);
+	for (int i = 0; i < n; i++)
+		str_cat(s, unit);
+	str_cat(s, tail);
+	return str_cstr(s);
+}
+
 ATF_TC_WITHOUT_HEAD(http_requests);
 ATF_TC_BODY(http_requests, tc)
 {
 	http_req_t r;
-	str_t big = STR_INIT;
+	str_t big = STR_INIT, line = STR_INIT;
 
 	ATF_CHECK_EQ(http("GET /metrics HTTP/1.1\nHost: x\n\n", &r), 200);
 	ATF_CHECK(!r.head && r.v11);
@@ -175,42 +186,32 @@ ATF_TC_BODY(http_requests, tc)
 	ATF_CHECK_EQ(http("GET /metrics HTTP/1.0\nTransfer-Encoding: chunked\n\n",
 	    &r), 400);
 
-	/* Limits: the request line, one header line, the number of lines. */
-	str_set(&big, "GET /");
-	for (int i = 0; i < HTTP_REQLINE_MAX; i++)
-		str_putc(&big, 'a');
-	str_cat(&big, " HTTP/1.0\n\n");
-	ATF_CHECK_EQ(http(str_cstr(&big), &r), 400);
-	str_set(&big, "GET /metrics HTTP/1.0\nA: ");
-	for (int i = 0; i < HTTP_HEADER_MAX; i++)
-		str_putc(&big, 'a');
-	str_cat(&big, "\n\n");
-	ATF_CHECK_EQ(http(str_cstr(&big), &r), 400);
-	str_set(&big, "GET /metrics HTTP/1.0\n");
-	for (int i = 0; i < HTTP_HEADERS_MAX; i++)
-		str_cat(&big, "A: b\n");
-	str_cat(&big, "\n");
-	ATF_CHECK_EQ(http(str_cstr(&big), &r), 200);
-	str_set(&big, "GET /metrics HTTP/1.0\n");
-	for (int i = 0; i <= HTTP_HEADERS_MAX; i++)
-		str_cat(&big, "A: b\n");
-	str_cat(&big, "\n");
-	ATF_CHECK_EQ(http(str_cstr(&big), &r), 400);
-	str_set(&big, "GET /metrics HTTP/1.0\n");
-	for (int i = 0; i < 6; i++) {
-		str_cat(&big, "A: ");
-		for (int k = 0; k < 3000; k++)
-			str_putc(&big, 'a');
-		str_cat(&big, "\n");
-	}
-	str_cat(&big, "\n");
-	ATF_CHECK_EQ(http(str_cstr(&big), &r), 400);
+	/* Limits: the request line, one header line, the number of lines,
+	 * the bytes of header. */
+	ATF_CHECK_EQ(http(build(&big, "GET /metrics?", "a", HTTP_REQLINE_MAX - 22,
+	    " HTTP/1.0\n\n"), &r), 200);
+	ATF_CHECK_EQ(http(build(&big, "GET /metrics?", "a", HTTP_REQLINE_MAX - 21,
+	    " HTTP/1.0\n\n"), &r), 400);
+	ATF_CHECK_STREQ(r.why, "request line too long");
+	ATF_CHECK_EQ(http(build(&big, "GET /metrics HTTP/1.0\nA: ", "a",
+	    HTTP_HEADER_MAX - 3, "\n\n"), &r), 200);
+	ATF_CHECK_EQ(http(build(&big, "GET /metrics HTTP/1.0\nA: ", "a",
+	    HTTP_HEADER_MAX - 2, "\n\n"), &r), 400);
+	ATF_CHECK_EQ(http(build(&big, "GET /metrics HTTP/1.0\n", "A: b\n",
+	    HTTP_HEADERS_MAX, "\n"), &r), 200);
+	ATF_CHECK_EQ(http(build(&big, "GET /metrics HTTP/1.0\n", "A: b\n",
+	    HTTP_HEADERS_MAX + 1, "\n"), &r), 400);
+	ATF_CHECK_STREQ(r.why, "too many header lines");
+	build(&line, "A: ", "a", 3000, "\n");
+	ATF_CHECK_EQ(http(build(&big, "GET /metrics HTTP/1.0\n", str_cstr(&line),
+	    6, "\n"), &r), 400);
 	ATF_CHECK_STREQ(r.why, "header too large");
 	/* A NUL inside a line (the length is what counts). */
 	http_req_init(&r);
 	ATF_CHECK(http_req_line(&r, "GET /\0metrics HTTP/1.0", 22));
 	ATF_CHECK_EQ(r.status, 400);
 	str_release(&big);
+	str_release(&line);
 }
 
 ATF_TC_WITHOUT_HEAD(http_answers);
