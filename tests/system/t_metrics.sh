@@ -338,9 +338,10 @@ http_cleanup() {
 
 atf_test_case address_in_use cleanup
 address_in_use_head() {
-	atf_set descr "a metrics address in use, or not of this host: petrel start fails naming master.cf:line"
+	atf_set descr "a metrics address in use, or not of this host: petrel start fails naming master.cf:line; a reload leaves the service out"
 	atf_set require.user unprivileged
-	atf_set timeout 60
+	atf_set require.progs /usr/bin/python3
+	atf_set timeout 90
 }
 address_in_use_body() {
 	start_sink s		# holds 127.0.0.1:$port
@@ -355,6 +356,19 @@ address_in_use_body() {
 	grep -q "master.cf:4: service 192.0.2.1:$port/inet: listen on inet:192.0.2.1:$port: Cannot assign requested address" start2.err maillog ||
 	    { cat start2.err maillog; atf_fail "no error for 192.0.2.1"; }
 	wait_for no_process_left || atf_fail "processes left"
+	# On a reload the service is left out, logged, and the rest runs.
+	mport=$(free_port)
+	sed -i "s/^192.0.2.1:$port /127.0.0.1:$mport /" etc/master.cf
+	start_instance
+	WAIT_MAX=100 wait_for fetch $mport ok.txt || atf_fail "no metrics"
+	sed -i "s/^127.0.0.1:$mport /127.0.0.1:$port /" etc/master.cf
+	petrel reload >/dev/null 2>&1 || atf_fail "petrel reload"
+	WAIT_MAX=100 wait_for in_log "master.cf:4: service 127.0.0.1:$port/inet not started: listen on inet:127.0.0.1:$port: Address already in use" ||
+	    { cat maillog; atf_fail "no error at reload"; }
+	master_pid >/dev/null || atf_fail "master died"
+	fetch $mport gone.txt && atf_fail "the old address still answers"
+	stop_instance
+	assert_log_clean
 	finish
 }
 address_in_use_cleanup() {
