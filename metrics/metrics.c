@@ -21,12 +21,14 @@
 /* qmgr's answer, connect and reply together. */
 #define QMGR_TIMEOUT_MS	3000
 #define WRITE_TIMEOUT_MS 10000
+#define MAX_DSC		1000
 /* After the answer: what the client still sends is read and dropped. */
 #define DRAIN_MS	1000
 #define DRAIN_MAX	65536
 #define CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 
-/* qmgr's status without job lists or cache entries; NULL (logged) when
+/* qmgr's status without job lists, with at most MAX_DSC status cache
+ * entries (qmgr's own cap for a status reply); NULL (logged) when
  * qmgr cannot be reached or the exchange fails. */
 static attr_msg_t *ask_qmgr(void)
 {
@@ -43,7 +45,7 @@ static attr_msg_t *ask_qmgr(void)
 	}
 	attr_put_str(&req, "request", QC_REQ_STATUS);
 	attr_put_int(&req, "max_jobs", 0);
-	attr_put_int(&req, "max_dsc", 0);
+	attr_put_int(&req, "max_dsc", MAX_DSC);
 	attr_put_end(&req);
 	if ((m = qc_call(c, &req, QMGR_TIMEOUT_MS, &err)) == NULL)
 		log_warning("qmgr status request: %s", str_cstr(&err));

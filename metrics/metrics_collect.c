@@ -44,6 +44,9 @@ static const field_t qmgr_fields[] = {
 	  EXPO_GAUGE },
 	{ "dsc_limit", "petrel_qmgr_dsc_limit",
 	  "Size limit of the destination status cache.", EXPO_GAUGE },
+	{ "dsc_omitted", "petrel_qmgr_dsc_entries_omitted",
+	  "Status cache entries left out of this scrape (more than 1000).",
+	  EXPO_GAUGE },
 	{ "queues_omitted", "petrel_qmgr_destinations_omitted",
 	  "Destination queues left out of this scrape (more than 5000).",
 	  EXPO_GAUGE },
@@ -89,6 +92,22 @@ static const field_t destination_fields[] = {
 	  "the destination queue was made.", EXPO_COUNTER },
 };
 
+/* One group per entry of the destination status cache: the dead
+ * destinations, also those with no mail in the active queue (whose
+ * destination queue is gone); labels "transport", "nexthop" and "extra"
+ * (the MX set, when the entry has one). */
+static const field_t dsc_fields[] = {
+	{ "failures", "petrel_dsc_failures",
+	  "Consecutive failures of a destination in the status cache.",
+	  EXPO_GAUGE },
+	{ "died_at", "petrel_dsc_died_timestamp_seconds",
+	  "When the destination was declared dead (seconds since the epoch).",
+	  EXPO_GAUGE },
+	{ "retry_at", "petrel_dsc_retry_timestamp_seconds",
+	  "When the destination's next probe is due (seconds since the epoch).",
+	  EXPO_GAUGE },
+};
+
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A number from an I or L attribute, or an S holding a decimal number
@@ -117,13 +136,15 @@ static bool number(const attr_msg_t *m, const char *name, double *v)
 }
 
 /* One family per field over the groups of list: labels from the string
- * attributes label_attrs (a group without them is skipped). */
+ * attributes label_attrs (a group without one is skipped, but for the
+ * last nopt, which are "" when absent). */
+#define MAX_LABELS 3
 static void render_groups(str_t *out, const attr_msg_t *m, const char *list,
     const char *const *label_names, const char *const *label_attrs,
-    size_t nlabels, const field_t *fields, size_t nfields)
+    size_t nlabels, size_t nopt, const field_t *fields, size_t nfields)
 {
 	const attr_list_t *l;
-	const char *labels[2 * 2 + 1];
+	const char *labels[2 * MAX_LABELS + 1];
 
 	if (!attr_get_list(m, list, &l))
 		return;
@@ -135,8 +156,11 @@ static void render_groups(str_t *out, const attr_msg_t *m, const char *list,
 			size_t k;
 			for (k = 0; k < nlabels; k++) {
 				labels[2 * k] = label_names[k];
-				if (!attr_get_str(g, label_attrs[k], &labels[2 * k + 1]))
+				if (attr_get_str(g, label_attrs[k], &labels[2 * k + 1]))
+					continue;
+				if (k < nlabels - nopt)
 					break;
+				labels[2 * k + 1] = "";
 			}
 			labels[2 * k] = NULL;
 			if (k == nlabels && number(g, fields[f].field, &v))
@@ -151,6 +175,7 @@ static void render_qmgr(str_t *out, const attr_msg_t *m)
 	static const char *const tattrs[] = { "name" };
 	static const char *const dnames[] = { "transport", "nexthop" };
 	static const char *const dattrs[] = { "transport", "nexthop" };
+	static const char *const cnames[] = { "transport", "nexthop", "extra" };
 	const attr_list_t *held;
 
 	for (size_t f = 0; f < NELEM(qmgr_fields); f++) {
@@ -168,10 +193,12 @@ static void render_qmgr(str_t *out, const attr_msg_t *m)
 		expo_sample(out, "petrel_qmgr_destinations_suspended", NULL,
 		    (double)attr_list_count(held));
 	}
-	render_groups(out, m, "transport", tnames, tattrs, 1, transport_fields,
-	    NELEM(transport_fields));
-	render_groups(out, m, "queue", dnames, dattrs, 2, destination_fields,
+	render_groups(out, m, "transport", tnames, tattrs, 1, 0,
+	    transport_fields, NELEM(transport_fields));
+	render_groups(out, m, "queue", dnames, dattrs, 2, 0, destination_fields,
 	    NELEM(destination_fields));
+	render_groups(out, m, "dsc", cnames, cnames, 3, 1, dsc_fields,
+	    NELEM(dsc_fields));
 }
 
 void metrics_render(str_t *out, const metrics_input_t *in)

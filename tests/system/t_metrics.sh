@@ -240,6 +240,8 @@ scrape_body() {
 	    'petrel_queue_scan_error == 0' \
 	    'petrel_qmgr_active_messages == 1' \
 	    'petrel_qmgr_dsc_entries >= 1' \
+	    "petrel_dsc_failures{transport=\"smtp\",nexthop=\"[127.0.0.1]:$deadport\",extra=\"\"} >= 1" \
+	    "petrel_dsc_retry_timestamp_seconds{transport=\"smtp\",nexthop=\"[127.0.0.1]:$deadport\",extra=\"\"} >= $(date +%s)" \
 	    'petrel_transport_process_limit{transport="smtp"} == 7' \
 	    'petrel_transport_busy{transport="smtp"} == 1' \
 	    "petrel_destination_deferrals_total{transport=\"smtp\",nexthop=\"[127.0.0.1]:$slowport\"} >= 1" \

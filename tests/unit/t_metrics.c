@@ -285,6 +285,18 @@ ATF_TC_BODY(render, tc)
 	attr_put_str(&enc, "nexthop", "held.example");
 	attr_put_end(&enc);
 	attr_put_long(&enc, "dsc_count", 4);
+	attr_put_list(&enc, "dsc", 2);
+	attr_put_str(&enc, "transport", "smtp");
+	attr_put_str(&enc, "nexthop", "dead.example");
+	attr_put_str(&enc, "state", "suspended");
+	attr_put_int(&enc, "failures", 3);
+	attr_put_long(&enc, "retry_at", 1700000300);
+	attr_put_end(&enc);
+	attr_put_str(&enc, "transport", "smtp");
+	attr_put_str(&enc, "nexthop", "mx.example");
+	attr_put_str(&enc, "extra", "mx1.example,mx2.example");
+	attr_put_int(&enc, "failures", 1);
+	attr_put_end(&enc);
 	attr_put_end(&enc);
 	m = reply(&enc);
 
@@ -312,6 +324,13 @@ ATF_TC_BODY(render, tc)
 	CHECK_LINE(str_cstr(&out), "petrel_destination_deferrals_total{"
 	    "transport=\"smtp\",nexthop=\"we\\\"ird\\n.example\"} 7");
 	ATF_CHECK(strstr(str_cstr(&out), "no-transport") == NULL);
+	/* Status cache entries: the MX set is a label, empty when absent. */
+	CHECK_LINE(str_cstr(&out), "petrel_dsc_failures{transport=\"smtp\","
+	    "nexthop=\"dead.example\",extra=\"\"} 3");
+	CHECK_LINE(str_cstr(&out), "petrel_dsc_retry_timestamp_seconds{"
+	    "transport=\"smtp\",nexthop=\"dead.example\",extra=\"\"} 1700000300");
+	CHECK_LINE(str_cstr(&out), "petrel_dsc_failures{transport=\"smtp\","
+	    "nexthop=\"mx.example\",extra=\"mx1.example,mx2.example\"} 1");
 	CHECK_LINE(str_cstr(&out), "petrel_queue_messages{queue=\"maildrop\"} 0");
 	CHECK_LINE(str_cstr(&out), "petrel_queue_messages{queue=\"hold\"} 4");
 	ATF_CHECK(strstr(str_cstr(&out), "queue=\"corrupt\"") == NULL);
