@@ -285,6 +285,12 @@ http_head() {
 http_body() {
 	mport=$(free_port)
 	metrics_instance $mport
+	# The line conf/master.cf ships (commented out), on a free port.
+	shipped=$(sed -n 's/^#\(127\.0\.0\.1:[0-9]* .* metrics\)$/\1/p' @SRCDIR@/conf/master.cf)
+	[ -n "$shipped" ] || atf_fail "no commented metrics line in conf/master.cf"
+	grep -v "/bin/metrics$" etc/master.cf > etc/master.cf.new
+	echo "$shipped" | sed "s/^127\.0\.0\.1:[0-9]* /127.0.0.1:$mport /" >> etc/master.cf.new
+	mv etc/master.cf.new etc/master.cf
 	start_instance
 	WAIT_MAX=100 wait_for fetch $mport first.txt || atf_fail "no first answer"
 	expect() {
