@@ -363,13 +363,19 @@ static void do_status(qmgr_control_t *c, const attr_msg_t *m, str_t *out)
 	vec_t qv = { NULL, 0, 0, sizeof(sched_queue_info_t), QC_MAX_QUEUES, 0 };
 	vec_t hv = { NULL, 0, 0, sizeof(sched_hold_info_t), 100000, 0 };
 	double now = now_of(c);
-	int32_t maxjobs = QC_DEF_JOBS;
+	int32_t maxjobs = QC_DEF_JOBS, maxdsc = QC_STATUS_DSC;
 
 	if (attr_get_int(m, "max_jobs", &maxjobs)) {
 		if (maxjobs < 0)
 			maxjobs = 0;
 		if (maxjobs > QC_MAX_JOBS)
 			maxjobs = QC_MAX_JOBS;
+	}
+	if (attr_get_int(m, "max_dsc", &maxdsc)) {
+		if (maxdsc < 0)
+			maxdsc = 0;
+		if (maxdsc > QC_STATUS_DSC)
+			maxdsc = QC_STATUS_DSC;
 	}
 	sched_get_stats(c->s, &st);
 	reply_status(out, QC_OK, NULL);
@@ -381,6 +387,10 @@ static void do_status(qmgr_control_t *c, const attr_msg_t *m, str_t *out)
 	attr_put_long(out, "preemptions", (int64_t)st.preemptions);
 	attr_put_long(out, "suspended_rcpts", (int64_t)st.suspended_rcpts);
 	attr_put_long(out, "pending_actions", (int64_t)c->npending);
+	attr_put_long(out, "new_messages", (int64_t)st.new_msgs);
+	attr_put_long(out, "rcpt_sent", (int64_t)st.rcpt_sent);
+	attr_put_long(out, "rcpt_bounced", (int64_t)st.rcpt_bounced);
+	attr_put_long(out, "rcpt_deferred", (int64_t)st.rcpt_deferred);
 
 	sched_walk_transports(c->s, collect_transport, &tv);
 	attr_put_list(out, "transport", tv.n);
@@ -449,6 +459,7 @@ static void do_status(qmgr_control_t *c, const attr_msg_t *m, str_t *out)
 		attr_put_long(out, "suspended_rcpts", (int64_t)qi->suspended_rcpts);
 		if (qi->limited)
 			put_limits(out, qi, now);
+		attr_put_long(out, "deferrals", (int64_t)qi->deferrals);
 		attr_put_end(out);
 	}
 
@@ -461,7 +472,7 @@ static void do_status(qmgr_control_t *c, const attr_msg_t *m, str_t *out)
 		attr_put_long(out, "since", secs(hi->since));
 		attr_put_end(out);
 	}
-	put_dsc_entries(out, c, QC_STATUS_DSC, now);
+	put_dsc_entries(out, c, (size_t)maxdsc, now);
 	attr_put_end(out);
 	free(tv.v);
 	free(qv.v);

@@ -330,6 +330,8 @@ sched_msg_t *sched_msg_add(sched_t *s, const sched_msg_desc_t *d, double now)
 	list_init(&m->jobs);
 	list_append(&s->msgs, &m->node);
 	s->nmsgs++;
+	if (d->attempts == 0)
+		s->new_msgs++;
 	sched_run_timers(s, now);
 	sched_msg_read(m, now);
 	gone = m->finished;
@@ -346,6 +348,7 @@ static void defer_now(sched_msg_t *m, const char *addr, int64_t cookie,
 	r.addr = (char *)addr;
 	r.cookie = cookie;
 	m->deferred++;
+	s->rcpt_deferred++;
 	if (s->drv.rcpt_done)
 		s->drv.rcpt_done(s->drv.ctx, m, &r, SCHED_RCPT_DEFERRED, reason, now);
 }
@@ -466,8 +469,10 @@ bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
 				goto live;
 		}
 		sched_defer_text(s, why, &s->tmp);
-		if (q)
+		if (q) {
 			q->suspended_rcpts++;
+			q->deferrals++;
+		}
 		s->suspended_rcpts++;
 		defer_now(m, addr, cookie, str_cstr(&s->tmp), now);
 		m->offered_any = true;
@@ -634,10 +639,15 @@ void sched_entry_finish(sched_entry_t *e, const sched_rcpt_result_t *res,
 		sched_rcpt_status_t st = res ? res[i].status : all;
 		const char *why = res ? res[i].reason : reason;
 		switch (st) {
-		case SCHED_RCPT_SENT: m->sent++; break;
-		case SCHED_RCPT_BOUNCED: m->bounced++; break;
+		case SCHED_RCPT_SENT: m->sent++; s->rcpt_sent++; break;
+		case SCHED_RCPT_BOUNCED: m->bounced++; s->rcpt_bounced++; break;
 		case SCHED_RCPT_DEFERRED:
-		default: st = SCHED_RCPT_DEFERRED; m->deferred++; break;
+		default:
+			st = SCHED_RCPT_DEFERRED;
+			m->deferred++;
+			s->rcpt_deferred++;
+			p->q->deferrals++;
+			break;
 		}
 		if (s->drv.rcpt_done)
 			s->drv.rcpt_done(s->drv.ctx, m, &e->rcpt[i], st, why, now);

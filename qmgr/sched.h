@@ -403,6 +403,8 @@ typedef struct sched_queue_info {
 	sched_limits_t limits;
 	tbucket_t msg_bucket, conn_bucket; /* meaningful when the rate > 0 */
 	unsigned long rate_held;	/* selections held back by a bucket */
+	unsigned long deferrals;	/* recipients deferred, since the
+					 * queue was made */
 } sched_queue_info_t;
 
 typedef struct sched_job_info {
@@ -422,6 +424,10 @@ typedef struct sched_stats {
 	size_t messages;		/* in the core now */
 	long rcpt_in_core, rcpt_peak;
 	unsigned long selected, preemptions, suspended_rcpts, reads;
+	/* Since the core was made: messages added on their first pass
+	 * (attempts 0), and recipient results (sent, bounced, deferred:
+	 * those deferred at once included). */
+	unsigned long new_msgs, rcpt_sent, rcpt_bounced, rcpt_deferred;
 } sched_stats_t;
 
 void sched_get_stats(const sched_t *s, sched_stats_t *st);

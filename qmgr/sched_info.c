@@ -14,6 +14,10 @@ void sched_get_stats(const sched_t *s, sched_stats_t *st)
 	st->preemptions = s->preemptions;
 	st->suspended_rcpts = s->suspended_rcpts;
 	st->reads = s->reads;
+	st->new_msgs = s->new_msgs;
+	st->rcpt_sent = s->rcpt_sent;
+	st->rcpt_bounced = s->rcpt_bounced;
+	st->rcpt_deferred = s->rcpt_deferred;
 }
 
 static void transport_info(const sched_transport_t *t,
@@ -68,6 +72,7 @@ static void queue_info(const sched_queue_t *q, sched_queue_info_t *qi)
 	qi->msg_bucket = q->msg_tb;
 	qi->conn_bucket = q->conn_tb;
 	qi->rate_held = q->rate_held;
+	qi->deferrals = q->deferrals;
 }
 
 struct qwalk {

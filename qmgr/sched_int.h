@@ -48,6 +48,9 @@ struct sched {
 	htable_t *held;			/* nexthop -> sched_hold_t: suspended
 					 * by the administrator (sched_admin.c) */
 	unsigned long selected, preemptions, suspended_rcpts, reads;
+	/* Since the core was made (metrics): messages on their first
+	 * pass, and recipient results by kind. */
+	unsigned long new_msgs, rcpt_sent, rcpt_bounced, rcpt_deferred;
 };
 
 struct sched_transport {
@@ -97,6 +100,7 @@ struct sched_queue {
 	sched_limits_t lim;
 	tbucket_t msg_tb, conn_tb;
 	unsigned long rate_held;
+	unsigned long deferrals;		/* recipients deferred */
 };
 
 struct sched_msg {

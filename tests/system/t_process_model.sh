@@ -62,7 +62,7 @@ removed_ge() {
 
 # submit_with_qmgr_stopped: the qmgr_stopped test on the instance made.
 submit_with_qmgr_stopped() {
-	WAIT_MAX=100 wait_for test -n "$(service_pids qmgr)" || atf_fail "qmgr did not start"
+	WAIT_MAX=100 wait_for nonempty service_pids qmgr || atf_fail "qmgr did not start"
 	qpid=$(service_pids qmgr)
 	kill -STOP $qpid
 	atf_check -s exit:0 -o save:src.out -e ignore $SOURCE -s 10 -m 500 \

@@ -281,7 +281,7 @@ notice_after_qmgr_kill_body() {
 	# of that event (the status line is the agent's: it may come before
 	# qmgr has handled the result); the notice request waits for the
 	# stopped daemon
-	WAIT_MAX=100 wait_for test -n "$(find q/bounce -type f -name $m1)" ||
+	WAIT_MAX=100 wait_for nonempty find q/bounce -type f -name $m1 ||
 	    atf_fail "no bounce log"
 	sleep 0.3
 	in_log "$m1: removed" && atf_fail "the notice went out before qmgr could be killed"

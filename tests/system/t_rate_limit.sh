@@ -44,6 +44,9 @@ limited_and_fast_body() {
 	stop_instance
 	printf '# per-destination limits\n[127.0.0.1]:%s messages=60/m burst=5\n' \
 	    "$slport" > etc/rates
+	# The metrics service too: it must export the bucket.
+	mport=$(free_port)
+	echo "127.0.0.1:$mport inet n - n - 1 $B/bin/metrics" >> etc/master.cf
 	start_instance
 	atf_check -s exit:0 -o ignore -e ignore $SOURCE -s 2 -m 30 \
 	    -f sender@client.example.test -t "rcpt%d@limited.example" \
@@ -74,6 +77,21 @@ assert q['todo'] > 0 and q['rate_held'] > 0, q
 for x in s['queue']:
     if x['nexthop'] != '[127.0.0.1]:$slport':
         assert 'limits' not in x and 'message_tokens' not in x, x
+print('ok')"
+	# The same in Prometheus' format (doc/metrics.md).
+	atf_check -s exit:0 -o inline:'ok\n' $PY -c "
+import re, urllib.request
+t = urllib.request.urlopen('http://127.0.0.1:$mport/metrics', timeout=10).read().decode()
+lab = '{transport=\"smtp\",nexthop=\"[127.0.0.1]:$slport\"}'
+def val(name):
+    m = re.search('^' + re.escape(name + lab) + ' (\\S+)$', t, re.M)
+    assert m, (name, t)
+    return float(m.group(1))
+assert val('petrel_destination_message_rate') == 1.0
+assert val('petrel_destination_message_burst') == 5.0
+assert 0 <= val('petrel_destination_message_tokens') <= 5
+assert 0 <= val('petrel_destination_next_token_seconds') <= 1
+assert 'petrel_destination_message_tokens{transport=\"smtp\",nexthop=\"[127.0.0.1]:$faport\"}' not in t
 print('ok')"
 	nothing_deferred || atf_fail "mail in deferred/ while held by the rate limit"
 	WAIT_MAX=600 wait_for saved_ge slow 30 || atf_fail "slow: $(saved_count slow) of 30"

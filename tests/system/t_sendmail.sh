@@ -331,7 +331,7 @@ interrupted_body() {
 	printf 'Subject: slow\n\nfirst part\n' >&3
 	wait_for pgrep -P $sm postdrop || atf_fail "no postdrop"
 	pd=$(pgrep -P $sm postdrop)
-	wait_for test -n "$(find q/maildrop -name 'tmp.*')" || atf_fail "no temporary file"
+	wait_for nonempty find q/maildrop -name 'tmp.*' || atf_fail "no temporary file"
 	qcount_is maildrop 0 || atf_fail "visible before the end"
 	kill -TERM $pd
 	exec 3>&-

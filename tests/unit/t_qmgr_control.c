@@ -786,9 +786,78 @@ ATF_TC_BODY(listener_client, tc)
 	str_release(&req);
 }
 
+/* The counters the metrics service exports: new messages, recipient
+ * results, a destination's deferrals; and max_dsc, which keeps the
+ * status cache out of a reply that needs only its size. */
+ATF_TC_WITHOUT_HEAD(status_counters);
+ATF_TC_BODY(status_counters, tc)
+{
+	static const sched_rcpt_status_t outcome[3] = { SCHED_RCPT_SENT,
+	    SCHED_RCPT_BOUNCED, SCHED_RCPT_DEFERRED };
+	fix_t f;
+	attr_msg_t *m;
+	const attr_msg_t *g;
+	const attr_list_t *l;
+	str_t req = STR_INIT;
+	sched_entry_t *e;
+
+	fix_init(&f, NULL);
+	/* b.example dies: one entry in the status cache. */
+	h_add(&f.h, 'b', 1, "smtp", "b.example");
+	e = sched_select(f.h.s, f.h.now);
+	ATF_REQUIRE(e != NULL);
+	ATF_REQUIRE_STREQ(sched_entry_nexthop(e), "b.example");
+	sched_delivery_done(f.h.s, e, NULL, SCHED_DLV_SITE_FAIL, "dead", f.h.now);
+	/* One delivery at a time (process_limit 1, one recipient each):
+	 * sent, bounced, deferred by a connection failure; a.example keeps
+	 * one recipient pending, so its queue is still there. */
+	h_add(&f.h, 'a', 4, "smtp", "a.example");
+	for (int i = 0; i < 3; i++) {
+		sched_rcpt_result_t r = { outcome[i], "why" };
+		e = sched_select(f.h.s, f.h.now);
+		ATF_REQUIRE(e != NULL);
+		ATF_REQUIRE_STREQ(sched_entry_nexthop(e), "a.example");
+		sched_delivery_done(f.h.s, e, &r,
+		    i == 2 ? SCHED_DLV_CONN_FAIL : 0, "why", f.h.now);
+	}
+
+	attr_put_str(&req, "request", "status");
+	attr_put_int(&req, "max_jobs", 0);
+	attr_put_int(&req, "max_dsc", 0);
+	attr_put_end(&req);
+	m = call(&f, &req);
+	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(get_l(m, "new_messages"), 2);
+	ATF_REQUIRE_EQ(get_l(m, "rcpt_sent"), 1);
+	ATF_REQUIRE_EQ(get_l(m, "rcpt_bounced"), 1);
+	ATF_REQUIRE_EQ(get_l(m, "rcpt_deferred"), 2);
+	g = find_group(m, "queue", "nexthop", "a.example");
+	ATF_REQUIRE(g != NULL);
+	ATF_REQUIRE_EQ(get_l(g, "deliveries"), 3);
+	ATF_REQUIRE_EQ(get_l(g, "deferrals"), 1);
+	ATF_REQUIRE_EQ(get_l(g, "conn_failures"), 1);
+	ATF_REQUIRE_EQ(get_l(m, "dsc_count"), 1);
+	ATF_REQUIRE_EQ(get_l(m, "dsc_omitted"), 1);
+	ATF_REQUIRE(attr_get_list(m, "dsc", &l));
+	ATF_REQUIRE_EQ(attr_list_count(l), 0);
+	g = find_group(m, "transport", "name", "smtp");
+	ATF_REQUIRE(g != NULL && attr_get_list(g, "job", &l));
+	ATF_REQUIRE_EQ(attr_list_count(l), 0);
+	attr_msg_free(m);
+
+	/* Without max_dsc the entries are listed, as before. */
+	m = simple(&f, "status", NULL, NULL);
+	ATF_REQUIRE(attr_get_list(m, "dsc", &l));
+	ATF_REQUIRE_EQ(attr_list_count(l), 1);
+	attr_msg_free(m);
+	str_release(&req);
+	fix_free(&f);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, status);
+	ATF_TP_ADD_TC(tp, status_counters);
 	ATF_TP_ADD_TC(tp, dsc);
 	ATF_TP_ADD_TC(tp, suspend_state);
 	ATF_TP_ADD_TC(tp, message_delete_active);
