@@ -713,6 +713,87 @@ int qfw_rcpts_done(qfw_t *w)
 	return 0;
 }
 
+int qfw_rcpt_done_at(qfw_t *w, size_t i)
+{
+	if (w->failed)
+		return -1;
+	if (!w->track || w->state == W_DONE || 2 * i >= w->nrcpt_off)
+		return werr(w, "recipient %zu not tracked", i);
+	/* Both bytes, as qfw_rcpts_done. */
+	if (set_byte(w, w->rcpt_off[2 * i], QF_REC_DONE) < 0 ||
+	    set_byte(w, w->rcpt_off[2 * i + 1], QF_REC_DONE) < 0)
+		return -1;
+	return 0;
+}
+
+int qfw_content_take(qfw_t *w, int out_fd)
+{
+	off_t at, end;
+	str_t rec = STR_INIT;
+	int rfd;
+
+	if (w->failed)
+		return -1;
+	if (w->state != W_CONTENT && w->state != W_ENVELOPE)
+		return werr(w, "content cannot be taken back now");
+	if (end_content(w) < 0 || flush_buf(w) < 0)
+		return -1;
+	/* The writer's descriptor is write-only (a spare file's, too). */
+	rfd = open(str_cstr(&w->tmp_path), O_RDONLY | O_CLOEXEC);
+	if (rfd < 0)
+		return werr(w, "open %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	at = (off_t)w->sizes[0];
+	end = w->off;
+	/* Records: type, length (7 bits a byte, low first), data, check. */
+	while (at < end) {
+		unsigned char hb[16];
+		ssize_t got = pread(rfd, hb, sizeof(hb), at);
+		size_t len = 0, n = 1;
+		int shift = 0;
+
+		if (got < 2)
+			goto bad;
+		for (;;) {
+			if (n >= (size_t)got || shift > 28)
+				goto bad;
+			len |= (size_t)(hb[n] & 0x7f) << shift;
+			shift += 7;
+			if (!(hb[n++] & 0x80))
+				break;
+		}
+		if (hb[0] != QF_REC_LINE && hb[0] != QF_REC_PART)
+			goto bad;
+		str_reserve(&rec, len + 1);
+		if (len > 0 && pread(rfd, rec.buf, len, at + (off_t)n) !=
+		    (ssize_t)len)
+			goto bad;
+		if (len > 0 && file_write_all(out_fd, rec.buf, len) < 0) {
+			str_release(&rec);
+			close(rfd);
+			return werr(w, "write spool: %s", strerror(errno));
+		}
+		at += (off_t)(n + len + (w->version >= 2 ? QF_CHECK_LEN : 0));
+	}
+	str_release(&rec);
+	close(rfd);
+	if (ftruncate(w->fd, (off_t)w->sizes[0]) < 0)
+		return werr(w, "truncate %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	if (lseek(w->fd, (off_t)w->sizes[0], SEEK_SET) < 0)
+		return werr(w, "seek %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	w->off = (off_t)w->sizes[0];
+	w->sizes[1] = 0;
+	return 0;
+bad:
+	str_release(&rec);
+	close(rfd);
+	return werr(w, "reading back the content of %s at offset %lld "
+	    "(ending at %lld) failed", str_cstr(&w->tmp_path), (long long)at,
+	    (long long)end);
+}
+
 static int counted_fsync(int fd)
 {
 	qfw_fsync_count++;
