@@ -1598,6 +1598,68 @@ static void cln_milters_eom(cln_msg_t *m)
 	m->milters = NULL;
 }
 
+/* The value of ESMTP argument KEY= in args (words), or NULL; copied
+ * into out. */
+static const char *esmtp_arg(const char *args, const char *key, str_t *out)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = args; p != NULL && *p;) {
+		size_t wl;
+		while (*p == ' ')
+			p++;
+		wl = strcspn(p, " ");
+		if (wl > kl && strncasecmp(p, key, kl) == 0 && p[kl] == '=') {
+			str_reset(out);
+			str_append(out, p + kl + 1, wl - kl - 1);
+			return str_cstr(out);
+		}
+		p += wl;
+	}
+	return NULL;
+}
+
+static bool milter_addr(const char *s, str_t *out);
+
+/* A milter's change of sender: the envelope written again (the content
+ * has been taken back).  The address is rewritten like the envelope
+ * sender; RET= and ENVID= in its arguments replace the message's. */
+static void change_sender(cln_msg_t *m, const milter_edit_t *e)
+{
+	str_t a = STR_INIT, out = STR_INIT, why = STR_INIT, v = STR_INIT;
+	str_t tmp = STR_INIT;
+	const char *envid, *retv;
+	int ret = 0;
+
+	if (!milter_addr(e->name, &a)) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "milter changed the sender "
+		    "to a malformed address \"%s\"", pr(&tmp, e->name));
+		goto out;
+	}
+	if (cln_rewrite_sender(m->cfg, str_cstr(&a), &out, &why) != CLN_OK) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&why));
+		goto out;
+	}
+	retv = esmtp_arg(e->value, "RET", &v);
+	if (retv != NULL)
+		ret = strcasecmp(retv, "HDRS") == 0 ? QF_RET_HDRS :
+		    strcasecmp(retv, "FULL") == 0 ? QF_RET_FULL : 0;
+	envid = esmtp_arg(e->value, "ENVID", &why);
+	if (qfw_envelope_redo(m->w, str_cstr(&out), envid, ret) < 0) {
+		write_failed(m);
+		goto out;
+	}
+	log_info("%s: milter changed the sender to <%s>", m->id,
+	    pr(&tmp, str_cstr(&out)));
+	str_set(&m->sender, str_cstr(&out));
+out:
+	str_release(&a);
+	str_release(&out);
+	str_release(&why);
+	str_release(&v);
+	str_release(&tmp);
+}
+
 /* The header and body edits: the content is taken back from the queue
  * file into an unlinked spool file, the header edited in memory, and the
  * new content written in its place (one extra pass, only for a message
@@ -1606,7 +1668,8 @@ static void apply_content_edits(cln_msg_t *m)
 {
 	str_t path = STR_INIT, line = STR_INIT, sep = STR_INIT;
 	efield_t *f = NULL;
-	size_t nf = 0, cap = 0, skip, total = 0;
+	size_t nf = 0, cap = 0, total = 0;
+	const char *ours;
 	const milter_edit_t *body = NULL;
 	int fd;
 	FILE *fp = NULL;
@@ -1627,6 +1690,19 @@ static void apply_content_edits(cln_msg_t *m)
 		close(fd);
 		write_failed(m);
 		goto out;
+	}
+	{
+		/* the last change of sender wins */
+		const milter_edit_t *from = NULL;
+		for (size_t i = 0; i < m->edits.n; i++)
+			if (m->edits.e[i].type == MILTER_E_CHGFROM)
+				from = &m->edits.e[i];
+		if (from != NULL)
+			change_sender(m, from);
+		if (!ok(m)) {
+			close(fd);
+			goto out;
+		}
 	}
 	fp = fdopen(fd, "r");
 	if (fp == NULL || fseek(fp, 0, SEEK_SET) < 0) {
@@ -1670,9 +1746,11 @@ static void apply_content_edits(cln_msg_t *m)
 	if (n <= 0)
 		more = false;
 	(void)total;
-	/* Our own Received: comes first and is not one the milters saw. */
-	skip = ((m->flags & CLEANUP_FLAG_SMTP) || m->uid >= 0) && nf > 0 &&
-	    f[0].namelen == 8 && strncasecmp(f[0].text, "Received", 8) == 0;
+	/* Our own Received: comes first and is not one the milters saw:
+	 * known by its text, wherever inserts move it. */
+	ours = ((m->flags & CLEANUP_FLAG_SMTP) || m->uid >= 0) && nf > 0 &&
+	    f[0].namelen == 8 && strncasecmp(f[0].text, "Received", 8) == 0 ?
+	    f[0].text : NULL;
 	for (size_t i = 0; i < m->edits.n; i++) {
 		const milter_edit_t *e = &m->edits.e[i];
 		size_t at, len, namelen;
@@ -1683,9 +1761,17 @@ static void apply_content_edits(cln_msg_t *m)
 		case MILTER_E_INSHDR:
 			text = milter_field(m, e->name, e->value ? e->value : "",
 			    &len, &namelen);
-			at = e->type == MILTER_E_ADDHDR ? nf : skip + e->index;
-			if (at > nf)
-				at = nf;
+			/* Index 0 is the top of the message (as in
+			 * Postfix); N > 0 goes after the Nth header the
+			 * milters saw (cleanup's Received: not counted). */
+			if (e->type == MILTER_E_ADDHDR || e->index == 0) {
+				at = e->type == MILTER_E_ADDHDR ? nf : 0;
+			} else {
+				size_t seen = 0;
+				for (at = 0; at < nf && seen < e->index; at++)
+					if (f[at].text != ours)
+						seen++;
+			}
 			if (nf == cap) {
 				cap = cap ? 2 * cap : 32;
 				f = xreallocarray(f, cap, sizeof(*f));
@@ -1697,8 +1783,9 @@ static void apply_content_edits(cln_msg_t *m)
 		case MILTER_E_CHGHDR: {
 			size_t want = e->index ? e->index : 1, seen = 0, nlen =
 			    strlen(e->name), k;
-			for (k = skip; k < nf; k++)
-				if (f[k].namelen == nlen && strncasecmp(f[k].text,
+			for (k = 0; k < nf; k++)
+				if (f[k].text != ours && f[k].namelen == nlen &&
+				    strncasecmp(f[k].text,
 				    e->name, nlen) == 0 && ++seen == want)
 					break;
 			if (e->value == NULL || e->value[0] == '\0') {
@@ -1797,7 +1884,8 @@ static void apply_edits(cln_msg_t *m)
 	for (size_t i = 0; i < m->edits.n; i++) {
 		enum milter_edit_type t = m->edits.e[i].type;
 		if (t == MILTER_E_ADDHDR || t == MILTER_E_INSHDR ||
-		    t == MILTER_E_CHGHDR || t == MILTER_E_REPLBODY)
+		    t == MILTER_E_CHGHDR || t == MILTER_E_REPLBODY ||
+		    t == MILTER_E_CHGFROM)
 			content = true;
 	}
 	if (content && ok(m))
@@ -1812,7 +1900,24 @@ static void apply_edits(cln_msg_t *m)
 				    "malformed recipient \"%s\"", pr(&tmp, e->name));
 				break;
 			}
-			cln_msg_rcpt(m, str_cstr(&a), NULL, false, 0);
+			{
+				/* NOTIFY= and ORCPT= of SMFIR_ADDRCPT_PAR */
+				str_t nv = STR_INIT, ov = STR_INIT;
+				const char *nt = esmtp_arg(e->value, "NOTIFY", &nv);
+				const char *oc = esmtp_arg(e->value, "ORCPT", &ov);
+				int bits = 0;
+				str_t od = STR_INIT;
+				for (char *w = nt ? nv.buf : NULL, *c; w != NULL &&
+				    (c = str_token(&w, ",")) != NULL;)
+					bits |= strcasecmp(c, "SUCCESS") == 0 ? 1 :
+					    strcasecmp(c, "FAILURE") == 0 ? 2 :
+					    strcasecmp(c, "DELAY") == 0 ? 4 :
+					    strcasecmp(c, "NEVER") == 0 ? 8 : 0;
+				cln_msg_rcpt(m, str_cstr(&a), oc, bits != 0, bits);
+				str_release(&nv);
+				str_release(&ov);
+				str_release(&od);
+			}
 			log_info("%s: milter added recipient <%s>", m->id,
 			    str_cstr(&a));
 			break;
@@ -1827,17 +1932,27 @@ static void apply_edits(cln_msg_t *m)
 			    str_cstr(&a));
 			break;
 		case MILTER_E_CHGFROM:
-			/* Not offered to milters (the sender record is
-			 * written first): never sent by cleanup's clients. */
-			fail(m, CLEANUP_STAT_TEMP, "4.3.0", "change of sender "
-			    "is not supported");
-			break;
-		case MILTER_E_QUARANTINE:
+			break;		/* done with the content */
+		case MILTER_E_QUARANTINE: {
+			/* Postfix's line, with the milter's reason last. */
+			str_t l = STR_INIT;
 			m->hold = true;
-			log_info("%s: milter-hold: %s; from=<%s>", m->id,
-			    pr(&tmp, e->value ? e->value : ""),
+			str_setf(&l, "%s: milter-hold: END-OF-MESSAGE from %s[%s]: "
+			    "milter triggers HOLD action; from=<%s>", m->id,
+			    m->client_name ? m->client_name : "localhost",
+			    m->client_address ? m->client_address : "127.0.0.1",
 			    m->sender_given ? m->sender_given : "");
+			if (m->first_rcpt != NULL)
+				str_catf(&l, " to=<%s>", m->first_rcpt);
+			if (m->protocol != NULL)
+				str_catf(&l, " proto=%s", m->protocol);
+			if (m->helo_name != NULL)
+				str_catf(&l, " helo=<%s>", m->helo_name);
+			str_catf(&l, ": %s", pr(&tmp, e->value ? e->value : ""));
+			log_info("%s", str_cstr(&l));
+			str_release(&l);
 			break;
+		}
 		default:
 			break;
 		}

@@ -976,7 +976,8 @@ static enum milter_verdict def_verdict(milters_t *ms, milter_t *m,
 		m->msg_done = true;
 		return MILTER_CONTINUE;
 	case MILTER_DEF_REJECT:
-		str_set(&r->text, "550 5.7.1 Command rejected");
+		/* Postfix's words for a milter that failed */
+		str_set(&r->text, "550 5.5.0 Service unavailable");
 		r->who = m->name;
 		return MILTER_REJECT;
 	default:

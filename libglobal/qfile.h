@@ -172,6 +172,13 @@ int qfw_rcpt_done_at(qfw_t *w, size_t i);
  * its place (same file, same queue ID; nothing is durable before the
  * commit anyway).  0, or -1 (sticky). */
 int qfw_content_take(qfw_t *w, int out_fd);
+/* After qfw_content_take: the envelope is written again with sender
+ * (NULL: unchanged), and envid (NULL: unchanged) and ret (0: unchanged)
+ * when given, recipients kept as they are (done marks, tracking), and
+ * the content begins again (a milter's change of sender).  0, or -1
+ * (sticky). */
+int qfw_envelope_redo(qfw_t *w, const char *sender, const char *envid,
+    int ret);
 /* Message content, in pieces of any size (lines found by the writer). */
 int qfw_content(qfw_t *w, const void *data, size_t len);
 /* Ends the content, writes the end record, fsyncs, renames to the ID,

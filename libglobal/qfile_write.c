@@ -794,6 +794,148 @@ bad:
 	    (long long)end);
 }
 
+int qfw_envelope_redo(qfw_t *w, const char *sender, const char *envid,
+    int ret)
+{
+	size_t elen, at = 0;
+	char *env;
+	int rfd;
+	bool seen_i = false, seen_f = false;
+
+	if (w->failed)
+		return -1;
+	if (w->state != W_CONTENT || w->off != (off_t)w->sizes[0] ||
+	    str_len(&w->pend) > 0)
+		return werr(w, "envelope rewrite without the content taken back");
+	if ((sender && check_text(w, "sender", sender, 0, 4096) < 0) ||
+	    (envid && check_text(w, "ENVID", envid, 1, 512) < 0))
+		return -1;
+	if (flush_buf(w) < 0)
+		return -1;
+	rfd = open(str_cstr(&w->tmp_path), O_RDONLY | O_CLOEXEC);
+	if (rfd < 0)
+		return werr(w, "open %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	elen = (size_t)w->off - QF_HEAD_SIZE;
+	env = xmalloc(elen + 1);
+	if (pread(rfd, env, elen, QF_HEAD_SIZE) != (ssize_t)elen) {
+		close(rfd);
+		free(env);
+		return werr(w, "read back the envelope of %s: %s",
+		    str_cstr(&w->tmp_path), strerror(errno));
+	}
+	close(rfd);
+	if (ftruncate(w->fd, QF_HEAD_SIZE) < 0 ||
+	    lseek(w->fd, QF_HEAD_SIZE, SEEK_SET) < 0) {
+		free(env);
+		return werr(w, "truncate %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	}
+	w->off = QF_HEAD_SIZE;
+	w->sizes[0] = w->sizes[1] = w->sizes[2] = w->sizes[3] = 0;
+	w->nrcpt_off = 0;
+	w->state = W_ENVELOPE;
+	/* The records again, the sender (ENVID, RET) replaced; recipients
+	 * keep their done marks and are tracked again. */
+	while (at < elen && !w->failed) {
+		int type = (unsigned char)env[at];
+		size_t len = 0, n = at + 1;
+		int shift = 0;
+		bool done = false;
+
+		for (;;) {
+			if (n >= elen || shift > 28)
+				goto bad;
+			len |= (size_t)((unsigned char)env[n] & 0x7f) << shift;
+			shift += 7;
+			if (!((unsigned char)env[n++] & 0x80))
+				break;
+		}
+		if (n + len > elen)
+			goto bad;
+		const char *data = env + n;
+		size_t next = n + len;
+		if (type == QF_REC_RCPT || type == QF_REC_DONE) {
+			if (w->version >= 2) {
+				done = env[next] == QF_REC_DONE ||
+				    type == QF_REC_DONE;
+				next++;
+			} else {
+				done = type == QF_REC_DONE;
+			}
+		}
+		if (w->version >= 2)
+			next += QF_CHECK_LEN;
+		if (next > elen)
+			goto bad;
+		at = next;
+		switch (type) {
+		case QF_REC_MESSAGE:
+			at = elen;	/* the content comes again */
+			continue;
+		case QF_REC_SENDER:
+			if (sender != NULL)
+				(void)put_str(w, QF_REC_SENDER, sender);
+			else
+				(void)put_rec(w, type, data, len);
+			if (envid != NULL && !seen_i) {
+				seen_i = true;
+				(void)put_str(w, QF_REC_ENVID, envid);
+			}
+			if (ret > 0 && !seen_f) {
+				seen_f = true;
+				(void)put_str(w, QF_REC_RET, ret == QF_RET_FULL ?
+				    "FULL" : "HDRS");
+			}
+			continue;
+		case QF_REC_ENVID:
+			if (envid == NULL)
+				(void)put_rec(w, type, data, len);
+			continue;	/* the new one went after S */
+		case QF_REC_RET:
+			if (ret <= 0)
+				(void)put_rec(w, type, data, len);
+			continue;
+		case QF_REC_RCPT:
+		case QF_REC_DONE: {
+			off_t rat = w->off;
+			if (put_rec(w, QF_REC_RCPT, data, len) < 0)
+				continue;
+			w->sizes[3]++;
+			if (w->track) {
+				if (w->nrcpt_off + 2 > w->rcpt_cap) {
+					w->rcpt_cap = w->rcpt_cap ? 2 * w->rcpt_cap :
+					    16;
+					w->rcpt_off = xreallocarray(w->rcpt_off,
+					    w->rcpt_cap, sizeof(*w->rcpt_off));
+				}
+				w->rcpt_off[w->nrcpt_off++] = rat;
+				w->rcpt_off[w->nrcpt_off++] = w->version >= 2 ?
+				    w->off - 1 - QF_CHECK_LEN : rat;
+			}
+			if (done) {
+				(void)set_byte(w, rat, QF_REC_DONE);
+				if (w->version >= 2)
+					(void)set_byte(w, w->off - 1 -
+					    QF_CHECK_LEN, QF_REC_DONE);
+			}
+			continue;
+		}
+		default:
+			(void)put_rec(w, type, data, len);
+			continue;
+		}
+	}
+	free(env);
+	if (w->failed)
+		return -1;
+	/* The content begins again where it ends now. */
+	return begin_content(w);
+bad:
+	free(env);
+	return werr(w, "malformed envelope in %s", str_cstr(&w->tmp_path));
+}
+
 static int counted_fsync(int fd)
 {
 	qfw_fsync_count++;

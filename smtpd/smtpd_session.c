@@ -70,8 +70,8 @@ typedef struct sess {
 	milters_t *milters;	/* NULL: no milters in this session */
 	bool milter_msg;	/* the milters saw MAIL of this transaction */
 	bool milter_discard;	/* DISCARD: accept the message, drop it */
-	bool milter_refused;	/* refused at CONNECT: every command gets */
-	str_t milter_text;	/* ... this reply */
+	bool milter_refused;	/* refused at CONNECT: not asked again */
+	str_t milter_text;	/* a CONNECT or HELO refusal: MAIL gets it */
 	const char *milter_rcpt;	/* {rcpt_addr} */
 	str_t mbuf;		/* macro values made on the fly */
 } sess_t;
@@ -471,6 +471,12 @@ static void milters_begin(sess_t *ss)
 		str_release(&first);
 		ss->milter_refused = true;
 		str_set(&ss->milter_text, t);
+		if (v == MILTER_REJECT) {
+			/* As Postfix: the greeting says no, MAIL says why. */
+			reply(ss, 554, NULL, "%s ESMTP not accepting connections",
+			    ss->cfg->myhostname);
+			ss->errors++;
+		}
 	}
 	milter_reply_release(&r);
 }
@@ -1013,13 +1019,16 @@ static void cmd_helo(sess_t *ss, const smtpd_cmd_t *c)
 			return;
 		}
 	}
-	if (ss->milters != NULL) {
+	if (ss->milters != NULL && !ss->milter_refused) {
+		/* A refusal is the reply to the next MAIL, as in Postfix
+		 * (and as smtpd_delay_reject does for restrictions). */
 		milter_reply_t r = MILTER_REPLY_INIT;
-		if (milter_verdict(ss, c->verb == SMTPD_V_EHLO ? "EHLO" : "HELO",
-		    milters_helo(ss->milters, name, &r), &r, NULL)) {
-			free(name);
-			return;
-		}
+		enum milter_verdict v = milters_helo(ss->milters, name, &r);
+
+		str_reset(&ss->milter_text);
+		if (v == MILTER_REJECT || v == MILTER_TEMPFAIL)
+			str_set(&ss->milter_text, str_cstr(&r.text));
+		milter_reply_release(&r);
 	}
 	txn_reset(ss);
 	free(ss->helo);
@@ -1136,6 +1145,14 @@ static void cmd_mail(sess_t *ss, const smtpd_cmd_t *c)
 	}
 	if (ss->client_rejected) {
 		reject(ss, "MAIL", &ss->client_reject, NULL);
+		return;
+	}
+	if (str_len(&ss->milter_text) > 0) {
+		/* A milter refused the connection or the HELO. */
+		milter_reply_t r = MILTER_REPLY_INIT;
+		str_set(&r.text, str_cstr(&ss->milter_text));
+		(void)milter_verdict(ss, "MAIL", ss->milter_text.buf[0] == '5' ?
+		    MILTER_REJECT : MILTER_TEMPFAIL, &r, NULL);
 		return;
 	}
 	if (ss->opts && smtpd_anvil_mail(ss->opts->anvil, &ss->rp)) {
@@ -1710,13 +1727,8 @@ static void log_disconnect(sess_t *ss)
 
 static void dispatch(sess_t *ss, const smtpd_cmd_t *c)
 {
-	if (ss->milter_refused && c->verb != SMTPD_V_QUIT) {
-		/* A milter refused the connection: every command but QUIT
-		 * gets its reply, as in Postfix. */
-		milter_send(ss, str_cstr(&ss->milter_text));
-		return;
-	}
-	if (c->verb == SMTPD_V_UNKNOWN && ss->milters != NULL) {
+	if (c->verb == SMTPD_V_UNKNOWN && ss->milters != NULL &&
+	    !ss->milter_refused) {
 		milter_reply_t r = MILTER_REPLY_INIT;
 		char *cmd = xstrndup(ss->line.buf ? ss->line.buf : "",
 		    ss->line.len);
@@ -1976,7 +1988,8 @@ int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
 	if (!ss.stop)
 		milters_begin(&ss);
 	if (!ss.stop) {
-		reply(&ss, 220, NULL, "%s", cfg->banner);
+		if (!ss.milter_refused || ss.milter_text.buf[0] != '5')
+			reply(&ss, 220, NULL, "%s", cfg->banner);
 		command_loop(&ss);
 	}
 	(void)stream_flush(s);

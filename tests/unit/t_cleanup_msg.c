@@ -361,19 +361,27 @@ ATF_TC_BODY(milter_edits, tc)
 	cln_msg_edit(m, MILTER_E_CHGHDR, 2, "X-A", "two\n\tfolded", NULL, 0);
 	cln_msg_edit(m, MILTER_E_CHGHDR, 1, "subject", "", NULL, 0);
 	cln_msg_edit(m, MILTER_E_INSHDR, 0, "X-Top", "t", NULL, 0);
+	/* 1: after the first header the milters saw (X-Top), so before
+	 * cleanup's Received: */
+	cln_msg_edit(m, MILTER_E_INSHDR, 1, "X-Mid", "m", NULL, 0);
 	cln_msg_edit(m, MILTER_E_ADDHDR, 0, "X-End", " e", NULL, 0);
 	cln_msg_edit(m, MILTER_E_CHGHDR, 1, "X-New", "n", NULL, 0);
 	cln_msg_edit(m, MILTER_E_REPLBODY, 0, NULL, NULL, "new\r\n", 5);
 	cln_msg_edit(m, MILTER_E_REPLBODY, 0, NULL, NULL, "body\r\n", 6);
 	cln_msg_edit(m, MILTER_E_ADDRCPT, 0, "<c@example.net>", NULL, NULL, 0);
+	cln_msg_edit(m, MILTER_E_ADDRCPT, 0, "<d@example.net>",
+	    "NOTIFY=NEVER", NULL, 0);
 	cln_msg_edit(m, MILTER_E_DELRCPT, 0, "<b1@example.net>", NULL, NULL, 0);
+	cln_msg_edit(m, MILTER_E_CHGFROM, 0, "<new@example.org>", "RET=HDRS",
+	    NULL, 0);
 	ATF_REQUIRE(cln_msg_end(m, &r));
 	cln_msg_free(m);
 	expect_ok(&r);
 	expect_content(r.queue_id,
+	    "X-Top: t\r\n"
+	    "X-Mid: m\r\n"
 	    "Received: from c.example (c.example [192.0.2.1])\r\n"
 	    "\tby host.example.com (Petrel) with SMTP id QID; " DATE "\r\n"
-	    "X-Top: t\r\n"
 	    "X-A: 1\r\n"
 	    "X-A: two\r\n\tfolded\r\n"
 	    "From: f@x\r\n"
@@ -383,8 +391,15 @@ ATF_TC_BODY(milter_edits, tc)
 	    "X-New: n\r\n"
 	    "\r\n"
 	    "new\r\nbody\r\n");
+	/* b1 deleted (done), even though the envelope was written again */
 	rcpts_of(r.queue_id, &got);
-	ATF_CHECK_STREQ(str_cstr(&got), "b2@example.net;c@example.net;");
+	ATF_CHECK_STREQ(str_cstr(&got),
+	    "b2@example.net;c@example.net;d@example.net notify=8;");
+	qfile_t *qf = open_q(r.queue_id);
+	ATF_CHECK_STREQ(qfile_sender(qf), "new@example.org");
+	ATF_CHECK_EQ(qfile_ret(qf), QF_RET_HDRS);
+	ATF_CHECK_STREQ(qfile_attr(qf, "client_name"), "c.example");
+	qfile_close(qf);
 
 	/* quarantine: into hold/; a message without edits as usual */
 	e = env0("a@example.org");
