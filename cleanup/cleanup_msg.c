@@ -23,6 +23,7 @@
 #include "pconfig.h"
 #include "milter.h"
 #include "qfile.h"
+#include "statuslog.h"
 
 typedef struct field {
 	size_t off;		/* in hbuf */
@@ -98,6 +99,9 @@ struct cln_msg {
 	struct milters *milters;	/* non_smtpd_milters, this message */
 	const char *milter_rcpt;	/* {rcpt_addr} */
 	bool milter_data_sent;
+	bool milter_bounce;	/* non_smtpd_milters rejected: bounce it */
+	char bounce_dsn[16];
+	str_t bounce_text;
 };
 
 static void cln_milters_start(cln_msg_t *m);
@@ -1485,7 +1489,7 @@ static void cln_milter_verdict(cln_msg_t *m, enum milter_verdict v,
 	const char *t = str_cstr(&r->text);
 	char dsn[16];
 
-	if (v == MILTER_CONTINUE || !ok(m))
+	if (v == MILTER_CONTINUE || !ok(m) || m->milter_bounce)
 		return;
 	if (v == MILTER_DISCARD) {
 		log_info("%s: milter-discard: milter %s triggers DISCARD action; "
@@ -1507,12 +1511,21 @@ static void cln_milter_verdict(cln_msg_t *m, enum milter_verdict v,
 			t += 4;
 		}
 	}
-	m->quiet = true;
-	log_info("%s: milter-%s: %s; from=<%s>", m->id, v == MILTER_REJECT ?
-	    "reject" : "tempfail", str_cstr(&r->text), m->sender_given ?
+	log_info("%s: milter-reject: END-OF-MESSAGE from localhost[127.0.0.1]: "
+	    "%s; from=<%s>", m->id, str_cstr(&r->text), m->sender_given ?
 	    m->sender_given : "");
-	fail(m, v == MILTER_REJECT ? CLEANUP_STAT_PERM : CLEANUP_STAT_TEMP,
-	    dsn, "%s", t);
+	if (v == MILTER_REJECT) {
+		/* The submitter was told long ago that the mail is taken:
+		 * as Postfix, the message is queued with every recipient
+		 * bounced, and the sender gets the notice. */
+		m->milter_bounce = true;
+		bcopy_str(m->bounce_dsn, sizeof(m->bounce_dsn), dsn);
+		str_set(&m->bounce_text, t);
+		milters_abort(m->milters);
+		return;
+	}
+	m->quiet = true;
+	fail(m, CLEANUP_STAT_TEMP, dsn, "%s", t);
 }
 
 static void cln_milters_start(cln_msg_t *m)
@@ -1556,6 +1569,9 @@ static void cln_milters_rcpt(cln_msg_t *m, const char *addr)
 	milter_reply_t r = MILTER_REPLY_INIT;
 	const char *argv[2];
 
+	if (m->milter_bounce)
+		return;
+
 	addr_externalize(addr, &a);
 	str_setf(&b, "<%s>", str_cstr(&a));
 	argv[0] = str_cstr(&b);
@@ -1572,6 +1588,8 @@ static void cln_milters_data(cln_msg_t *m, const void *buf, size_t len)
 {
 	milter_reply_t r = MILTER_REPLY_INIT;
 
+	if (m->milter_bounce)
+		return;
 	if (!m->milter_data_sent) {
 		m->milter_data_sent = true;
 		cln_milter_verdict(m, milters_data(m->milters, &r), &r);
@@ -1586,13 +1604,16 @@ static void cln_milters_eom(cln_msg_t *m)
 {
 	milter_reply_t r = MILTER_REPLY_INIT;
 
-	if (ok(m) && !m->discard && !m->milter_data_sent)
+	if (ok(m) && !m->discard && !m->milter_bounce && !m->milter_data_sent)
 		cln_milters_data(m, "", 0);
-	if (ok(m) && !m->discard)
-		cln_milter_verdict(m, milters_eom(m->milters, &m->edits, &r),
-		    &r);
-	else
+	if (ok(m) && !m->discard && !m->milter_bounce) {
+		enum milter_verdict v = milters_eom(m->milters, &m->edits, &r);
+		if (v != MILTER_CONTINUE)
+			milter_edits_release(&m->edits);
+		cln_milter_verdict(m, v, &r);
+	} else {
 		milters_abort(m->milters);
+	}
 	milter_reply_release(&r);
 	milters_free(m->milters);
 	m->milters = NULL;
@@ -1858,6 +1879,36 @@ out:
 	str_release(&sep);
 }
 
+/* A non_smtpd milter refused the message: every recipient gets a bounce
+ * log record and is marked done, and the message is committed, so that
+ * qmgr sends the sender the notice (as it does for a recipient found
+ * done on a first pass). */
+static void milter_bounce(cln_msg_t *m)
+{
+	str_t err = STR_INIT, reason = STR_INIT;
+
+	str_setf(&reason, "message rejected by a milter: %s",
+	    str_cstr(&m->bounce_text));
+	for (size_t i = 0; i < m->nwritten && ok(m); i++) {
+		dlv_rcpt_t rc = { .address = m->wrcpt[i], .orig = "",
+		    .orcpt = "", .offset = qfw_rcpt_offset(m->w, i) };
+		dlv_status_t st = { .action = DLV_ACT_FAILED, .reason =
+		    reason.buf, .diag_type = "", .diag_text = "", .relay = "none",
+		    .remote_mta = "" };
+
+		bcopy_str(st.status, sizeof(st.status), m->bounce_dsn);
+		if (statuslog_append1(&m->cfg->ql, "bounce", m->id, &rc, &st, 0,
+		    i + 1 == m->nwritten ? SL_SYNC : 0, &err) < 0)
+			queue_failed(m, "bounce log", str_cstr(&err));
+	}
+	if (ok(m) && qfw_rcpts_done(m->w) < 0)
+		write_failed(m);
+	if (!ok(m))
+		(void)statuslog_remove(&m->cfg->ql, "bounce", m->id, &err);
+	str_release(&err);
+	str_release(&reason);
+}
+
 /* The internal form of a milter's "<address>" (brackets optional). */
 static bool milter_addr(const char *s, str_t *out)
 {
@@ -1968,7 +2019,9 @@ bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
 	body_end(m);
 	if (m->milters != NULL)
 		cln_milters_eom(m);
-	if (ok(m) && !m->discard && m->edits.n > 0)
+	if (ok(m) && m->milter_bounce)
+		milter_bounce(m);
+	else if (ok(m) && !m->discard && m->edits.n > 0)
 		apply_edits(m);
 	if (ok(m) && m->discard) {
 		/* Accepted and dropped (logged by the check). */
@@ -2037,6 +2090,7 @@ void cln_msg_free(cln_msg_t *m)
 	free(m->wrcpt);
 	milter_edits_release(&m->edits);
 	str_release(&m->hold_reason);
+	str_release(&m->bounce_text);
 	milters_free(m->milters);
 	free(m);
 }

@@ -163,6 +163,9 @@ void qfw_track_rcpts(qfw_t *w);
 /* Marks every recipient written since qfw_track_rcpts done (cleanup's
  * REDIRECT, before it adds the new recipient).  0 or -1 (sticky). */
 int qfw_rcpts_done(qfw_t *w);
+/* The offset of the i-th recipient record written since
+ * qfw_track_rcpts (its key in status logs), or -1. */
+off_t qfw_rcpt_offset(const qfw_t *w, size_t i);
 /* Marks the i-th recipient written since qfw_track_rcpts done (a
  * milter's delete-recipient).  0 or -1 (sticky). */
 int qfw_rcpt_done_at(qfw_t *w, size_t i);

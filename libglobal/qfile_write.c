@@ -713,6 +713,11 @@ int qfw_rcpts_done(qfw_t *w)
 	return 0;
 }
 
+off_t qfw_rcpt_offset(const qfw_t *w, size_t i)
+{
+	return w->track && 2 * i < w->nrcpt_off ? w->rcpt_off[2 * i] : -1;
+}
+
 int qfw_rcpt_done_at(qfw_t *w, size_t i)
 {
 	if (w->failed)

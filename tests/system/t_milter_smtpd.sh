@@ -210,7 +210,7 @@ bad_config_cleanup() {
 
 atf_test_case non_smtpd cleanup
 non_smtpd_head() {
-	atf_set descr "non_smtpd_milters: sendmail mail goes through the milter in cleanup (its edits are in the queued message, the milter saw the local client); a reject parks the file with the milter's reason"
+	atf_set descr "non_smtpd_milters: sendmail mail goes through the milter in cleanup (its edits are in the queued message, the milter saw the local client); a reject queues the message with every recipient done and a bounce log with the milter's reason, for qmgr to bounce (as Postfix)"
 	atf_set require.user unprivileged
 	atf_set timeout 60
 }
@@ -232,7 +232,15 @@ non_smtpd_body() {
 	grep -q '^connect host=localhost$' m.log || { cat m.log >&2; atf_fail "milter did not see the local client"; }
 	printf 'Subject: reject\n\nbody\n' | $SENDMAIL -f alice@example.org bob@example.com ||
 	    atf_fail "sendmail failed"
-	wait_for in_log "rejected by cleanup: 5\.7\.1 rejected by smoke" || { cat maillog >&2; atf_fail "not rejected"; }
+	wait_for in_log "milter-reject: END-OF-MESSAGE from localhost\[127\.0\.0\.1\]: 554 5\.7\.1 rejected by smoke; from=<alice@example.org>" ||
+	    { cat maillog >&2; atf_fail "not rejected"; }
+	id=$(sed -n 's/.*cleanup\[[0-9]*\]: \([0-9A-Z]*\): milter-reject: .*/\1/p' maillog | head -n 1)
+	wait_for qcount_is incoming 2 || { cat maillog >&2; atf_fail "rejected message not queued for its bounce"; }
+	f=$(qfiles incoming | grep "/$id\$")
+	$POSTCAT -e "$f" | grep -qx 'done_recipient: bob@example.com' || { $POSTCAT -e "$f" >&2; atf_fail "recipient not done"; }
+	b=$(find q/bounce -type f -name "$id")
+	test -n "$b" && grep -q 'message rejected by a milter: rejected by smoke' "$b" ||
+	    { ls -R q/bounce >&2; atf_fail "no bounce log with the reason"; }
 	assert_log_clean
 }
 non_smtpd_cleanup() {
