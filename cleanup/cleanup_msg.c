@@ -685,6 +685,20 @@ static void add_received(cln_msg_t *m, str_t *out)
 
 /* ---- Content checks (header_checks, body_checks) ------------------------- */
 
+/* " from=<s> to=<r> proto=P helo=<h>" of Postfix's log lines about a
+ * message (what is known of it). */
+static void log_envelope(const cln_msg_t *m, str_t *b)
+{
+	str_catf(b, " from=<%s>", m->sender_given != NULL ?
+	    m->sender_given : "");
+	if (m->first_rcpt != NULL)
+		str_catf(b, " to=<%s>", m->first_rcpt);
+	if (m->protocol != NULL)
+		str_catf(b, " proto=%s", m->protocol);
+	if (m->helo_name != NULL)
+		str_catf(b, " helo=<%s>", m->helo_name);
+}
+
 /* Postfix's log line for a check's action:
  * "ID: reject: header Subject: x from NAME[ADDR]; from=<s> to=<r>
  * proto=ESMTP helo=<h>: 5.7.1 text" ("from local;" for local mail). */
@@ -699,14 +713,7 @@ static void act_log(cln_msg_t *m, const char *action, const char *class,
 		str_catf(&b, " from %s[%s];", m->client_name, m->client_address);
 	else
 		str_cat(&b, " from local;");
-	str_catf(&b, " from=<%s>", m->sender_given != NULL ?
-	    m->sender_given : "");
-	if (m->first_rcpt != NULL)
-		str_catf(&b, " to=<%s>", m->first_rcpt);
-	if (m->protocol != NULL)
-		str_catf(&b, " proto=%s", m->protocol);
-	if (m->helo_name != NULL)
-		str_catf(&b, " helo=<%s>", m->helo_name);
+	log_envelope(m, &b);
 	if (tlen > 0) {
 		str_cat(&b, ": ");
 		str_quote_printable(&b, text, tlen > 500 ? 500 : tlen);
@@ -1989,16 +1996,10 @@ static void apply_edits(cln_msg_t *m)
 			str_t l = STR_INIT;
 			m->hold = true;
 			str_setf(&l, "%s: milter-hold: END-OF-MESSAGE from %s[%s]: "
-			    "milter triggers HOLD action; from=<%s>", m->id,
+			    "milter triggers HOLD action;", m->id,
 			    m->client_name ? m->client_name : "localhost",
-			    m->client_address ? m->client_address : "127.0.0.1",
-			    m->sender_given ? m->sender_given : "");
-			if (m->first_rcpt != NULL)
-				str_catf(&l, " to=<%s>", m->first_rcpt);
-			if (m->protocol != NULL)
-				str_catf(&l, " proto=%s", m->protocol);
-			if (m->helo_name != NULL)
-				str_catf(&l, " helo=<%s>", m->helo_name);
+			    m->client_address ? m->client_address : "127.0.0.1");
+			log_envelope(m, &l);
 			str_catf(&l, ": %s", pr(&tmp, e->value ? e->value : ""));
 			log_info("%s", str_cstr(&l));
 			str_release(&l);

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "attr.h"
 #include "log.h"
 #include "mem.h"
 #include "milter.h"
@@ -420,32 +421,15 @@ static int wait_fd(int fd, short events, long deadline)
 	}
 }
 
+/* Writes a whole packet: attr_write_fd (bounded, no SIGPIPE). */
 static int write_all(int fd, const char *buf, size_t len, int timeout_ms,
     str_t *why)
 {
-	long deadline = now_ms() + timeout_ms;
-
-	while (len > 0) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int w = wait_fd(fd, POLLOUT, deadline);
-			if (w > 0)
-				continue;
-			str_set(why, w == 0 ? "timeout sending a command" :
-			    strerror(errno));
-			return -1;
-		}
-		str_setf(why, "cannot send: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
+	if (attr_write_fd(fd, buf, len, timeout_ms) == 0)
+		return 0;
+	str_setf(why, errno == ETIMEDOUT ? "timeout sending a command" :
+	    "cannot send: %s", strerror(errno));
+	return -1;
 }
 
 static int read_full(int fd, char *buf, size_t len, long deadline,

@@ -622,6 +622,30 @@ int qfw_content(qfw_t *w, const void *data, size_t len)
 	return 0;
 }
 
+/* The R record of a recipient (counted, and tracked for the done
+ * marks). */
+static int put_rcpt(qfw_t *w, const char *addr, size_t len)
+{
+	off_t at = w->off;
+
+	if (put_rec(w, QF_REC_RCPT, addr, len) < 0)
+		return -1;
+	w->sizes[3]++;
+	if (w->track) {
+		/* the type byte; the mark (version 2) ends the record,
+		 * before the check value */
+		if (w->nrcpt_off + 2 > w->rcpt_cap) {
+			w->rcpt_cap = w->rcpt_cap ? 2 * w->rcpt_cap : 16;
+			w->rcpt_off = xreallocarray(w->rcpt_off, w->rcpt_cap,
+			    sizeof(*w->rcpt_off));
+		}
+		w->rcpt_off[w->nrcpt_off++] = at;
+		w->rcpt_off[w->nrcpt_off++] = w->version >= 2 ?
+		    w->off - 1 - QF_CHECK_LEN : at;
+	}
+	return 0;
+}
+
 int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
 {
 	char nbuf[4];
@@ -660,23 +684,7 @@ int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
 		if (put_str(w, QF_REC_NOTIFY, nbuf) < 0)
 			return -1;
 	}
-	off_t at = w->off;
-	if (put_str(w, QF_REC_RCPT, r->address) < 0)
-		return -1;
-	w->sizes[3]++;
-	if (w->track) {
-		/* the type byte; the mark (version 2) ends the record,
-		 * before the check value */
-		if (w->nrcpt_off + 2 > w->rcpt_cap) {
-			w->rcpt_cap = w->rcpt_cap ? 2 * w->rcpt_cap : 16;
-			w->rcpt_off = xreallocarray(w->rcpt_off, w->rcpt_cap,
-			    sizeof(*w->rcpt_off));
-		}
-		w->rcpt_off[w->nrcpt_off++] = at;
-		w->rcpt_off[w->nrcpt_off++] = w->version >= 2 ?
-		    w->off - 1 - QF_CHECK_LEN : at;
-	}
-	return 0;
+	return put_rcpt(w, r->address, strlen(r->address));
 }
 
 void qfw_track_rcpts(qfw_t *w)
@@ -904,20 +912,8 @@ int qfw_envelope_redo(qfw_t *w, const char *sender, const char *envid,
 		case QF_REC_RCPT:
 		case QF_REC_DONE: {
 			off_t rat = w->off;
-			if (put_rec(w, QF_REC_RCPT, data, len) < 0)
+			if (put_rcpt(w, data, len) < 0)
 				continue;
-			w->sizes[3]++;
-			if (w->track) {
-				if (w->nrcpt_off + 2 > w->rcpt_cap) {
-					w->rcpt_cap = w->rcpt_cap ? 2 * w->rcpt_cap :
-					    16;
-					w->rcpt_off = xreallocarray(w->rcpt_off,
-					    w->rcpt_cap, sizeof(*w->rcpt_off));
-				}
-				w->rcpt_off[w->nrcpt_off++] = rat;
-				w->rcpt_off[w->nrcpt_off++] = w->version >= 2 ?
-				    w->off - 1 - QF_CHECK_LEN : rat;
-			}
 			if (done) {
 				(void)set_byte(w, rat, QF_REC_DONE);
 				if (w->version >= 2)

@@ -78,6 +78,13 @@ static void send_pkt(int cmd, const void *data, size_t len)
 	str_release(&out);
 }
 
+/* One command expected, one reply without data. */
+static void step(int cmd, int reply)
+{
+	expect(cmd, NULL);
+	send_pkt(reply, NULL, 0);
+}
+
 static void send_str(int cmd, const char *s)
 {
 	send_pkt(cmd, s, strlen(s) + 1);
@@ -326,8 +333,7 @@ static void s_stages(void)
 	send_pkt(SMFIR_PROGRESS, NULL, 0);
 	send_pkt(SMFIR_CONTINUE, NULL, 0);
 	/* no RCPT (NORCPT): DATA next */
-	expect(SMFIC_DATA, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	step(SMFIC_DATA, SMFIR_CONTINUE);
 	expect(SMFIC_QUIT, NULL);
 	str_release(&d);
 	str_release(&mac);
@@ -356,28 +362,21 @@ ATF_TC_BODY(stages_and_macros, tc)
 static void s_verdicts(void)
 {
 	negotiate(2, 0, 0, NULL);
-	expect(SMFIC_CONNECT, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
-	expect(SMFIC_HELO, NULL);
-	send_pkt(SMFIR_REJECT, NULL, 0);
-	expect(SMFIC_HELO, NULL);
-	send_pkt(SMFIR_TEMPFAIL, NULL, 0);
+	step(SMFIC_CONNECT, SMFIR_CONTINUE);
+	step(SMFIC_HELO, SMFIR_REJECT);
+	step(SMFIC_HELO, SMFIR_TEMPFAIL);
 	expect(SMFIC_MAIL, NULL);
 	send_str(SMFIR_REPLYCODE, "553-5.7.1 first\r\n553 5.7.1 second");
 	expect(SMFIC_ABORT, NULL);
-	expect(SMFIC_MAIL, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	step(SMFIC_MAIL, SMFIR_CONTINUE);
 	expect(SMFIC_RCPT, NULL);
 	send_str(SMFIR_REPLYCODE, "452 4.5.3 later");
-	expect(SMFIC_RCPT, NULL);
-	send_pkt(SMFIR_DISCARD, NULL, 0);
+	step(SMFIC_RCPT, SMFIR_DISCARD);
 	expect(SMFIC_ABORT, NULL);
-	expect(SMFIC_MAIL, NULL);
-	send_pkt(SMFIR_ACCEPT, NULL, 0);
+	step(SMFIC_MAIL, SMFIR_ACCEPT);
 	/* accepted for the message: nothing more until the next one */
 	expect(SMFIC_ABORT, NULL);
-	expect(SMFIC_MAIL, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	step(SMFIC_MAIL, SMFIR_CONTINUE);
 	expect(SMFIC_QUIT, NULL);
 }
 
@@ -425,12 +424,9 @@ static void s_content(void)
 	str_t m = STR_INIT;
 
 	negotiate(6, 0x1ff, SMFIP_SKIP, NULL);
-	expect(SMFIC_CONNECT, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
-	expect(SMFIC_MAIL, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
-	expect(SMFIC_DATA, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	step(SMFIC_CONNECT, SMFIR_CONTINUE);
+	step(SMFIC_MAIL, SMFIR_CONTINUE);
+	step(SMFIC_DATA, SMFIR_CONTINUE);
 	expect(SMFIC_HEADER, &d);
 	if (d.len != 8 + 2 + 1 || memcmp(d.buf, "Subject\0hi\0", 11))
 		die("first header wrong");
@@ -442,8 +438,7 @@ static void s_content(void)
 	    sizeof(want_fold)))
 		die("folded header wrong: %.*s", (int)d.len, d.buf);
 	send_pkt(SMFIR_CONTINUE, NULL, 0);
-	expect(SMFIC_EOH, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	step(SMFIC_EOH, SMFIR_CONTINUE);
 	while ((cmd = next(&d, NULL)) == SMFIC_BODY) {
 		if (d.len > MILTER_CHUNK)
 			die("body chunk of %zu bytes", d.len);
@@ -548,14 +543,10 @@ static void s_garbage(void)
 static void s_unasked_edit(void)
 {
 	negotiate(6, SMFIF_ADDHDRS, 0, NULL);
-	expect(SMFIC_CONNECT, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
-	expect(SMFIC_MAIL, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
-	expect(SMFIC_DATA, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
-	expect(SMFIC_EOH, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	step(SMFIC_CONNECT, SMFIR_CONTINUE);
+	step(SMFIC_MAIL, SMFIR_CONTINUE);
+	step(SMFIC_DATA, SMFIR_CONTINUE);
+	step(SMFIC_EOH, SMFIR_CONTINUE);
 	expect(SMFIC_BODYEOB, NULL);
 	send_pkt(SMFIR_ADDHEADER, "X-A\0b", 6);
 	send_str(SMFIR_DELRCPT, "<x@y>");	/* not negotiated */
@@ -576,8 +567,7 @@ static void s_bad_version(void)
 static void s_hang(void)
 {
 	negotiate(6, 0, 0, NULL);
-	expect(SMFIC_CONNECT, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	step(SMFIC_CONNECT, SMFIR_CONTINUE);
 	expect(SMFIC_HELO, NULL);
 	/* no reply: the client's command timeout */
 	char c;
@@ -651,10 +641,8 @@ ATF_TC_BODY(failures, tc)
 static void s_first(void)
 {
 	negotiate(6, 0, 0, NULL);
-	expect(SMFIC_CONNECT, NULL);
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
-	expect(SMFIC_HELO, NULL);
-	send_pkt(SMFIR_REJECT, NULL, 0);
+	step(SMFIC_CONNECT, SMFIR_CONTINUE);
+	step(SMFIC_HELO, SMFIR_REJECT);
 	expect(SMFIC_QUIT, NULL);
 }
 
