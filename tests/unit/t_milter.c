@@ -549,8 +549,8 @@ static void s_unasked_edit(void)
 	step(SMFIC_EOH, SMFIR_CONTINUE);
 	expect(SMFIC_BODYEOB, NULL);
 	send_pkt(SMFIR_ADDHEADER, "X-A\0b", 6);
-	send_str(SMFIR_DELRCPT, "<x@y>");	/* not negotiated */
-	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	send_str(SMFIR_DELRCPT, "<x@y>");	/* not negotiated: the client
+						 * closes, nothing more */
 	char c;
 	while (read(mfd, &c, 1) > 0)
 		;
