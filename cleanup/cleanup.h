@@ -50,6 +50,7 @@ typedef struct cln_cfg {
 	struct maps *nested_header_checks;
 	struct maps *body_checks;
 	long body_checks_size_limit;
+	char *non_smtpd_milters;	/* "" when none */
 	queue_layout_t ql;
 	const char *queue;		/* where messages go: incoming */
 	int ipc_timeout_ms;
@@ -250,6 +251,14 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env);
 void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
     bool has_notify, int32_t notify);
 void cln_msg_data(cln_msg_t *m, const void *buf, size_t len);
+/* A milter's modification (op edit, doc/protocol-cleanup.md): type a
+ * milter_edit_type; index, name, value as milter.h describes; body
+ * chunks of a replaced body are joined.  Applied at cln_msg_end. */
+void cln_msg_edit(cln_msg_t *m, int type, uint32_t index, const char *name,
+    const char *value, const void *body, size_t blen);
+/* Does this message meet non_smtpd_milters?  The one place that decides
+ * it (local submissions only; not SMTP mail, not bounce notices). */
+bool cln_milters_wanted(const cln_cfg_t *cfg, const cln_envelope_t *env);
 /* Completes and commits; reply says what happened.  Returns true when
  * the message was queued. */
 bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply);

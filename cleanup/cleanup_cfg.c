@@ -182,6 +182,7 @@ int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 	    checks_open(&cfg->body_checks, "body_checks", err) < 0)
 		goto fail;
 	cfg->body_checks_size_limit = config_get_size("body_checks_size_limit");
+	cfg->non_smtpd_milters = xstrdup(config_get_str("non_smtpd_milters"));
 	if (queue_layout_from_config(&cfg->ql, err) < 0)
 		goto fail;
 	return 0;
@@ -196,6 +197,7 @@ void cln_cfg_free(cln_cfg_t *cfg)
 	free(cfg->myorigin);
 	free(cfg->mail_name);
 	free(cfg->recipient_delimiter);
+	free(cfg->non_smtpd_milters);
 	if (cfg->local_domains != NULL)
 		addr_domlist_free(cfg->local_domains);
 	cln_maps_close(&cfg->canonical);

@@ -10,6 +10,9 @@
  * and dropped, and the queue file is gone. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/time.h>
@@ -18,7 +21,10 @@
 #include "log.h"
 #include "maps.h"
 #include "mem.h"
+#include "pconfig.h"
+#include "milter.h"
 #include "qfile.h"
+#include "statuslog.h"
 
 typedef struct field {
 	size_t off;		/* in hbuf */
@@ -86,7 +92,24 @@ struct cln_msg {
 	uint64_t bseen;		/* bytes of this body segment so far */
 	size_t braw;		/* raw bytes of the line in bline */
 	cln_mime_t *mime;	/* MIME structure: with any body-side check */
+	/* milters (cleanup_milter.c) */
+	bool edits_possible;	/* recipients tracked for DELRCPT */
+	char **wrcpt;		/* recipients in queue-file order */
+	size_t nwritten, wcap;
+	milter_edits_t edits;	/* to apply at the end */
+	str_t hold_reason;	/* milter quarantine */
+	struct milters *milters;	/* non_smtpd_milters, this message */
+	const char *milter_rcpt;	/* {rcpt_addr} */
+	bool milter_data_sent;
+	bool milter_bounce;	/* non_smtpd_milters rejected: bounce it */
+	char bounce_dsn[16];
+	str_t bounce_text;
 };
+
+static void cln_milters_start(cln_msg_t *m);
+static void cln_milters_rcpt(cln_msg_t *m, const char *addr);
+static void cln_milters_data(cln_msg_t *m, const void *buf, size_t len);
+static void cln_milters_eom(cln_msg_t *m);
 
 /* ---- Errors ----------------------------------------------------------------- */
 
@@ -239,10 +262,19 @@ static void add_recipient(cln_msg_t *m, const char *given, const char *addr,
 			r.orig = given;
 		r.orcpt = orcpt;
 		r.notify = notify;
-		if (qfw_rcpt(m->w, &r) < 0)
+		if (qfw_rcpt(m->w, &r) < 0) {
 			write_failed(m);
-		else
+		} else {
 			m->nrcpt++;
+			if (m->edits_possible) {
+				if (m->nwritten == m->wcap) {
+					m->wcap = m->wcap ? 2 * m->wcap : 8;
+					m->wrcpt = xreallocarray(m->wrcpt,
+					    m->wcap, sizeof(*m->wrcpt));
+				}
+				m->wrcpt[m->nwritten++] = xstrdup(list[i]);
+			}
+		}
 	}
 	cln_list_free(list, n);
 }
@@ -280,6 +312,11 @@ void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
 		fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad ORCPT \"%s\" for <%s>",
 		    pr(&tmp, orcpt), address);
 		goto out;
+	}
+	if (m->milters != NULL) {
+		cln_milters_rcpt(m, address);
+		if (!ok(m))
+			goto out;
 	}
 	if (has_notify && (notify < 0 || notify > 15 ||
 	    ((notify & QF_NOTIFY_NEVER) && notify != QF_NOTIFY_NEVER))) {
@@ -448,8 +485,11 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 	}
 	bcopy_str(m->id, sizeof(m->id), qfw_id(m->w));
 	/* REDIRECT marks the recipients written so far done. */
+	m->edits_possible = (env->flags & CLEANUP_FLAG_MILTER) != 0 ||
+	    cln_milters_wanted(cfg, env);
 	if (cfg->header_checks != NULL || cfg->mime_header_checks != NULL ||
-	    cfg->nested_header_checks != NULL || cfg->body_checks != NULL)
+	    cfg->nested_header_checks != NULL || cfg->body_checks != NULL ||
+	    m->edits_possible)
 		qfw_track_rcpts(m->w);
 	if (qfw_arrival(m->w, &m->arrival) < 0) {
 		write_failed(m);
@@ -505,6 +545,8 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 			write_failed(m);
 			goto out;
 		}
+	if (cln_milters_wanted(cfg, env))
+		cln_milters_start(m);
 out:
 	str_release(&err);
 	return m;
@@ -670,6 +712,20 @@ static void add_received(cln_msg_t *m, str_t *out)
 
 /* ---- Content checks (header_checks, body_checks) ------------------------- */
 
+/* " from=<s> to=<r> proto=P helo=<h>" of Postfix's log lines about a
+ * message (what is known of it). */
+static void log_envelope(const cln_msg_t *m, str_t *b)
+{
+	str_catf(b, " from=<%s>", m->sender_given != NULL ?
+	    m->sender_given : "");
+	if (m->first_rcpt != NULL)
+		str_catf(b, " to=<%s>", m->first_rcpt);
+	if (m->protocol != NULL)
+		str_catf(b, " proto=%s", m->protocol);
+	if (m->helo_name != NULL)
+		str_catf(b, " helo=<%s>", m->helo_name);
+}
+
 /* Postfix's log line for a check's action:
  * "ID: reject: header Subject: x from NAME[ADDR]; from=<s> to=<r>
  * proto=ESMTP helo=<h>: 5.7.1 text" ("from local;" for local mail). */
@@ -684,14 +740,7 @@ static void act_log(cln_msg_t *m, const char *action, const char *class,
 		str_catf(&b, " from %s[%s];", m->client_name, m->client_address);
 	else
 		str_cat(&b, " from local;");
-	str_catf(&b, " from=<%s>", m->sender_given != NULL ?
-	    m->sender_given : "");
-	if (m->first_rcpt != NULL)
-		str_catf(&b, " to=<%s>", m->first_rcpt);
-	if (m->protocol != NULL)
-		str_catf(&b, " proto=%s", m->protocol);
-	if (m->helo_name != NULL)
-		str_catf(&b, " helo=<%s>", m->helo_name);
+	log_envelope(m, &b);
 	if (tlen > 0) {
 		str_cat(&b, ": ");
 		str_quote_printable(&b, text, tlen > 500 ? 500 : tlen);
@@ -1355,6 +1404,11 @@ void cln_msg_data(cln_msg_t *m, const void *buf, size_t len)
 		    m->cfg->message_size_limit);
 		return;
 	}
+	if (m->milters != NULL) {
+		cln_milters_data(m, buf, len);
+		if (!ok(m))
+			return;
+	}
 	if (m->cstate == C_BODY) {
 		content_out(m, buf, len);
 		body_in(m, buf, len);
@@ -1364,11 +1418,666 @@ void cln_msg_data(cln_msg_t *m, const void *buf, size_t len)
 	header_scan(m, false);
 }
 
+/* ---- Milters ------------------------------------------------------------- */
+
+bool cln_milters_wanted(const cln_cfg_t *cfg, const cln_envelope_t *env)
+{
+	/* The one place where cleanup decides that a message meets
+	 * non_smtpd_milters: a local submission (pickup, sendmail: a uid),
+	 * not SMTP mail (smtpd has its own milters) and not bounce's notices
+	 * (Postfix's default internal_mail_filter_classes), nor when the
+	 * client's receive_override_options say no_milters. */
+	return cfg->non_smtpd_milters != NULL && cfg->non_smtpd_milters[0] &&
+	    !(env->flags & (CLEANUP_FLAG_SMTP | CLEANUP_FLAG_NO_MILTERS)) &&
+	    env->uid >= 0;
+}
+
+void cln_msg_edit(cln_msg_t *m, int type, uint32_t index, const char *name,
+    const char *value, const void *body, size_t blen)
+{
+	milter_edit_t *e;
+
+	if (!ok(m))
+		return;
+	if (type < MILTER_E_ADDHDR || type > MILTER_E_QUARANTINE) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "unknown edit type %d", type);
+		return;
+	}
+	if (type == MILTER_E_REPLBODY) {
+		/* Chunks of one body are joined. */
+		e = NULL;
+		for (size_t i = 0; i < m->edits.n; i++)
+			if (m->edits.e[i].type == MILTER_E_REPLBODY)
+				e = &m->edits.e[i];
+		if (m->cfg->message_size_limit > 0 && e != NULL &&
+		    e->vlen + blen > (size_t)m->cfg->message_size_limit) {
+			fail(m, CLEANUP_STAT_PERM, "5.3.4", "replaced body larger "
+			    "than message_size_limit");
+			return;
+		}
+		if (e != NULL) {
+			e->value = xrealloc(e->value, e->vlen + blen + 1);
+			memcpy(e->value + e->vlen, body, blen);
+			e->vlen += blen;
+			e->value[e->vlen] = '\0';
+			return;
+		}
+	}
+	if (m->edits.n == m->edits.cap) {
+		m->edits.cap = m->edits.cap ? 2 * m->edits.cap : 8;
+		m->edits.e = xreallocarray(m->edits.e, m->edits.cap,
+		    sizeof(*m->edits.e));
+	}
+	e = &m->edits.e[m->edits.n++];
+	memset(e, 0, sizeof(*e));
+	e->type = (enum milter_edit_type)type;
+	e->index = index;
+	e->name = name != NULL ? xstrdup(name) : NULL;
+	if (type == MILTER_E_REPLBODY) {
+		m->edits.body_replaced = true;
+		e->value = xmalloc(blen + 1);
+		memcpy(e->value, body, blen);
+		e->vlen = blen;
+		e->value[blen] = '\0';
+	} else if (value != NULL) {
+		e->value = xstrdup(value);
+		e->vlen = strlen(value);
+	}
+}
+
+/* A header field of the edited header: its text, terminator included. */
+typedef struct efield {
+	char *text;
+	size_t len, namelen;
+} efield_t;
+
+/* "Name: value" with the message's line ends for the LF (or CR LF) that
+ * fold a milter's value. */
+static char *milter_field(const cln_msg_t *m, const char *name,
+    const char *value, size_t *len, size_t *namelen)
+{
+	str_t t = STR_INIT;
+
+	str_cat(&t, name);
+	*namelen = str_len(&t);
+	str_putc(&t, ':');
+	if (*value != ' ' && *value != '\t')
+		str_putc(&t, ' ');
+	for (const char *p = value; *p; p++) {
+		if (*p == '\r' && p[1] == '\n')
+			continue;
+		if (*p == '\n')
+			str_cat(&t, m->eol);
+		else
+			str_putc(&t, *p);
+	}
+	str_cat(&t, m->eol);
+	*len = str_len(&t);
+	return str_steal(&t);
+}
+
+/* non_smtpd_milters: the macros cleanup knows. */
+static const char *cln_macro(void *ctx, const char *name)
+{
+	cln_msg_t *m = ctx;
+
+	if (strcmp(name, "i") == 0)
+		return m->id[0] ? m->id : NULL;
+	if (strcmp(name, "j") == 0)
+		return m->cfg->myhostname;
+	if (strcmp(name, "{daemon_name}") == 0)
+		return config_get_str("milter_macro_daemon_name");
+	if (strcmp(name, "v") == 0)
+		return config_get_str("milter_macro_v");
+	if (strcmp(name, "_") == 0)
+		return "localhost [127.0.0.1]";
+	if (strcmp(name, "{client_addr}") == 0)
+		return "127.0.0.1";
+	if (strcmp(name, "{client_name}") == 0 ||
+	    strcmp(name, "{client_ptr}") == 0)
+		return "localhost";
+	if (strcmp(name, "{mail_addr}") == 0)
+		return str_cstr(&m->sender);
+	if (strcmp(name, "{rcpt_addr}") == 0)
+		return m->milter_rcpt;
+	return NULL;
+}
+
+/* A verdict of non_smtpd_milters: the message's. */
+static void cln_milter_verdict(cln_msg_t *m, enum milter_verdict v,
+    milter_reply_t *r)
+{
+	const char *t = str_cstr(&r->text);
+	char dsn[16];
+
+	if (v == MILTER_CONTINUE || !ok(m) || m->milter_bounce)
+		return;
+	if (v == MILTER_DISCARD) {
+		log_info("%s: milter-discard: milter %s triggers DISCARD action; "
+		    "from=<%s>", m->id, r->who ? r->who : "?",
+		    m->sender_given ? m->sender_given : "");
+		m->discard = true;
+		return;
+	}
+	/* "550 5.7.1 text": the status and the text after it. */
+	bcopy_str(dsn, sizeof(dsn), v == MILTER_REJECT ? "5.7.1" : "4.7.1");
+	if (strlen(t) > 4) {
+		const char *sp = strchr(t + 4, ' ');
+		if (sp != NULL && (size_t)(sp - (t + 4)) < sizeof(dsn) &&
+		    t[4] == t[0] && t[5] == '.') {
+			memcpy(dsn, t + 4, (size_t)(sp - (t + 4)));
+			dsn[sp - (t + 4)] = '\0';
+			t = sp + 1;
+		} else {
+			t += 4;
+		}
+	}
+	log_info("%s: milter-reject: END-OF-MESSAGE from localhost[127.0.0.1]: "
+	    "%s; from=<%s>", m->id, str_cstr(&r->text), m->sender_given ?
+	    m->sender_given : "");
+	if (v == MILTER_REJECT) {
+		/* The submitter was told long ago that the mail is taken:
+		 * as Postfix, the message is queued with every recipient
+		 * bounced, and the sender gets the notice. */
+		m->milter_bounce = true;
+		bcopy_str(m->bounce_dsn, sizeof(m->bounce_dsn), dsn);
+		str_set(&m->bounce_text, t);
+		milters_abort(m->milters);
+		return;
+	}
+	m->quiet = true;
+	fail(m, CLEANUP_STAT_TEMP, dsn, "%s", t);
+}
+
+static void cln_milters_start(cln_msg_t *m)
+{
+	str_t err = STR_INIT, a = STR_INIT;
+	milter_params_t p;
+	milter_reply_t r = MILTER_REPLY_INIT;
+	enum milter_verdict v;
+	const char *argv[2];
+
+	milter_params_load(&p);
+	m->milters = milters_new(m->cfg->non_smtpd_milters, &p, &err);
+	if (m->milters == NULL) {	/* checked at start: not here */
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "non_smtpd_milters: %s",
+		    str_cstr(&err));
+		goto out;
+	}
+	milters_set_macros(m->milters, cln_macro, m);
+	v = milters_connect(m->milters, "localhost", "127.0.0.1", 0, 4, &r);
+	if (v == MILTER_CONTINUE)
+		v = milters_helo(m->milters, "localhost", &r);
+	if (v == MILTER_CONTINUE) {
+		addr_externalize(str_cstr(&m->sender), &a);
+		str_t b = STR_INIT;
+		str_setf(&b, "<%s>", str_cstr(&a));
+		argv[0] = str_cstr(&b);
+		argv[1] = NULL;
+		v = milters_mail(m->milters, argv, &r);
+		str_release(&b);
+	}
+	cln_milter_verdict(m, v, &r);
+out:
+	milter_reply_release(&r);
+	str_release(&err);
+	str_release(&a);
+}
+
+static void cln_milters_rcpt(cln_msg_t *m, const char *addr)
+{
+	str_t a = STR_INIT, b = STR_INIT;
+	milter_reply_t r = MILTER_REPLY_INIT;
+	const char *argv[2];
+
+	if (m->milter_bounce)
+		return;
+
+	addr_externalize(addr, &a);
+	str_setf(&b, "<%s>", str_cstr(&a));
+	argv[0] = str_cstr(&b);
+	argv[1] = NULL;
+	m->milter_rcpt = addr;
+	cln_milter_verdict(m, milters_rcpt(m->milters, argv, &r), &r);
+	m->milter_rcpt = NULL;
+	milter_reply_release(&r);
+	str_release(&a);
+	str_release(&b);
+}
+
+static void cln_milters_data(cln_msg_t *m, const void *buf, size_t len)
+{
+	milter_reply_t r = MILTER_REPLY_INIT;
+
+	if (m->milter_bounce)
+		return;
+	if (!m->milter_data_sent) {
+		m->milter_data_sent = true;
+		cln_milter_verdict(m, milters_data(m->milters, &r), &r);
+	}
+	if (ok(m) && !m->discard)
+		cln_milter_verdict(m, milters_content(m->milters, buf, len, &r),
+		    &r);
+	milter_reply_release(&r);
+}
+
+static void cln_milters_eom(cln_msg_t *m)
+{
+	milter_reply_t r = MILTER_REPLY_INIT;
+
+	if (ok(m) && !m->discard && !m->milter_bounce && !m->milter_data_sent)
+		cln_milters_data(m, "", 0);
+	if (ok(m) && !m->discard && !m->milter_bounce) {
+		enum milter_verdict v = milters_eom(m->milters, &m->edits, &r);
+		if (v != MILTER_CONTINUE)
+			milter_edits_release(&m->edits);
+		cln_milter_verdict(m, v, &r);
+	} else {
+		milters_abort(m->milters);
+	}
+	milter_reply_release(&r);
+	milters_free(m->milters);
+	m->milters = NULL;
+}
+
+/* The value of ESMTP argument KEY= in args (words), or NULL; copied
+ * into out. */
+static const char *esmtp_arg(const char *args, const char *key, str_t *out)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = args; p != NULL && *p;) {
+		size_t wl;
+		while (*p == ' ')
+			p++;
+		wl = strcspn(p, " ");
+		if (wl > kl && strncasecmp(p, key, kl) == 0 && p[kl] == '=') {
+			str_reset(out);
+			str_append(out, p + kl + 1, wl - kl - 1);
+			return str_cstr(out);
+		}
+		p += wl;
+	}
+	return NULL;
+}
+
+static bool milter_addr(const char *s, str_t *out);
+
+/* A milter's change of sender: the envelope written again (the content
+ * has been taken back).  The address is rewritten like the envelope
+ * sender; RET= and ENVID= in its arguments replace the message's. */
+static void change_sender(cln_msg_t *m, const milter_edit_t *e)
+{
+	str_t a = STR_INIT, out = STR_INIT, why = STR_INIT, v = STR_INIT;
+	str_t tmp = STR_INIT;
+	const char *envid, *retv;
+	int ret = 0;
+
+	if (!milter_addr(e->name, &a)) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "milter changed the sender "
+		    "to a malformed address \"%s\"", pr(&tmp, e->name));
+		goto out;
+	}
+	if (cln_rewrite_sender(m->cfg, str_cstr(&a), &out, &why) != CLN_OK) {
+		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&why));
+		goto out;
+	}
+	retv = esmtp_arg(e->value, "RET", &v);
+	if (retv != NULL)
+		ret = strcasecmp(retv, "HDRS") == 0 ? QF_RET_HDRS :
+		    strcasecmp(retv, "FULL") == 0 ? QF_RET_FULL : 0;
+	envid = esmtp_arg(e->value, "ENVID", &why);
+	if (qfw_envelope_redo(m->w, str_cstr(&out), envid, ret) < 0) {
+		write_failed(m);
+		goto out;
+	}
+	log_info("%s: milter changed the sender to <%s>", m->id,
+	    pr(&tmp, str_cstr(&out)));
+	str_set(&m->sender, str_cstr(&out));
+out:
+	str_release(&a);
+	str_release(&out);
+	str_release(&why);
+	str_release(&v);
+	str_release(&tmp);
+}
+
+/* The header and body edits: the content is taken back from the queue
+ * file into an unlinked spool file, the header edited in memory, and the
+ * new content written in its place (one extra pass, only for a message
+ * that milters changed). */
+static void apply_content_edits(cln_msg_t *m)
+{
+	str_t path = STR_INIT, line = STR_INIT, sep = STR_INIT;
+	efield_t *f = NULL;
+	size_t nf = 0, cap = 0, total = 0;
+	const char *ours;
+	const milter_edit_t *body = NULL;
+	int fd;
+	FILE *fp = NULL;
+	char *lbuf = NULL;
+	size_t lcap = 0;
+	ssize_t n;
+	bool more = true;
+
+	str_setf(&path, "%s/%s/tmp.milter.XXXXXX", m->cfg->ql.dir,
+	    m->cfg->queue);
+	fd = mkstemp(path.buf);
+	if (fd < 0) {
+		queue_failed(m, "cannot create milter spool file", strerror(errno));
+		goto out;
+	}
+	(void)unlink(str_cstr(&path));
+	if (qfw_content_take(m->w, fd) < 0) {
+		close(fd);
+		write_failed(m);
+		goto out;
+	}
+	{
+		/* the last change of sender wins */
+		const milter_edit_t *from = NULL;
+		for (size_t i = 0; i < m->edits.n; i++)
+			if (m->edits.e[i].type == MILTER_E_CHGFROM)
+				from = &m->edits.e[i];
+		if (from != NULL)
+			change_sender(m, from);
+		if (!ok(m)) {
+			close(fd);
+			goto out;
+		}
+	}
+	fp = fdopen(fd, "r");
+	if (fp == NULL || fseek(fp, 0, SEEK_SET) < 0) {
+		if (fp == NULL)
+			close(fd);
+		queue_failed(m, "milter spool file", strerror(errno));
+		goto out;
+	}
+	/* The header as written: fields (with their continuation lines)
+	 * up to the empty line that ends it. */
+	while ((n = getline(&lbuf, &lcap, fp)) > 0) {
+		bool cont = lbuf[0] == ' ' || lbuf[0] == '\t';
+		long nl;
+
+		total += (size_t)n;
+		if (lbuf[n - 1] != '\n' || (n == 1) || (n == 2 && lbuf[0] == '\r')) {
+			str_append(&sep, lbuf, (size_t)n);	/* the empty line */
+			break;
+		}
+		if (cont && nf > 0) {
+			f[nf - 1].text = xrealloc(f[nf - 1].text, f[nf - 1].len +
+			    (size_t)n + 1);
+			memcpy(f[nf - 1].text + f[nf - 1].len, lbuf, (size_t)n + 1);
+			f[nf - 1].len += (size_t)n;
+			continue;
+		}
+		nl = cln_hdr_name_len(lbuf, (size_t)n, true);
+		if (nl <= 0) {
+			str_append(&sep, lbuf, (size_t)n);	/* body text */
+			break;
+		}
+		if (nf == cap) {
+			cap = cap ? 2 * cap : 32;
+			f = xreallocarray(f, cap, sizeof(*f));
+		}
+		f[nf].text = xstrndup(lbuf, (size_t)n);
+		f[nf].len = (size_t)n;
+		f[nf].namelen = (size_t)nl;
+		nf++;
+	}
+	if (n <= 0)
+		more = false;
+	(void)total;
+	/* Our own Received: comes first and is not one the milters saw:
+	 * known by its text, wherever inserts move it. */
+	ours = ((m->flags & CLEANUP_FLAG_SMTP) || m->uid >= 0) && nf > 0 &&
+	    f[0].namelen == 8 && strncasecmp(f[0].text, "Received", 8) == 0 ?
+	    f[0].text : NULL;
+	for (size_t i = 0; i < m->edits.n; i++) {
+		const milter_edit_t *e = &m->edits.e[i];
+		size_t at, len, namelen;
+		char *text;
+
+		switch (e->type) {
+		case MILTER_E_ADDHDR:
+		case MILTER_E_INSHDR:
+			text = milter_field(m, e->name, e->value ? e->value : "",
+			    &len, &namelen);
+			/* Index 0 is the top of the message (as in
+			 * Postfix); N > 0 goes after the Nth header the
+			 * milters saw (cleanup's Received: not counted). */
+			if (e->type == MILTER_E_ADDHDR || e->index == 0) {
+				at = e->type == MILTER_E_ADDHDR ? nf : 0;
+			} else {
+				size_t seen = 0;
+				for (at = 0; at < nf && seen < e->index; at++)
+					if (f[at].text != ours)
+						seen++;
+			}
+			if (nf == cap) {
+				cap = cap ? 2 * cap : 32;
+				f = xreallocarray(f, cap, sizeof(*f));
+			}
+			memmove(&f[at + 1], &f[at], (nf - at) * sizeof(*f));
+			f[at] = (efield_t){ text, len, namelen };
+			nf++;
+			break;
+		case MILTER_E_CHGHDR: {
+			size_t want = e->index ? e->index : 1, seen = 0, nlen =
+			    strlen(e->name), k;
+			for (k = 0; k < nf; k++)
+				if (f[k].text != ours && f[k].namelen == nlen &&
+				    strncasecmp(f[k].text,
+				    e->name, nlen) == 0 && ++seen == want)
+					break;
+			if (e->value == NULL || e->value[0] == '\0') {
+				if (k < nf) {	/* delete */
+					free(f[k].text);
+					memmove(&f[k], &f[k + 1], (nf - k - 1) *
+					    sizeof(*f));
+					nf--;
+				}
+				break;
+			}
+			text = milter_field(m, e->name, e->value, &len, &namelen);
+			if (k < nf) {
+				free(f[k].text);
+				f[k] = (efield_t){ text, len, namelen };
+			} else {	/* not there: added, as sendmail does */
+				if (nf == cap) {
+					cap = cap ? 2 * cap : 32;
+					f = xreallocarray(f, cap, sizeof(*f));
+				}
+				f[nf++] = (efield_t){ text, len, namelen };
+			}
+			break;
+		}
+		case MILTER_E_REPLBODY:
+			body = e;
+			break;
+		default:
+			break;
+		}
+	}
+	for (size_t i = 0; i < nf && ok(m); i++)
+		content_out(m, f[i].text, f[i].len);
+	if (body != NULL) {
+		/* The milter's body has CR LF line ends: the message's own. */
+		const char *p = body->value, *end = p + body->vlen;
+		if (str_len(&sep) == 0 || cln_hdr_name_len(str_cstr(&sep),
+		    str_len(&sep), true) != 0)
+			str_set(&sep, m->eol);
+		content_out(m, str_cstr(&sep), str_len(&sep));
+		while (p < end && ok(m)) {
+			const char *lf = memchr(p, '\n', (size_t)(end - p));
+			size_t k = lf ? (size_t)(lf - p) : (size_t)(end - p);
+			if (k > 0 && p[k - 1] == '\r' && lf != NULL)
+				k--;
+			content_out(m, p, k);
+			if (lf != NULL)
+				content_out(m, m->eol, strlen(m->eol));
+			p = lf ? lf + 1 : end;
+		}
+	} else {
+		char buf[65536];
+		size_t got;
+
+		content_out(m, str_cstr(&sep), str_len(&sep));
+		while (more && ok(m) && (got = fread(buf, 1, sizeof(buf), fp)) > 0)
+			content_out(m, buf, got);
+		if (ferror(fp))
+			queue_failed(m, "milter spool file read", strerror(errno));
+	}
+out:
+	if (fp != NULL)
+		fclose(fp);
+	for (size_t i = 0; i < nf; i++)
+		free(f[i].text);
+	free(f);
+	free(lbuf);
+	str_release(&path);
+	str_release(&line);
+	str_release(&sep);
+}
+
+/* A non_smtpd milter refused the message: every recipient gets a bounce
+ * log record and is marked done, and the message is committed, so that
+ * qmgr sends the sender the notice (as it does for a recipient found
+ * done on a first pass). */
+static void milter_bounce(cln_msg_t *m)
+{
+	str_t err = STR_INIT, reason = STR_INIT;
+
+	str_setf(&reason, "message rejected by a milter: %s",
+	    str_cstr(&m->bounce_text));
+	for (size_t i = 0; i < m->nwritten && ok(m); i++) {
+		dlv_rcpt_t rc = { .address = m->wrcpt[i], .orig = "",
+		    .orcpt = "", .offset = qfw_rcpt_offset(m->w, i) };
+		dlv_status_t st = { .action = DLV_ACT_FAILED, .reason =
+		    reason.buf, .diag_type = "", .diag_text = "", .relay = "none",
+		    .remote_mta = "" };
+
+		bcopy_str(st.status, sizeof(st.status), m->bounce_dsn);
+		if (statuslog_append1(&m->cfg->ql, "bounce", m->id, &rc, &st, 0,
+		    i + 1 == m->nwritten ? SL_SYNC : 0, &err) < 0)
+			queue_failed(m, "bounce log", str_cstr(&err));
+	}
+	if (ok(m) && qfw_rcpts_done(m->w) < 0)
+		write_failed(m);
+	if (!ok(m))
+		(void)statuslog_remove(&m->cfg->ql, "bounce", m->id, &err);
+	str_release(&err);
+	str_release(&reason);
+}
+
+/* The internal form of a milter's "<address>" (brackets optional). */
+static bool milter_addr(const char *s, str_t *out)
+{
+	size_t len = strlen(s);
+	addr_err_t e;
+
+	while (*s == ' ')
+		s++, len--;
+	if (len >= 2 && s[0] == '<' && s[len - 1] == '>') {
+		s++;
+		len -= 2;
+	}
+	str_reset(out);
+	return addr_internalize(s, len, ADDR_F_SMTPUTF8, out, &e) == ADDR_OK;
+}
+
+/* Every edit of the milters, in order: the content ones in one pass,
+ * then recipients, then the quarantine. */
+static void apply_edits(cln_msg_t *m)
+{
+	bool content = false;
+	str_t a = STR_INIT, tmp = STR_INIT;
+
+	for (size_t i = 0; i < m->edits.n; i++) {
+		enum milter_edit_type t = m->edits.e[i].type;
+		if (t == MILTER_E_ADDHDR || t == MILTER_E_INSHDR ||
+		    t == MILTER_E_CHGHDR || t == MILTER_E_REPLBODY ||
+		    t == MILTER_E_CHGFROM)
+			content = true;
+	}
+	if (content && ok(m))
+		apply_content_edits(m);
+	for (size_t i = 0; i < m->edits.n && ok(m); i++) {
+		const milter_edit_t *e = &m->edits.e[i];
+
+		switch (e->type) {
+		case MILTER_E_ADDRCPT:
+			if (!milter_addr(e->name, &a) || str_len(&a) == 0) {
+				fail(m, CLEANUP_STAT_TEMP, "4.3.0", "milter added a "
+				    "malformed recipient \"%s\"", pr(&tmp, e->name));
+				break;
+			}
+			{
+				/* NOTIFY= and ORCPT= of SMFIR_ADDRCPT_PAR */
+				str_t nv = STR_INIT, ov = STR_INIT;
+				const char *nt = esmtp_arg(e->value, "NOTIFY", &nv);
+				const char *oc = esmtp_arg(e->value, "ORCPT", &ov);
+				int bits = 0;
+				str_t od = STR_INIT;
+				for (char *w = nt ? nv.buf : NULL, *c; w != NULL &&
+				    (c = str_token(&w, ",")) != NULL;)
+					bits |= strcasecmp(c, "SUCCESS") == 0 ? 1 :
+					    strcasecmp(c, "FAILURE") == 0 ? 2 :
+					    strcasecmp(c, "DELAY") == 0 ? 4 :
+					    strcasecmp(c, "NEVER") == 0 ? 8 : 0;
+				cln_msg_rcpt(m, str_cstr(&a), oc, bits != 0, bits);
+				str_release(&nv);
+				str_release(&ov);
+				str_release(&od);
+			}
+			log_info("%s: milter added recipient <%s>", m->id,
+			    str_cstr(&a));
+			break;
+		case MILTER_E_DELRCPT:
+			if (!milter_addr(e->name, &a))
+				break;
+			for (size_t k = 0; k < m->nwritten; k++)
+				if (strcasecmp(m->wrcpt[k], str_cstr(&a)) == 0 &&
+				    qfw_rcpt_done_at(m->w, k) < 0)
+					write_failed(m);
+			log_info("%s: milter deleted recipient <%s>", m->id,
+			    str_cstr(&a));
+			break;
+		case MILTER_E_CHGFROM:
+			break;		/* done with the content */
+		case MILTER_E_QUARANTINE: {
+			/* Postfix's line, with the milter's reason last. */
+			str_t l = STR_INIT;
+			m->hold = true;
+			str_setf(&l, "%s: milter-hold: END-OF-MESSAGE from %s[%s]: "
+			    "milter triggers HOLD action;", m->id,
+			    m->client_name ? m->client_name : "localhost",
+			    m->client_address ? m->client_address : "127.0.0.1");
+			log_envelope(m, &l);
+			str_catf(&l, ": %s", pr(&tmp, e->value ? e->value : ""));
+			log_info("%s", str_cstr(&l));
+			str_release(&l);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	str_release(&a);
+	str_release(&tmp);
+}
+
 bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
 {
 	if (ok(m) && m->cstate == C_HEADER)
 		header_scan(m, true);
 	body_end(m);
+	if (m->milters != NULL)
+		cln_milters_eom(m);
+	if (ok(m) && m->milter_bounce)
+		milter_bounce(m);
+	else if (ok(m) && !m->discard && m->edits.n > 0)
+		apply_edits(m);
 	if (ok(m) && m->discard) {
 		/* Accepted and dropped (logged by the check). */
 		qfw_free(m->w);
@@ -1437,5 +2146,12 @@ void cln_msg_free(cln_msg_t *m)
 	cln_mime_free(m->mime);
 	free(m->redirect);
 	free(m->filter);
+	for (size_t i = 0; i < m->nwritten; i++)
+		free(m->wrcpt[i]);
+	free(m->wrcpt);
+	milter_edits_release(&m->edits);
+	str_release(&m->hold_reason);
+	str_release(&m->bounce_text);
+	milters_free(m->milters);
 	free(m);
 }

@@ -45,6 +45,12 @@ static const attr_spec_t req_spec[] = {
 	{ "notify", ATTR_TYPE_INT, 0, NULL },
 	/* data */
 	{ "data", ATTR_TYPE_DATA, 0, NULL },
+	/* edit */
+	{ "type", ATTR_TYPE_INT, 0, NULL },
+	{ "index", ATTR_TYPE_INT, 0, NULL },
+	{ "name", ATTR_TYPE_STR, 0, NULL },
+	{ "value", ATTR_TYPE_STR, 0, NULL },
+	{ "body", ATTR_TYPE_DATA, 0, NULL },
 	{ NULL, 0, 0, NULL },
 };
 
@@ -170,7 +176,7 @@ void cln_session(cln_cfg_t *cfg, int fd)
 	attr_reader_t *r = attr_reader_new(req_spec, ATTR_READ_LENIENT,
 	    &req_limits);
 	cln_msg_t *m = NULL;
-	enum { S_IDLE, S_RCPT, S_DATA } st = S_IDLE;
+	enum { S_IDLE, S_RCPT, S_DATA, S_EDIT } st = S_IDLE;
 	str_t why = STR_INIT;
 	cleanup_reply_t reply;
 
@@ -230,7 +236,8 @@ void cln_session(cln_cfg_t *cfg, int fd)
 
 			if (st != S_RCPT)
 				str_setf(&why, "recipient %s", st == S_IDLE ?
-				    "before an envelope" : "after content");
+				    "before an envelope" : st == S_EDIT ?
+				    "after an edit" : "after content");
 			else if (a == NULL)
 				str_set(&why, "recipient without address");
 			else
@@ -242,12 +249,31 @@ void cln_session(cln_cfg_t *cfg, int fd)
 
 			if (st == S_IDLE) {
 				str_set(&why, "content before an envelope");
+			} else if (st == S_EDIT) {
+				str_set(&why, "content after an edit");
 			} else if (!attr_get_data(msg, "data", &p, &n) ||
 			    n == 0) {
 				str_set(&why, "data request without data");
 			} else {
 				st = S_DATA;
 				cln_msg_data(m, p, n);
+			}
+		} else if (strcmp(op, "edit") == 0) {
+			int32_t type = 0, index = 0;
+			const void *p = NULL;
+			size_t n = 0;
+
+			if (st == S_IDLE) {
+				str_set(&why, "edit before an envelope");
+			} else if (!attr_get_int(msg, "type", &type)) {
+				str_set(&why, "edit without type");
+			} else {
+				(void)attr_get_int(msg, "index", &index);
+				(void)attr_get_data(msg, "body", &p, &n);
+				st = S_EDIT;
+				cln_msg_edit(m, type, index < 0 ? 0 :
+				    (uint32_t)index, opt_str(msg, "name"),
+				    opt_str(msg, "value"), p, n);
 			}
 		} else if (strcmp(op, "end") == 0 || strcmp(op, "abort") == 0) {
 			bool end = op[0] == 'e';

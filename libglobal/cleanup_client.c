@@ -276,6 +276,39 @@ int cleanup_write(cleanup_client_t *c, const void *buf, size_t len)
 	return 0;
 }
 
+int cleanup_send_edit(cleanup_client_t *c, int type, uint32_t index,
+    const char *name, const char *value, const void *body, size_t blen)
+{
+	if (c->state == CS_BROKEN)
+		return -1;
+	if (c->state == CS_IDLE) {
+		fail(c, "cleanup client: edit before the envelope");
+		return -1;
+	}
+	if (str_len(&c->data) > 0)
+		encode_data(c);		/* the content goes first */
+	c->state = CS_DATA;
+	do {
+		/* A body in pieces of at most CLEANUP_CHUNK. */
+		size_t n = blen > CLEANUP_CHUNK ? CLEANUP_CHUNK : blen;
+
+		attr_put_str(&c->out, "op", "edit");
+		attr_put_int(&c->out, "type", type);
+		if (index != 0)
+			attr_put_int(&c->out, "index", (int32_t)index);
+		put_opt_str(&c->out, "name", name);
+		put_opt_str(&c->out, "value", value);
+		if (body != NULL)
+			attr_put_data(&c->out, "body", body, n);
+		attr_put_end(&c->out);
+		if (str_len(&c->out) >= CLEANUP_CHUNK && flush_out(c) < 0)
+			return -1;
+		body = body != NULL ? (const char *)body + n : NULL;
+		blen -= n;
+	} while (blen > 0);
+	return 0;
+}
+
 /* Checks a message read as a reply and fills reply: 0, or -1 with the
  * reason in reply.  Frees m. */
 static int parse_reply(attr_msg_t *m, cleanup_reply_t *reply)

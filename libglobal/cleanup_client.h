@@ -40,7 +40,9 @@
 #define CLEANUP_FLAG_NO_CHECKS	8	/* no header/body checks */
 #define CLEANUP_FLAG_NO_MAPPINGS 16	/* no canonical, virtual alias maps */
 #define CLEANUP_FLAG_NO_MILTERS	32	/* no milters in cleanup */
-#define CLEANUP_FLAG_MASK	63
+#define CLEANUP_FLAG_MILTER	64	/* milter edits may follow the
+					 * content (op edit) */
+#define CLEANUP_FLAG_MASK	127
 
 /* reply status */
 #define CLEANUP_STAT_OK		0
@@ -135,6 +137,13 @@ int cleanup_send_rcpt(cleanup_client_t *c, const char *address,
 int cleanup_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE]);
 /* Message content, any split. */
 int cleanup_write(cleanup_client_t *c, const void *buf, size_t len);
+/* A milter's modification, after the content (op edit,
+ * doc/protocol-cleanup.md): type is a milter_edit_type (milter.h);
+ * index, name, value and a replaced body (NULL when none; sent in
+ * pieces) as that type needs.  The client sets CLEANUP_FLAG_MILTER in
+ * the envelope when edits may come. */
+int cleanup_send_edit(cleanup_client_t *c, int type, uint32_t index,
+    const char *name, const char *value, const void *body, size_t blen);
 /* Ends the transaction and waits for the reply, which is always filled
  * in (a client-side failure becomes status TEMP, dsn 4.3.0 and the
  * reason).  Returns 0 when the message was queued, else -1.  After it

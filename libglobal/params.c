@@ -14,6 +14,7 @@
 #include "htable.h"
 #include "log.h"
 #include "mem.h"
+#include "milter.h"
 #include "params.h"
 #include "pconfig.h"
 #include "sasl_opts.h"
@@ -24,6 +25,8 @@ static bool check_protocols(const char *value, str_t *why);
 static bool check_host_lookup(const char *value, str_t *why);
 static bool check_reply_code(const char *value, str_t *why);
 static bool check_sasl_options(const char *value, str_t *why);
+static bool check_milters(const char *value, str_t *why);
+static bool check_milter_action(const char *value, str_t *why);
 static const char *compute_mydomain(void);
 
 #define UNL LONG_MAX
@@ -185,6 +188,42 @@ static const param_def_t table[] = {
 	    "Deepest nesting of virtual alias expansion."),
 	P_BOOL("enable_original_recipient", "yes",
 	    "Keep the original recipient address for DSN and logging."),
+
+	/* Milters (libglobal/milter.c, doc/milter.md). */
+	P_CHECK("smtpd_milters", "", check_milters, 0,
+	    "Milters (inet:host:port, unix:/path, or { address, name=value ... }) smtpd asks at each stage of an SMTP session."),
+	P_CHECK("non_smtpd_milters", "", check_milters, 0,
+	    "Milters cleanup asks about mail that did not come by SMTP (sendmail, pickup); not bounce notices."),
+	P_CHECK("milter_default_action", "tempfail", check_milter_action, 0,
+	    "What a milter that cannot be reached, times out or breaks the protocol stands for: tempfail, accept, reject or quarantine."),
+	P_INT("milter_protocol", "6", 2, 6, 0,
+	    "The milter protocol version offered to milters (2 to 6)."),
+	P_TIMER("milter_connect_timeout", "30s", 's', 1, 0,
+	    "Time limit for connecting to a milter and negotiating with it."),
+	P_TIMER("milter_command_timeout", "30s", 's', 1, 0,
+	    "Time limit for a milter's reply to a command (connect, helo, mail, rcpt, data)."),
+	P_TIMER("milter_content_timeout", "300s", 's', 1, 0,
+	    "Time limit for a milter's reply to message content (headers, body, end of message)."),
+	P_STR("milter_connect_macros", "j {daemon_name} {daemon_addr} v _",
+	    "Macros sent to milters with the connection."),
+	P_STR("milter_helo_macros", "{tls_version} {cipher} {cipher_bits} {cert_subject} {cert_issuer}",
+	    "Macros sent to milters with HELO/EHLO."),
+	P_STR("milter_mail_macros", "i {auth_type} {auth_authen} {auth_author} {mail_addr} {mail_host} {mail_mailer}",
+	    "Macros sent to milters with MAIL FROM."),
+	P_STR("milter_rcpt_macros", "i {rcpt_addr} {rcpt_host} {rcpt_mailer}",
+	    "Macros sent to milters with RCPT TO."),
+	P_STR("milter_data_macros", "i",
+	    "Macros sent to milters with DATA."),
+	P_STR("milter_end_of_header_macros", "i",
+	    "Macros sent to milters at the end of the message header."),
+	P_STR("milter_end_of_data_macros", "i",
+	    "Macros sent to milters at the end of the message."),
+	P_STR("milter_unknown_command_macros", "",
+	    "Macros sent to milters with an unknown SMTP command."),
+	P_STR("milter_macro_daemon_name", "$myhostname",
+	    "The value of the {daemon_name} macro."),
+	P_STR("milter_macro_v", "$mail_name $mail_version",
+	    "The value of the v macro."),
 
 	/* Local delivery. */
 	P_STR("alias_maps", "hash:/etc/aliases",
@@ -1037,6 +1076,23 @@ static bool check_reply_code(const char *value, str_t *why)
 	if (str_to_long(value, &v) && v >= 400 && v <= 599)
 		return true;
 	str_set(why, "an SMTP reply code from 400 to 599");
+	return false;
+}
+
+/* smtpd_milters, non_smtpd_milters: addresses and per-milter settings
+ * (milter.h). */
+static bool check_milters(const char *value, str_t *why)
+{
+	return milter_list_check(value, why);
+}
+
+static bool check_milter_action(const char *value, str_t *why)
+{
+	enum milter_defact d;
+
+	if (milter_defact_parse(value, &d))
+		return true;
+	str_set(why, "tempfail, accept, reject or quarantine");
 	return false;
 }
 

@@ -165,6 +165,25 @@ void qfw_track_rcpts(qfw_t *w);
 /* Marks every recipient written since qfw_track_rcpts done (cleanup's
  * REDIRECT, before it adds the new recipient).  0 or -1 (sticky). */
 int qfw_rcpts_done(qfw_t *w);
+/* The offset of the i-th recipient record written since
+ * qfw_track_rcpts (its key in status logs), or -1. */
+off_t qfw_rcpt_offset(const qfw_t *w, size_t i);
+/* Marks the i-th recipient written since qfw_track_rcpts done (a
+ * milter's delete-recipient).  0 or -1 (sticky). */
+int qfw_rcpt_done_at(qfw_t *w, size_t i);
+/* Milter edits at the end of a message (cleanup): the content written
+ * so far goes to out_fd, as it was given, and the file is cut back to
+ * where the content begins, so that the edited content is written in
+ * its place (same file, same queue ID; nothing is durable before the
+ * commit anyway).  0, or -1 (sticky). */
+int qfw_content_take(qfw_t *w, int out_fd);
+/* After qfw_content_take: the envelope is written again with sender
+ * (NULL: unchanged), and envid (NULL: unchanged) and ret (0: unchanged)
+ * when given, recipients kept as they are (done marks, tracking), and
+ * the content begins again (a milter's change of sender).  0, or -1
+ * (sticky). */
+int qfw_envelope_redo(qfw_t *w, const char *sender, const char *envid,
+    int ret);
 /* Message content, in pieces of any size (lines found by the writer). */
 int qfw_content(qfw_t *w, const void *data, size_t len);
 /* Ends the content, writes the end record, fsyncs, renames to the ID,

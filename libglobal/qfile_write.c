@@ -642,6 +642,30 @@ int qfw_content(qfw_t *w, const void *data, size_t len)
 	return 0;
 }
 
+/* The R record of a recipient (counted, and tracked for the done
+ * marks). */
+static int put_rcpt(qfw_t *w, const char *addr, size_t len)
+{
+	off_t at = w->off;
+
+	if (put_rec(w, QF_REC_RCPT, addr, len) < 0)
+		return -1;
+	w->sizes[3]++;
+	if (w->track) {
+		/* the type byte; the mark (version 2) ends the record,
+		 * before the check value */
+		if (w->nrcpt_off + 2 > w->rcpt_cap) {
+			w->rcpt_cap = w->rcpt_cap ? 2 * w->rcpt_cap : 16;
+			w->rcpt_off = xreallocarray(w->rcpt_off, w->rcpt_cap,
+			    sizeof(*w->rcpt_off));
+		}
+		w->rcpt_off[w->nrcpt_off++] = at;
+		w->rcpt_off[w->nrcpt_off++] = w->version >= 2 ?
+		    w->off - 1 - QF_CHECK_LEN : at;
+	}
+	return 0;
+}
+
 int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
 {
 	char nbuf[4];
@@ -672,23 +696,7 @@ int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
 		if (put_str(w, QF_REC_NOTIFY, nbuf) < 0)
 			return -1;
 	}
-	off_t at = w->off;
-	if (put_str(w, QF_REC_RCPT, r->address) < 0)
-		return -1;
-	w->sizes[3]++;
-	if (w->track) {
-		/* the type byte; the mark (version 2) ends the record,
-		 * before the check value */
-		if (w->nrcpt_off + 2 > w->rcpt_cap) {
-			w->rcpt_cap = w->rcpt_cap ? 2 * w->rcpt_cap : 16;
-			w->rcpt_off = xreallocarray(w->rcpt_off, w->rcpt_cap,
-			    sizeof(*w->rcpt_off));
-		}
-		w->rcpt_off[w->nrcpt_off++] = at;
-		w->rcpt_off[w->nrcpt_off++] = w->version >= 2 ?
-		    w->off - 1 - QF_CHECK_LEN : at;
-	}
-	return 0;
+	return put_rcpt(w, r->address, strlen(r->address));
 }
 
 void qfw_track_rcpts(qfw_t *w)
@@ -723,6 +731,222 @@ int qfw_rcpts_done(qfw_t *w)
 		if (set_byte(w, w->rcpt_off[i], QF_REC_DONE) < 0)
 			return -1;
 	return 0;
+}
+
+off_t qfw_rcpt_offset(const qfw_t *w, size_t i)
+{
+	return w->track && 2 * i < w->nrcpt_off ? w->rcpt_off[2 * i] : -1;
+}
+
+int qfw_rcpt_done_at(qfw_t *w, size_t i)
+{
+	if (w->failed)
+		return -1;
+	if (!w->track || w->state == W_DONE || 2 * i >= w->nrcpt_off)
+		return werr(w, "recipient %zu not tracked", i);
+	/* Both bytes, as qfw_rcpts_done. */
+	if (set_byte(w, w->rcpt_off[2 * i], QF_REC_DONE) < 0 ||
+	    set_byte(w, w->rcpt_off[2 * i + 1], QF_REC_DONE) < 0)
+		return -1;
+	return 0;
+}
+
+int qfw_content_take(qfw_t *w, int out_fd)
+{
+	off_t at, end;
+	str_t rec = STR_INIT;
+	int rfd;
+
+	if (w->failed)
+		return -1;
+	if (w->state != W_CONTENT && w->state != W_ENVELOPE)
+		return werr(w, "content cannot be taken back now");
+	if (end_content(w) < 0 || flush_buf(w) < 0)
+		return -1;
+	/* The writer's descriptor is write-only (a spare file's, too). */
+	rfd = open(str_cstr(&w->tmp_path), O_RDONLY | O_CLOEXEC);
+	if (rfd < 0)
+		return werr(w, "open %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	at = (off_t)w->sizes[0];
+	end = w->off;
+	/* Records: type, length (7 bits a byte, low first), data, check. */
+	while (at < end) {
+		unsigned char hb[16];
+		ssize_t got = pread(rfd, hb, sizeof(hb), at);
+		size_t len = 0, n = 1;
+		int shift = 0;
+
+		if (got < 2)
+			goto bad;
+		for (;;) {
+			if (n >= (size_t)got || shift > 28)
+				goto bad;
+			len |= (size_t)(hb[n] & 0x7f) << shift;
+			shift += 7;
+			if (!(hb[n++] & 0x80))
+				break;
+		}
+		if (hb[0] != QF_REC_LINE && hb[0] != QF_REC_PART)
+			goto bad;
+		str_reserve(&rec, len + 1);
+		if (len > 0 && pread(rfd, rec.buf, len, at + (off_t)n) !=
+		    (ssize_t)len)
+			goto bad;
+		if (len > 0 && file_write_all(out_fd, rec.buf, len) < 0) {
+			str_release(&rec);
+			close(rfd);
+			return werr(w, "write spool: %s", strerror(errno));
+		}
+		at += (off_t)(n + len + (w->version >= 2 ? QF_CHECK_LEN : 0));
+	}
+	str_release(&rec);
+	close(rfd);
+	if (ftruncate(w->fd, (off_t)w->sizes[0]) < 0)
+		return werr(w, "truncate %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	if (lseek(w->fd, (off_t)w->sizes[0], SEEK_SET) < 0)
+		return werr(w, "seek %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	w->off = (off_t)w->sizes[0];
+	w->sizes[1] = 0;
+	return 0;
+bad:
+	str_release(&rec);
+	close(rfd);
+	return werr(w, "reading back the content of %s at offset %lld "
+	    "(ending at %lld) failed", str_cstr(&w->tmp_path), (long long)at,
+	    (long long)end);
+}
+
+int qfw_envelope_redo(qfw_t *w, const char *sender, const char *envid,
+    int ret)
+{
+	size_t elen, at = 0;
+	char *env;
+	int rfd;
+	bool seen_i = false, seen_f = false;
+
+	if (w->failed)
+		return -1;
+	if (w->state != W_CONTENT || w->off != (off_t)w->sizes[0] ||
+	    str_len(&w->pend) > 0)
+		return werr(w, "envelope rewrite without the content taken back");
+	if ((sender && check_text(w, "sender", sender, 0, 4096) < 0) ||
+	    (envid && check_text(w, "ENVID", envid, 1, 512) < 0))
+		return -1;
+	if (flush_buf(w) < 0)
+		return -1;
+	rfd = open(str_cstr(&w->tmp_path), O_RDONLY | O_CLOEXEC);
+	if (rfd < 0)
+		return werr(w, "open %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	elen = (size_t)w->off - QF_HEAD_SIZE;
+	env = xmalloc(elen + 1);
+	if (pread(rfd, env, elen, QF_HEAD_SIZE) != (ssize_t)elen) {
+		close(rfd);
+		free(env);
+		return werr(w, "read back the envelope of %s: %s",
+		    str_cstr(&w->tmp_path), strerror(errno));
+	}
+	close(rfd);
+	if (ftruncate(w->fd, QF_HEAD_SIZE) < 0 ||
+	    lseek(w->fd, QF_HEAD_SIZE, SEEK_SET) < 0) {
+		free(env);
+		return werr(w, "truncate %s: %s", str_cstr(&w->tmp_path),
+		    strerror(errno));
+	}
+	w->off = QF_HEAD_SIZE;
+	w->sizes[0] = w->sizes[1] = w->sizes[2] = w->sizes[3] = 0;
+	w->nrcpt_off = 0;
+	w->state = W_ENVELOPE;
+	/* The records again, the sender (ENVID, RET) replaced; recipients
+	 * keep their done marks and are tracked again. */
+	while (at < elen && !w->failed) {
+		int type = (unsigned char)env[at];
+		size_t len = 0, n = at + 1;
+		int shift = 0;
+		bool done = false;
+
+		for (;;) {
+			if (n >= elen || shift > 28)
+				goto bad;
+			len |= (size_t)((unsigned char)env[n] & 0x7f) << shift;
+			shift += 7;
+			if (!((unsigned char)env[n++] & 0x80))
+				break;
+		}
+		if (n + len > elen)
+			goto bad;
+		const char *data = env + n;
+		size_t next = n + len;
+		if (type == QF_REC_RCPT || type == QF_REC_DONE) {
+			if (w->version >= 2) {
+				done = env[next] == QF_REC_DONE ||
+				    type == QF_REC_DONE;
+				next++;
+			} else {
+				done = type == QF_REC_DONE;
+			}
+		}
+		if (w->version >= 2)
+			next += QF_CHECK_LEN;
+		if (next > elen)
+			goto bad;
+		at = next;
+		switch (type) {
+		case QF_REC_MESSAGE:
+			at = elen;	/* the content comes again */
+			continue;
+		case QF_REC_SENDER:
+			if (sender != NULL)
+				(void)put_str(w, QF_REC_SENDER, sender);
+			else
+				(void)put_rec(w, type, data, len);
+			if (envid != NULL && !seen_i) {
+				seen_i = true;
+				(void)put_str(w, QF_REC_ENVID, envid);
+			}
+			if (ret > 0 && !seen_f) {
+				seen_f = true;
+				(void)put_str(w, QF_REC_RET, ret == QF_RET_FULL ?
+				    "FULL" : "HDRS");
+			}
+			continue;
+		case QF_REC_ENVID:
+			if (envid == NULL)
+				(void)put_rec(w, type, data, len);
+			continue;	/* the new one went after S */
+		case QF_REC_RET:
+			if (ret <= 0)
+				(void)put_rec(w, type, data, len);
+			continue;
+		case QF_REC_RCPT:
+		case QF_REC_DONE: {
+			off_t rat = w->off;
+			if (put_rcpt(w, data, len) < 0)
+				continue;
+			if (done) {
+				(void)set_byte(w, rat, QF_REC_DONE);
+				if (w->version >= 2)
+					(void)set_byte(w, w->off - 1 -
+					    QF_CHECK_LEN, QF_REC_DONE);
+			}
+			continue;
+		}
+		default:
+			(void)put_rec(w, type, data, len);
+			continue;
+		}
+	}
+	free(env);
+	if (w->failed)
+		return -1;
+	/* The content begins again where it ends now. */
+	return begin_content(w);
+bad:
+	free(env);
+	return werr(w, "malformed envelope in %s", str_cstr(&w->tmp_path));
 }
 
 static int counted_fsync(int fd)

@@ -30,6 +30,7 @@
 #include "dns.h"
 #include "local_rcpt.h"
 #include "maps.h"
+#include "milter.h"
 #include "sasl_opts.h"
 #include "sock.h"
 #include "str.h"
@@ -321,6 +322,10 @@ struct smtpd_cfg {
 	char **forbidden;		/* smtpd_forbidden_commands, NULL-ended */
 	char *sendmail_path;		/* stand-alone mode */
 	char *cleanup_service;
+	/* smtpd_milters ("" none) and the milter_* parameters */
+	char *milters;
+	milter_params_t milter_params;
+	char *milter_macro_v, *milter_daemon_name;
 };
 
 /* Reads every smtpd parameter and opens the tables, TLS context and
@@ -358,6 +363,7 @@ typedef struct smtpd_txn_info {
 	bool sasl_header;		/* the user name in Received: */
 	const char *content_filter;	/* "transport:nexthop", or NULL */
 	int cleanup_flags;		/* CLEANUP_FLAG_NO_* */
+	bool milters;			/* milter edits may follow the content */
 } smtpd_txn_info_t;
 
 typedef struct smtpd_dest smtpd_dest_t;
@@ -371,6 +377,12 @@ struct smtpd_dest {
 	void (*finish)(smtpd_dest_t *d, cleanup_reply_t *reply);
 	/* Forgets the message; nothing of it may be queued. */
 	void (*abort)(smtpd_dest_t *d);
+	/* The open message's queue ID (logging "ID: client=..." the first
+	 * time), or NULL when the destination has none (yet).  May be NULL
+	 * itself: a destination without milters (stand-alone mode). */
+	const char *(*queue_id)(smtpd_dest_t *d);
+	/* A milter's modification, after the content (cleanup's op edit). */
+	int (*edit)(smtpd_dest_t *d, const milter_edit_t *e);
 	void (*free)(smtpd_dest_t *d);
 };
 

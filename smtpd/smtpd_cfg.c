@@ -217,6 +217,15 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	cfg->forbidden = word_list(config_get_str("smtpd_forbidden_commands"));
 	cfg->sendmail_path = xstrdup(config_get_str("sendmail_path"));
 	cfg->cleanup_service = xstrdup(config_get_str("cleanup_service_name"));
+	cfg->milters = xstrdup(config_get_str("smtpd_milters"));
+	milter_params_load(&cfg->milter_params);
+	/* The stage lists point into the configuration: copied. */
+	for (int i = 0; i < MILTER_M_COUNT; i++)
+		cfg->milter_params.macros[i] = cfg->milter_params.macros[i] ?
+		    xstrdup(cfg->milter_params.macros[i]) : NULL;
+	cfg->milter_macro_v = xstrdup(config_get_str("milter_macro_v"));
+	cfg->milter_daemon_name =
+	    xstrdup(config_get_str("milter_macro_daemon_name"));
 
 	v = config_get_str("smtpd_tls_security_level");
 	cfg->tls_level = strcmp(v, "encrypt") == 0 ? SMTPD_TLS_ENCRYPT :
@@ -304,6 +313,11 @@ void smtpd_cfg_free(smtpd_cfg_t *cfg)
 	free(cfg->tls_error);
 	free(cfg->sendmail_path);
 	free(cfg->cleanup_service);
+	free(cfg->milters);
+	for (int i = 0; i < MILTER_M_COUNT; i++)
+		free((char *)cfg->milter_params.macros[i]);
+	free(cfg->milter_macro_v);
+	free(cfg->milter_daemon_name);
 	if (cfg->tls)
 		tls_ctx_free(cfg->tls);
 	smtpd_restr_free(cfg->client_restr);

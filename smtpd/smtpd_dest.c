@@ -29,6 +29,8 @@ typedef struct dest_cleanup {
 	int timeout_ms;
 	cleanup_client_t *c;
 	str_t client;		/* "client=NAME[ADDR]..." for the log line */
+	char id[QUEUE_ID_SIZE];	/* read early for the milters' "i" */
+	bool have_id;
 } dest_cleanup_t;
 
 static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
@@ -47,6 +49,9 @@ static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 	env.flags = CLEANUP_FLAG_SMTP | CLEANUP_FLAG_QUEUE_ID |
 	    t->cleanup_flags;
 	env.content_filter = t->content_filter;
+	if (t->milters)
+		env.flags |= CLEANUP_FLAG_MILTER;
+	dc->have_id = false;
 	env.envid = t->envid;
 	env.ret = t->ret;
 	env.log_ident = t->log_ident;
@@ -102,17 +107,45 @@ static void cl_finish(smtpd_dest_t *d, cleanup_reply_t *reply)
 	}
 	/* Logged before the end: the message cannot be committed (and
 	 * qmgr cannot log about it) before this line is written. */
-	if (cleanup_queue_id(dc->c, id) == 0)
+	if (!dc->have_id && cleanup_queue_id(dc->c, id) == 0)
 		log_info("%s: %s", id, str_cstr(&dc->client));
+	dc->have_id = false;
 	cleanup_finish(dc->c, reply);
 	cleanup_close(dc->c);
 	dc->c = NULL;
+}
+
+static const char *cl_queue_id(smtpd_dest_t *d)
+{
+	dest_cleanup_t *dc = (dest_cleanup_t *)d;
+
+	if (dc->c == NULL)
+		return NULL;
+	if (!dc->have_id) {
+		dc->have_id = true;
+		if (cleanup_queue_id(dc->c, dc->id) == 0)
+			log_info("%s: %s", dc->id, str_cstr(&dc->client));
+	}
+	return dc->id[0] ? dc->id : NULL;
+}
+
+static int cl_edit(smtpd_dest_t *d, const milter_edit_t *e)
+{
+	dest_cleanup_t *dc = (dest_cleanup_t *)d;
+
+	if (dc->c == NULL)
+		return -1;
+	return cleanup_send_edit(dc->c, (int)e->type, e->index, e->name,
+	    e->type == MILTER_E_REPLBODY ? NULL : e->value,
+	    e->type == MILTER_E_REPLBODY ? e->value : NULL,
+	    e->type == MILTER_E_REPLBODY ? e->vlen : 0);
 }
 
 static void cl_abort(smtpd_dest_t *d)
 {
 	dest_cleanup_t *dc = (dest_cleanup_t *)d;
 
+	dc->have_id = false;
 	/* Closing in mid-transaction makes cleanup remove its file; no
 	 * need to wait for its reply. */
 	if (dc->c != NULL)
@@ -137,6 +170,8 @@ smtpd_dest_t *smtpd_dest_cleanup(const char *service, int timeout_ms)
 	dc->base.write = cl_write;
 	dc->base.finish = cl_finish;
 	dc->base.abort = cl_abort;
+	dc->base.queue_id = cl_queue_id;
+	dc->base.edit = cl_edit;
 	dc->base.free = cl_free;
 	dc->service = service ? xstrdup(service) : NULL;
 	dc->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;

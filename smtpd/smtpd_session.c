@@ -66,6 +66,15 @@ typedef struct sess {
 
 	smtpd_reply_t rp;
 	smtpd_check_ctx_t chk;
+
+	/* smtpd_milters (doc/milter.md) */
+	milters_t *milters;	/* NULL: no milters in this session */
+	bool milter_msg;	/* the milters saw MAIL of this transaction */
+	bool milter_discard;	/* DISCARD: accept the message, drop it */
+	bool milter_refused;	/* refused at CONNECT: not asked again */
+	str_t milter_text;	/* a CONNECT or HELO refusal: MAIL gets it */
+	const char *milter_rcpt;	/* {rcpt_addr} */
+	str_t mbuf;		/* macro values made on the fly */
 } sess_t;
 
 /* ---- Output -------------------------------------------------------- */
@@ -156,14 +165,14 @@ static const char *received_proto(const sess_t *ss, char buf[16])
 
 /* NOQUEUE: reject: RCPT from NAME[ADDR]: 554 5.7.1 <x>: Relay access
  * denied; from=<s> to=<x> proto=ESMTP helo=<h> */
-static void log_reject(sess_t *ss, const char *stage, int code,
-    const char *dsn, const char *text, const char *rcpt)
+static void log_event(sess_t *ss, const char *id, const char *what,
+    const char *stage, const char *text, const char *rcpt)
 {
 	str_t l = STR_INIT;
 	char pb[16];
 
-	str_catf(&l, "NOQUEUE: reject: %s from %s: %d %s %s;", stage,
-	    ss->namaddr, code, dsn, text);
+	str_catf(&l, "%s: %s: %s from %s: %s;", id, what, stage, ss->namaddr,
+	    text);
 	if (ss->sender != NULL) {
 		str_cat(&l, " from=<");
 		addr_externalize(ss->sender, &l);
@@ -185,6 +194,16 @@ static void log_reject(sess_t *ss, const char *stage, int code,
 	str_release(&l);
 }
 
+static void log_reject(sess_t *ss, const char *stage, int code,
+    const char *dsn, const char *text, const char *rcpt)
+{
+	str_t t = STR_INIT;
+
+	str_setf(&t, "%d %s %s", code, dsn, text);
+	log_event(ss, "NOQUEUE", "reject", stage, str_cstr(&t), rcpt);
+	str_release(&t);
+}
+
 static void reject(sess_t *ss, const char *stage, const smtpd_reply_t *rp,
     const char *rcpt)
 {
@@ -196,6 +215,10 @@ static void reject(sess_t *ss, const char *stage, const smtpd_reply_t *rp,
 
 static void txn_reset(sess_t *ss)
 {
+	if (ss->milter_msg)
+		milters_abort(ss->milters);
+	ss->milter_msg = false;
+	ss->milter_discard = false;
 	if (ss->dest_open)
 		ss->dest->abort(ss->dest);
 	ss->dest_open = false;
@@ -295,6 +318,224 @@ static void bare_lf(sess_t *ss)
 	ss->stop = true;
 }
 
+/* ---- Milters ------------------------------------------------------- */
+
+/* The one place that decides whether this session meets smtpd_milters
+ * (receive_override_options = no_milters belongs here): mail that
+ * smtpd hands to cleanup; not the stand-alone mode, whose mail reaches
+ * cleanup through pickup (non_smtpd_milters). */
+static bool milters_wanted(const sess_t *ss)
+{
+	/* receive_override_options = no_milters (a reinjection service
+	 * behind a content filter) switches smtpd_milters off. */
+	return ss->cfg->milters != NULL && ss->cfg->milters[0] != '\0' &&
+	    !(ss->cfg->recv_override & RECV_NO_MILTERS) &&
+	    !ss->peer->stand_alone && ss->dest->edit != NULL;
+}
+
+static const char *sess_macro(void *ctx, const char *name)
+{
+	sess_t *ss = ctx;
+	const char *v = NULL;
+
+	if (name[0] != '{') {
+		switch (name[0] == '\0' || name[1] != '\0' ? 0 : name[0]) {
+		case 'i':
+			return ss->dest_open && ss->dest->queue_id != NULL ?
+			    ss->dest->queue_id(ss->dest) : NULL;
+		case 'j':
+			return ss->cfg->myhostname;
+		case 'v':
+			return ss->cfg->milter_macro_v;
+		case '_':
+			str_setf(&ss->mbuf, "%s [%s]", ss->peer->name,
+			    ss->peer->addr);
+			return str_cstr(&ss->mbuf);
+		default:
+			return NULL;
+		}
+	}
+	if (strcmp(name, "{daemon_name}") == 0)
+		v = ss->cfg->milter_daemon_name;
+	else if (strcmp(name, "{daemon_addr}") == 0)
+		v = ss->peer->local_addr;
+	else if (strcmp(name, "{client_addr}") == 0)
+		v = ss->peer->addr;
+	else if (strcmp(name, "{client_port}") == 0)
+		v = ss->peer->port;
+	else if (strcmp(name, "{client_name}") == 0 ||
+	    strcmp(name, "{client_ptr}") == 0)
+		v = ss->peer->name;
+	else if (strcmp(name, "{client_resolve}") == 0)
+		v = strcmp(ss->peer->name, "unknown") != 0 ? "OK" : "FAIL";
+	else if (strcmp(name, "{auth_type}") == 0)
+		v = ss->sasl_method;
+	else if (strcmp(name, "{auth_authen}") == 0)
+		v = ss->sasl_username;
+	else if (ss->tls != NULL && strcmp(name, "{tls_version}") == 0)
+		v = tls_sess_protocol(ss->tls);
+	else if (ss->tls != NULL && strcmp(name, "{cipher}") == 0)
+		v = tls_sess_cipher(ss->tls);
+	else if (ss->tls != NULL && strcmp(name, "{cert_subject}") == 0)
+		v = tls_sess_peer_cn(ss->tls);
+	else if (ss->tls != NULL && strcmp(name, "{cert_issuer}") == 0)
+		v = tls_sess_issuer_cn(ss->tls);
+	else if (strcmp(name, "{mail_addr}") == 0 && ss->sender != NULL) {
+		str_reset(&ss->mbuf);
+		addr_externalize(ss->sender, &ss->mbuf);
+		v = str_cstr(&ss->mbuf);
+	} else if (strcmp(name, "{rcpt_addr}") == 0 && ss->milter_rcpt) {
+		str_reset(&ss->mbuf);
+		addr_externalize(ss->milter_rcpt, &ss->mbuf);
+		v = str_cstr(&ss->mbuf);
+	} else if (strcmp(name, "{rcpt_host}") == 0 && ss->milter_rcpt &&
+	    strrchr(ss->milter_rcpt, '@') != NULL)
+		v = strrchr(ss->milter_rcpt, '@') + 1;
+	else if (strcmp(name, "{mail_host}") == 0 && ss->sender != NULL &&
+	    strrchr(ss->sender, '@') != NULL)
+		v = strrchr(ss->sender, '@') + 1;
+	return v != NULL && *v ? v : NULL;
+}
+
+/* A milter's reply ("550 5.7.1 text", lines joined by CR LF) to the
+ * client; counted as an error when it refuses. */
+static void milter_send(sess_t *ss, const char *text)
+{
+	ss->errors++;
+	for (const char *p = text; *p;) {
+		const char *e = strstr(p, "\r\n");
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		char *line = xstrndup(p, n);
+		int code = atoi(line);
+
+		put_line(ss, code, n > 3 ? line[3] : ' ', NULL,
+		    n > 4 ? line + 4 : "");
+		free(line);
+		p += n + (e ? 2 : 0);
+	}
+}
+
+/* The verdict of a stage: true when it refused (reply sent, logged as
+ * Postfix logs milter-reject).  DISCARD is remembered for the end. */
+static bool milter_verdict(sess_t *ss, const char *stage,
+    enum milter_verdict v, milter_reply_t *r, const char *rcpt)
+{
+	const char *id = ss->dest_open && ss->dest->queue_id ?
+	    ss->dest->queue_id(ss->dest) : NULL;
+	str_t first = STR_INIT;
+	const char *t = str_cstr(&r->text), *crlf = strstr(t, "\r\n");
+
+	if (v == MILTER_CONTINUE)
+		return false;
+	if (v == MILTER_DISCARD) {
+		if (!ss->milter_discard)
+			log_event(ss, id ? id : "NOQUEUE", "milter-discard", stage,
+			    "milter triggers DISCARD action", rcpt);
+		ss->milter_discard = true;
+		milter_reply_release(r);
+		return false;
+	}
+	str_append(&first, t, crlf ? (size_t)(crlf - t) : strlen(t));
+	log_event(ss, id ? id : "NOQUEUE", "milter-reject", stage,
+	    str_cstr(&first), rcpt);
+	str_release(&first);
+	milter_send(ss, t);
+	milter_reply_release(r);
+	return true;
+}
+
+/* The session begins: connect to the milters and show them the client. */
+static void milters_begin(sess_t *ss)
+{
+	str_t err = STR_INIT;
+	milter_reply_t r = MILTER_REPLY_INIT;
+	enum milter_verdict v;
+	unsigned port = (unsigned)atoi(ss->peer->port);
+	int fam = ss->peer->addr[0] == '\0' ? 0 :
+	    strchr(ss->peer->addr, ':') != NULL ? 6 : 4;
+
+	if (!milters_wanted(ss))
+		return;
+	ss->milters = milters_new(ss->cfg->milters, &ss->cfg->milter_params,
+	    &err);
+	if (ss->milters == NULL) {	/* checked at start: not expected */
+		log_warning("smtpd_milters: %s", str_cstr(&err));
+		str_release(&err);
+		return;
+	}
+	str_release(&err);
+	milters_set_macros(ss->milters, sess_macro, ss);
+	v = milters_connect(ss->milters, ss->peer->name, ss->peer->addr, port,
+	    fam, &r);
+	if (v == MILTER_REJECT || v == MILTER_TEMPFAIL) {
+		const char *t = str_cstr(&r.text), *crlf = strstr(t, "\r\n");
+		str_t first = STR_INIT;
+		str_append(&first, t, crlf ? (size_t)(crlf - t) : strlen(t));
+		log_event(ss, "NOQUEUE", "milter-reject", "CONNECT",
+		    str_cstr(&first), NULL);
+		str_release(&first);
+		ss->milter_refused = true;
+		str_set(&ss->milter_text, t);
+		if (v == MILTER_REJECT) {
+			/* As Postfix: the greeting says no, MAIL says why. */
+			reply(ss, 554, NULL, "%s ESMTP not accepting connections",
+			    ss->cfg->myhostname);
+			ss->errors++;
+		}
+	}
+	milter_reply_release(&r);
+}
+
+/* Content to the destination and to the milters. */
+static void content_write(sess_t *ss, const void *p, size_t n)
+{
+	(void)ss->dest->write(ss->dest, p, n);
+	if (ss->milter_msg && n > 0) {
+		milter_reply_t r = MILTER_REPLY_INIT;
+		/* A refusal is remembered and answered at the end. */
+		(void)milters_content(ss->milters, p, n, &r);
+		milter_reply_release(&r);
+	}
+}
+
+/* MAIL or RCPT arguments for the milters: the address as the client
+ * sent it, in <>, then each ESMTP parameter.  argv points into buf. */
+static void milter_args(const char *arg, size_t len, char *buf, size_t size,
+    const char **argv, size_t max)
+{
+	size_t n = 0, i = 0, o = 0;
+
+	if (len >= size)
+		len = size - 1;
+	memcpy(buf, arg, len);
+	buf[len] = '\0';
+	/* Past "FROM:" or "TO:" and blanks. */
+	while (i < len && buf[i] != ':')
+		i++;
+	i = i < len ? i + 1 : 0;
+	while (i < len && buf[i] == ' ')
+		i++;
+	o = i;
+	while (i < len && n + 1 < max) {
+		size_t start = i;
+		if (buf[i] == '<') {
+			while (i < len && buf[i] != '>')
+				i++;
+			if (i < len)
+				i++;
+		}
+		while (i < len && buf[i] != ' ')
+			i++;
+		if (i < len)
+			buf[i++] = '\0';
+		argv[n++] = buf + start;
+		while (i < len && buf[i] == ' ')
+			i++;
+	}
+	(void)o;
+	argv[n] = NULL;
+}
+
 /* ---- Handing content on -------------------------------------------- */
 
 static bool dest_start(sess_t *ss, const char *stage)
@@ -326,6 +567,7 @@ static bool dest_start(sess_t *ss, const char *stage)
 	t.content_filter = str_len(&ss->filter) > 0 ? str_cstr(&ss->filter)
 	    : ss->cfg->content_filter;
 	t.cleanup_flags = filter_cleanup_flags(ss->cfg->recv_override);
+	t.milters = ss->milters != NULL;
 	if (ss->dest->open(ss->dest, &t, &why) < 0) {
 		log_warning("%s from %s: cannot hand the message on: %s",
 		    stage, ss->namaddr, str_cstr(&why));
@@ -355,6 +597,38 @@ static void dest_end(sess_t *ss, const char *stage)
 			txn_reset(ss);
 			return;
 		}
+	}
+	if (ss->milter_msg) {
+		milter_edits_t ed = MILTER_EDITS_INIT;
+		milter_reply_t r = MILTER_REPLY_INIT;
+		enum milter_verdict v = milters_eom(ss->milters, &ed, &r);
+
+		ss->milter_msg = false;
+		if (v == MILTER_REJECT || v == MILTER_TEMPFAIL) {
+			(void)milter_verdict(ss, stage, v, &r, NULL);
+			milter_edits_release(&ed);
+			txn_reset(ss);
+			return;
+		}
+		if (v == MILTER_DISCARD)
+			(void)milter_verdict(ss, stage, v, &r, NULL);
+		for (size_t i = 0; i < ed.n && !ss->milter_discard; i++)
+			(void)ss->dest->edit(ss->dest, &ed.e[i]);
+		milter_edits_release(&ed);
+		milter_reply_release(&r);
+	}
+	if (ss->milter_discard) {
+		/* Accepted, and dropped: the client must not send it again. */
+		const char *id = ss->dest->queue_id ?
+		    ss->dest->queue_id(ss->dest) : NULL;
+		char idb[QUEUE_ID_SIZE];
+		bcopy_str(idb, sizeof(idb), id ? id : "");
+		txn_reset(ss);
+		if (*idb)
+			reply(ss, 250, "2.0.0", "Ok: queued as %s", idb);
+		else
+			reply(ss, 250, "2.0.0", "Ok: queued");
+		return;
 	}
 	ss->dest->finish(ss->dest, &cr);
 	ss->dest_open = false;
@@ -758,6 +1032,17 @@ static void cmd_helo(sess_t *ss, const smtpd_cmd_t *c)
 			return;
 		}
 	}
+	if (ss->milters != NULL && !ss->milter_refused) {
+		/* A refusal is the reply to the next MAIL, as in Postfix
+		 * (and as smtpd_delay_reject does for restrictions). */
+		milter_reply_t r = MILTER_REPLY_INIT;
+		enum milter_verdict v = milters_helo(ss->milters, name, &r);
+
+		str_reset(&ss->milter_text);
+		if (v == MILTER_REJECT || v == MILTER_TEMPFAIL)
+			str_set(&ss->milter_text, str_cstr(&r.text));
+		milter_reply_release(&r);
+	}
 	txn_reset(ss);
 	free(ss->helo);
 	ss->helo = name;
@@ -875,6 +1160,14 @@ static void cmd_mail(sess_t *ss, const smtpd_cmd_t *c)
 		reject(ss, "MAIL", &ss->client_reject, NULL);
 		return;
 	}
+	if (str_len(&ss->milter_text) > 0) {
+		/* A milter refused the connection or the HELO. */
+		milter_reply_t r = MILTER_REPLY_INIT;
+		str_set(&r.text, str_cstr(&ss->milter_text));
+		(void)milter_verdict(ss, "MAIL", ss->milter_text.buf[0] == '5' ?
+		    MILTER_REJECT : MILTER_TEMPFAIL, &r, NULL);
+		return;
+	}
 	if (ss->opts && smtpd_anvil_mail(ss->opts->anvil, &ss->rp)) {
 		fail_reply(ss, &ss->rp);
 		return;
@@ -902,6 +1195,25 @@ static void cmd_mail(sess_t *ss, const smtpd_cmd_t *c)
 			    str_cstr(&ss->rp.text), NULL);
 			ss->sender = save;
 			fail_reply(ss, &ss->rp);
+			goto out;
+		}
+	}
+	if (ss->milters != NULL) {
+		milter_reply_t r = MILTER_REPLY_INIT;
+		char buf[1024];
+		const char *argv[33];
+		bool refused;
+
+		milter_args(c->arg, c->arglen, buf, sizeof(buf), argv, 33);
+		ss->sender = a.addr;		/* {mail_addr}, the log */
+		ss->milter_msg = true;
+		refused = milter_verdict(ss, "MAIL", milters_mail(ss->milters,
+		    argv, &r), &r, NULL);
+		ss->sender = NULL;
+		if (refused) {
+			milters_abort(ss->milters);
+			ss->milter_msg = false;
+			ss->milter_discard = false;
 			goto out;
 		}
 	}
@@ -998,6 +1310,20 @@ static void cmd_rcpt(sess_t *ss, const smtpd_cmd_t *c)
 		reject(ss, "RCPT", &ss->rp, a.addr);
 		goto out;
 	}
+	if (ss->milter_msg) {
+		milter_reply_t r = MILTER_REPLY_INIT;
+		char buf[1024];
+		const char *argv[33];
+		bool refused;
+
+		milter_args(c->arg, c->arglen, buf, sizeof(buf), argv, 33);
+		ss->milter_rcpt = a.addr;
+		refused = milter_verdict(ss, "RCPT", milters_rcpt(ss->milters,
+		    argv, &r), &r, a.addr);
+		ss->milter_rcpt = NULL;
+		if (refused)
+			goto out;
+	}
 	if (ss->nrcpts == ss->rcap) {
 		ss->rcap = ss->rcap ? ss->rcap * 2 : 8;
 		ss->rcpts = xreallocarray(ss->rcpts, ss->rcap, sizeof(*ss->rcpts));
@@ -1040,6 +1366,14 @@ static bool data_ready(sess_t *ss, const char *stage)
 	if (!dest_start(ss, stage)) {
 		fail(ss, 451, "4.3.0", "Error: queue file write error");
 		return false;
+	}
+	if (ss->milter_msg) {
+		milter_reply_t r = MILTER_REPLY_INIT;
+		if (milter_verdict(ss, stage, milters_data(ss->milters, &r), &r,
+		    NULL)) {
+			txn_reset(ss);
+			return false;
+		}
 	}
 	return true;
 }
@@ -1090,9 +1424,9 @@ static enum data_end read_data(sess_t *ss, uint64_t *bytes, bool *big)
 			ss->dest_open = false;
 		}
 		if (!*big) {
-			(void)ss->dest->write(ss->dest, p, n);
+			content_write(ss, p, n);
 			if (complete)
-				(void)ss->dest->write(ss->dest, "\r\n", 2);
+				content_write(ss, "\r\n", 2);
 		}
 		if (complete) {
 			bol = true;
@@ -1168,7 +1502,7 @@ static bool bdat_read(sess_t *ss, uint64_t size, bool discard,
 			ss->dest_open = false;
 		}
 		if (!*big)
-			(void)ss->dest->write(ss->dest, buf, (size_t)n);
+			content_write(ss, buf, (size_t)n);
 		if ((*total & (CHUNK - 1)) < (uint64_t)n)
 			progress(ss);
 	}
@@ -1406,6 +1740,17 @@ static void log_disconnect(sess_t *ss)
 
 static void dispatch(sess_t *ss, const smtpd_cmd_t *c)
 {
+	if (c->verb == SMTPD_V_UNKNOWN && ss->milters != NULL &&
+	    !ss->milter_refused) {
+		milter_reply_t r = MILTER_REPLY_INIT;
+		char *cmd = xstrndup(ss->line.buf ? ss->line.buf : "",
+		    ss->line.len);
+		bool refused = milter_verdict(ss, "UNKNOWN", milters_unknown(
+		    ss->milters, cmd, &r), &r, NULL);
+		free(cmd);
+		if (refused)
+			return;
+	}
 	switch (c->verb) {
 	case SMTPD_V_HELO:
 	case SMTPD_V_EHLO:
@@ -1654,12 +1999,18 @@ int smtpd_session_run(const smtpd_cfg_t *cfg, stream_t *s,
 		log_reject(&ss, "CONNECT", ss.client_reject.code,
 		    ss.client_reject.dsn, str_cstr(&ss.client_reject.text), NULL);
 	}
+	if (!ss.stop)
+		milters_begin(&ss);
 	if (!ss.stop) {
-		reply(&ss, 220, NULL, "%s", cfg->banner);
+		if (!ss.milter_refused || ss.milter_text.buf[0] != '5')
+			reply(&ss, 220, NULL, "%s", cfg->banner);
 		command_loop(&ss);
 	}
 	(void)stream_flush(s);
 	txn_reset(&ss);
+	milters_free(ss.milters);
+	str_release(&ss.milter_text);
+	str_release(&ss.mbuf);
 	log_disconnect(&ss);
 	if (opts)
 		smtpd_anvil_disconnect(opts->anvil);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cleanup/cleanup.h"
+#include "milter.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "qfile.h"
@@ -331,6 +332,97 @@ ATF_TC_BODY(smtp_received, tc)
 	    "Received: from unknown (unknown [IPv6:2001:db8::1])\n"
 	    "\tby host.example.com (Petrel) with SMTP id QID; " DATE "\n"
 	    "Message-ID: <m@x>\nDate: d\nFrom: f@x.example\n\nb\n");
+	teardown();
+}
+
+/* Milter edits (op edit): header indices as libmilter defines them hit
+ * the header the milter meant although cleanup added a Received: before
+ * and Message-ID:, Date: after; folded values take the message's line
+ * end; a replaced body; recipients added and deleted; quarantine puts
+ * the message into hold/.  Without edits the content is as usual. */
+ATF_TC_WITHOUT_HEAD(milter_edits);
+ATF_TC_BODY(milter_edits, tc)
+{
+	cln_envelope_t e = env0("a@example.org");
+	const char *two[] = { "b1@example.net", "b2@example.net", NULL };
+	cleanup_reply_t r;
+	cln_msg_t *m;
+	str_t got = STR_INIT;
+
+	setup(NULL);
+	e.flags = CLEANUP_FLAG_SMTP | CLEANUP_FLAG_MILTER;
+	e.client_name = "c.example";
+	e.client_address = "192.0.2.1";
+	m = cln_msg_new(&cfg, &e);
+	for (int i = 0; two[i] != NULL; i++)
+		cln_msg_rcpt(m, two[i], NULL, false, 0);
+	cln_msg_data(m, "X-A: 1\r\nSubject: s\r\nX-A: 2\r\nFrom: f@x\r\n\r\nold\r\n",
+	    46);
+	cln_msg_edit(m, MILTER_E_CHGHDR, 2, "X-A", "two\n\tfolded", NULL, 0);
+	cln_msg_edit(m, MILTER_E_CHGHDR, 1, "subject", "", NULL, 0);
+	cln_msg_edit(m, MILTER_E_INSHDR, 0, "X-Top", "t", NULL, 0);
+	/* 1: after the first header the milters saw (X-Top), so before
+	 * cleanup's Received: */
+	cln_msg_edit(m, MILTER_E_INSHDR, 1, "X-Mid", "m", NULL, 0);
+	cln_msg_edit(m, MILTER_E_ADDHDR, 0, "X-End", " e", NULL, 0);
+	cln_msg_edit(m, MILTER_E_CHGHDR, 1, "X-New", "n", NULL, 0);
+	cln_msg_edit(m, MILTER_E_REPLBODY, 0, NULL, NULL, "new\r\n", 5);
+	cln_msg_edit(m, MILTER_E_REPLBODY, 0, NULL, NULL, "body\r\n", 6);
+	cln_msg_edit(m, MILTER_E_ADDRCPT, 0, "<c@example.net>", NULL, NULL, 0);
+	cln_msg_edit(m, MILTER_E_ADDRCPT, 0, "<d@example.net>",
+	    "NOTIFY=NEVER", NULL, 0);
+	cln_msg_edit(m, MILTER_E_DELRCPT, 0, "<b1@example.net>", NULL, NULL, 0);
+	cln_msg_edit(m, MILTER_E_CHGFROM, 0, "<new@example.org>", "RET=HDRS",
+	    NULL, 0);
+	ATF_REQUIRE(cln_msg_end(m, &r));
+	cln_msg_free(m);
+	expect_ok(&r);
+	expect_content(r.queue_id,
+	    "X-Top: t\r\n"
+	    "X-Mid: m\r\n"
+	    "Received: from c.example (c.example [192.0.2.1])\r\n"
+	    "\tby host.example.com (Petrel) with SMTP id QID; " DATE "\r\n"
+	    "X-A: 1\r\n"
+	    "X-A: two\r\n\tfolded\r\n"
+	    "From: f@x\r\n"
+	    "Message-ID: " MSGID_HEAD "QID@host.example.com>\r\n"
+	    "Date: " DATE "\r\n"
+	    "X-End: e\r\n"
+	    "X-New: n\r\n"
+	    "\r\n"
+	    "new\r\nbody\r\n");
+	/* b1 deleted (done), even though the envelope was written again */
+	rcpts_of(r.queue_id, &got);
+	ATF_CHECK_STREQ(str_cstr(&got),
+	    "b2@example.net;c@example.net;d@example.net notify=8;");
+	qfile_t *qf = open_q(r.queue_id);
+	ATF_CHECK_STREQ(qfile_sender(qf), "new@example.org");
+	ATF_CHECK_EQ(qfile_ret(qf), QF_RET_HDRS);
+	ATF_CHECK_STREQ(qfile_attr(qf, "client_name"), "c.example");
+	qfile_close(qf);
+
+	/* quarantine: into hold/; a message without edits as usual */
+	e = env0("a@example.org");
+	e.uid = 1000;
+	e.flags = CLEANUP_FLAG_MILTER;
+	m = cln_msg_new(&cfg, &e);
+	cln_msg_rcpt(m, "b@example.net", NULL, false, 0);
+	cln_msg_data(m, "Subject: q\n\nbody\n", 17);
+	cln_msg_edit(m, MILTER_E_QUARANTINE, 0, NULL, "look", NULL, 0);
+	ATF_REQUIRE(cln_msg_end(m, &r));
+	cln_msg_free(m);
+	char path[256];
+	snprintf(path, sizeof(path), "q/hold/%s", r.queue_id);
+	ATF_CHECK_MSG(access(path, F_OK) == 0, "%s not in hold/", r.queue_id);
+	/* an unknown edit type: a clean temporary failure */
+	m = cln_msg_new(&cfg, &e);
+	cln_msg_rcpt(m, "b@example.net", NULL, false, 0);
+	cln_msg_data(m, "Subject: q\n\nbody\n", 17);
+	cln_msg_edit(m, 99, 0, NULL, NULL, NULL, 0);
+	ATF_CHECK(!cln_msg_end(m, &r));
+	cln_msg_free(m);
+	ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
+	str_release(&got);
 	teardown();
 }
 
@@ -878,5 +970,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, extract_recipients);
 	ATF_TP_ADD_TC(tp, virtual_and_duplicates);
 	ATF_TP_ADD_TC(tp, abandoned);
+	ATF_TP_ADD_TC(tp, milter_edits);
 	return atf_no_error();
 }

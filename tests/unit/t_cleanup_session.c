@@ -143,6 +143,35 @@ ATF_TC_BODY(transactions, tc)
 	ATF_CHECK_STREQ(r.dsn, "5.1.0");
 	ATF_CHECK_STREQ(r.queue_id, "");
 	ATF_CHECK(cleanup_client_error(c) == NULL);
+	/* 3b: milter edits over the client library, a body in pieces */
+	cleanup_envelope_t menv = CLEANUP_ENVELOPE_INIT;
+	menv.sender = "a@example.org";
+	menv.flags = CLEANUP_FLAG_MILTER;
+	cleanup_send_envelope(c, &menv);
+	cleanup_send_rcpt(c, "b@example.net", NULL, 0);
+	cleanup_write(c, "Subject: 3b\n\nold\n", 17);
+	ATF_CHECK_EQ(cleanup_send_edit(c, 1, 0, "X-Edit", "yes", NULL, 0), 0);
+	str_t nb = STR_INIT;
+	for (int i = 0; i < 20000; i++)
+		str_cat(&nb, "new body line\r\n");
+	ATF_CHECK_EQ(cleanup_send_edit(c, 7, 0, NULL, NULL, nb.buf, nb.len), 0);
+	ATF_CHECK_EQ(cleanup_finish(c, &r), 0);
+	qf_err_t qe3;
+	qfile_t *qf3 = qfile_open(&cfg.ql, QUEUE_INCOMING, r.queue_id, 0, &qe3);
+	ATF_REQUIRE(qf3 != NULL);
+	str_t ln = STR_INIT, all = STR_INIT;
+	while (qfile_read_line(qf3, &ln, 1 << 20) > 0) {
+		str_append(&all, ln.buf, ln.len);
+		str_putc(&all, '\n');
+	}
+	ATF_CHECK(strstr(str_cstr(&all), "\nX-Edit: yes\n\nnew body line\n") !=
+	    NULL);
+	ATF_CHECK(strstr(str_cstr(&all), "old") == NULL);
+	ATF_CHECK_EQ(qfile_content_size(qf3), str_len(&all) - 0);
+	qfile_close(qf3);
+	str_release(&ln);
+	str_release(&all);
+	str_release(&nb);
 	/* 4: a big message in many chunks */
 	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
 	env.sender = "a@example.org";
@@ -162,7 +191,7 @@ ATF_TC_BODY(transactions, tc)
 	qfile_close(qf);
 	cleanup_close(c);
 	wait_session(pid);
-	ATF_CHECK_EQ(incoming_files(), 2);
+	ATF_CHECK_EQ(incoming_files(), 3);
 	close(tfd);
 	cln_cfg_free(&cfg);
 }
@@ -233,6 +262,17 @@ ATF_TC_BODY(protocol_errors, tc)
 	    "recipient without address");
 	PROTO_ERROR("S op 8:envelope\nS sender 0:\n.\nS op 4:data\nD data 99999999:",
 	    "exceeds limit");
+	/* op edit: only inside a transaction, with a type, and nothing but
+	 * edits after it */
+	PROTO_ERROR("S op 4:edit\nI type 1\n.\n", "edit before an envelope");
+	PROTO_ERROR("S op 8:envelope\nS sender 0:\n.\nS op 4:edit\n.\n",
+	    "edit without type");
+	PROTO_ERROR("S op 8:envelope\nS sender 0:\n.\nS op 4:edit\nI type 1\n"
+	    "S name 1:X\nS value 1:y\n.\nS op 4:data\nD data 2:x\n\n.\n",
+	    "content after an edit");
+	PROTO_ERROR("S op 8:envelope\nS sender 0:\n.\nS op 4:edit\nI type 1\n"
+	    "S name 1:X\nS value 1:y\n.\nS op 4:rcpt\nS address 3:a@b\n.\n",
+	    "recipient after an edit");
 	/* A clean close between transactions, and one in the middle, get
 	 * no reply and leave nothing. */
 	RAW("", &reply);

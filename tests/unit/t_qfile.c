@@ -470,6 +470,76 @@ ATF_TC_BODY(rcpts_done_and_hold, tc)
 	queue_layout_free(&ql);
 }
 
+/* Milter edits (cleanup): the content read back as it was given,
+ * lines split over records included, and the file cut back so that new
+ * content replaces it; the committed file has only the new content, and
+ * a recipient marked done by its index. */
+ATF_TC_WITHOUT_HEAD(content_take);
+ATF_TC_BODY(content_take, tc)
+{
+	str_t big = STR_INIT, got = STR_INIT, line = STR_INIT;
+	char path[] = "spool.XXXXXX";
+	qf_err_t err;
+	char buf[65536];
+	ssize_t n;
+	int fd;
+
+	setup("");
+	for (int i = 0; i < 20000; i++)
+		str_putc(&big, 'a' + i % 26);
+	str_cat(&big, "\n");
+	qfw_t *w = new_writer();
+	qfw_track_rcpts(w);
+	qf_rcpt_in_t r1 = { "a@b", NULL, NULL, 0 }, r2 = { "c@d", NULL, NULL, 0 };
+	ATF_REQUIRE(qfw_sender(w, "s@x") == 0);
+	ATF_REQUIRE(qfw_rcpt(w, &r1) == 0 && qfw_rcpt(w, &r2) == 0);
+	ATF_REQUIRE(qfw_content(w, "Subject: s\r\n\r\nbody ", 19) == 0);
+	ATF_REQUIRE(qfw_content(w, big.buf, big.len) == 0);
+	ATF_REQUIRE(qfw_content(w, "no end", 6) == 0);
+	fd = mkstemp(path);
+	ATF_REQUIRE(fd >= 0);
+	ATF_REQUIRE_MSG(qfw_content_take(w, fd) == 0, "%s", qfw_error(w));
+	ATF_REQUIRE(lseek(fd, 0, SEEK_SET) == 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		str_append(&got, buf, (size_t)n);
+	close(fd);
+	ATF_CHECK_EQ(str_len(&got), 19 + big.len + 6);
+	ATF_CHECK(memcmp(got.buf, "Subject: s\r\n\r\nbody abcd", 23) == 0);
+	ATF_CHECK(memcmp(got.buf + got.len - 7, "\nno end", 7) == 0);
+	ATF_REQUIRE(qfw_content(w, "X-New: 1\n\nnew\n", 14) == 0);
+	ATF_REQUIRE(qfw_rcpt_done_at(w, 1) == 0);
+	char id[QUEUE_ID_SIZE];
+	bcopy_str(id, sizeof(id), qfw_id(w));
+	commit(w);
+	qfw_free(w);
+	qfile_t *qf = qfile_open(&ql, QUEUE_INCOMING, id, 0, &err);
+	ATF_REQUIRE_MSG(qf != NULL, "%s", err.reason);
+	ATF_CHECK_EQ(qfile_content_size(qf), 14);
+	qfile_content_rewind(qf);
+	str_reset(&got);
+	while (qfile_read_line(qf, &line, 1 << 20) == QF_LINE_LF) {
+		str_append(&got, line.buf, line.len);
+		str_putc(&got, '\n');
+	}
+	ATF_CHECK_STREQ(str_cstr(&got), "X-New: 1\n\nnew\n");
+	/* a@b is left, c@d is done */
+	qf_rcpt_batch_t b = { 0 };
+	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 10, 0), 1);
+	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "a@b");
+	qf_rcpt_batch_free(&b);
+	qfile_close(qf);
+	/* an index past the recipients written is refused */
+	w = new_writer();
+	qfw_track_rcpts(w);
+	ATF_REQUIRE(qfw_sender(w, "s@x") == 0 && qfw_rcpt(w, &r1) == 0);
+	ATF_CHECK(qfw_rcpt_done_at(w, 1) < 0);
+	qfw_free(w);
+	str_release(&big);
+	str_release(&got);
+	str_release(&line);
+	queue_layout_free(&ql);
+}
+
 ATF_TC_WITHOUT_HEAD(writer_errors);
 ATF_TC_BODY(writer_errors, tc)
 {
@@ -1350,5 +1420,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, shared_directory_fsync);
 	ATF_TP_ADD_TC(tp, concurrent_kill);
 	ATF_TP_ADD_TC(tp, concurrent_kill_hashed);
+	ATF_TP_ADD_TC(tp, content_take);
 	return atf_no_error();
 }
