@@ -1,0 +1,795 @@
+#! /usr/bin/env atf-sh
+# Milters in Petrel, with real milters: tests/tools/test-milter.py (Debian's
+# python3-milter, Sendmail's libmilter underneath) driven by a script per
+# case, and tests/tools/garbage-milter.py for broken protocol.  A private
+# instance (smtpd, pickup, cleanup, qmgr, smtp) relays everything to
+# smtp-sink, which saves what it receives; the SMTP client is chat.bash
+# (common.subr) or swaks.  Each verdict at each stage, each modification
+# checked in the message the sink got, quarantine, the macros the milter
+# saw, non_smtpd_milters for sendmail mail, two milters in a row, and
+# milter_default_action with a milter that is down, hangs, crashes or
+# talks garbage.  The replies are Postfix's: MILTER_MTA=postfix runs the
+# same cases against Debian's Postfix (milter.subr).
+
+B=@BUILDDIR@
+BUILDDIR=@BUILDDIR@
+SRCDIR=@SRCDIR@
+. @SRCDIR@/tests/system/common.subr
+. @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/submit.subr
+. @SRCDIR@/tests/system/milter.subr
+
+# setup [main.cf lines]: sink (saving to ./saved) and the MTA with the
+# lines; chat.bash written.
+setup() {
+	need_bash
+	mkdir -p saved
+	start_sink sink -d saved
+	sinkport=$port
+	mta_start $sinkport "$@"
+}
+
+common_cleanup() {
+	stop_milters
+	mta_stop
+	stop_all
+}
+
+# restart_milter NAME [RULE...]: the milter NAME again (same socket) with
+# new rules; its log is kept.
+restart_milter() {
+	[ -f "$1.pid" ] && kill -9 "$(cat "$1.pid")" 2>/dev/null
+	rm -f "$1.sock.ready" "$1.pid"
+	start_milter "$@"
+}
+
+# expect_reply NAME CMD REGEX: the reply to CMD in session NAME matches
+# the extended REGEX (a multi-line reply is joined with "\n").
+expect_reply() {
+	_got=$(reply_to "$1" "$2" | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }')
+	echo "$_got" | grep -Eq -- "$3" && return 0
+	cat "$1.out" >&2
+	atf_fail "reply to $2 in $1: '$_got', expected /$3/"
+}
+
+atf_test_case connect_reject cleanup
+connect_reject_head() {
+	atf_set descr "a milter that rejects the connection: the greeting is 554, MAIL gets 550 5.7.1, nothing is queued; tempfail: greeting 220, MAIL gets 451 4.7.1 (as Postfix)"
+	atf_set require.user unprivileged
+}
+connect_reject_body() {
+	need_milter_python
+	start_milter m "connect reject"
+	setup "smtpd_milters = $milter"
+	printf '%s\n' "EHLO client.test" "MAIL FROM:<sender@example.com>" \
+	    "RCPT TO:<rcpt@example.net>" DATA QUIT > s.in
+	chat s
+	head -n 1 s.out | grep -q '^554 ' || atf_fail "greeting: $(head -n 1 s.out)"
+	expect_reply s MAIL '^550 5\.7\.1 Command rejected$'
+	expect_reply s RCPT '^5[0-9][0-9] '
+	expect_reply s DATA '^5[0-9][0-9] '
+	expect_reply s QUIT '^221 '
+	test "$(seen m connect arg | wc -l)" = 1 || atf_fail "milter not asked at connect"
+	test -z "$(seen m helo arg)" || atf_fail "milter was asked at HELO after rejecting the connection"
+
+	restart_milter m "connect tempfail"
+	chat s
+	head -n 1 s.out | grep -q '^220 ' || atf_fail "greeting: $(head -n 1 s.out)"
+	expect_reply s MAIL '^451 4\.7\.1 Service unavailable - try again later$'
+	expect_reply s RCPT '^5[0-9][0-9] '
+	sleep 0.5
+	test "$(sink_count)" = 0 || atf_fail "a message was relayed"
+	test "$(mta_queue_count)" = 0 || atf_fail "a message was queued"
+	mta_log_clean
+}
+connect_reject_cleanup() {
+	common_cleanup
+}
+
+atf_test_case helo_verdicts cleanup
+helo_verdicts_head() {
+	atf_set descr "a milter's reject or tempfail at HELO: EHLO is answered 250, the next MAIL gets 550 5.7.1 / 451 4.7.1 (as Postfix)"
+	atf_set require.user unprivileged
+}
+helo_verdicts_body() {
+	need_milter_python
+	start_milter m "helo reject"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s EHLO '^250[ -]'
+	expect_reply s MAIL '^550 5\.7\.1 Command rejected$'
+	restart_milter m "helo tempfail"
+	chat s
+	expect_reply s EHLO '^250[ -]'
+	expect_reply s MAIL '^451 4\.7\.1 Service unavailable - try again later$'
+	test "$(seen m helo arg | sort -u)" = client.test || atf_fail "milter did not see the HELO name"
+	mta_log_clean
+}
+helo_verdicts_cleanup() {
+	common_cleanup
+}
+
+atf_test_case mail_verdicts cleanup
+mail_verdicts_head() {
+	atf_set descr "MAIL FROM: reject 550 5.7.1, tempfail 451 4.7.1, a custom reply (multi-line) as the milter wrote it; the session goes on (a second MAIL is asked again)"
+	atf_set require.user unprivileged
+}
+mail_verdicts_body() {
+	need_milter_python
+	start_milter m "envfrom=bad@example.com reject" \
+	    "envfrom=soft@example.com tempfail" \
+	    "envfrom=custom@example.com reply 553 5.7.9 first line|second line"
+	setup "smtpd_milters = $milter"
+	printf '%s\n' "EHLO client.test" "MAIL FROM:<bad@example.com>" \
+	    "MAIL FROM:<soft@example.com>" "MAIL FROM:<custom@example.com>" \
+	    "MAIL FROM:<good@example.com>" "QUIT" > s.in
+	chat s
+	expect_reply s "MAIL FROM:<bad" '^550 5\.7\.1 Command rejected$'
+	expect_reply s "MAIL FROM:<soft" '^451 4\.7\.1 Service unavailable - try again later$'
+	expect_reply s "MAIL FROM:<custom" '^553-5\.7\.9 first line\\n553 5\.7\.9 second line$'
+	expect_reply s "MAIL FROM:<good" '^250 '
+	seen m envfrom arg > from.seen
+	printf '<bad@example.com>\n<soft@example.com>\n<custom@example.com>\n<good@example.com>\n' |
+	    cmp -s - from.seen || { cat from.seen >&2; atf_fail "milter did not see each MAIL FROM"; }
+	mta_log_clean
+}
+mail_verdicts_cleanup() {
+	common_cleanup
+}
+
+atf_test_case rcpt_verdicts cleanup
+rcpt_verdicts_head() {
+	atf_set descr "RCPT TO: a recipient the milter rejects (550 5.7.1) or tempfails (451 4.7.1) or answers with its own reply is refused, the others are accepted and the message reaches the sink for them only"
+	atf_set require.user unprivileged
+}
+rcpt_verdicts_body() {
+	need_milter_python
+	start_milter m "envrcpt=no@example.net reject" \
+	    "envrcpt=later@example.net tempfail" \
+	    "envrcpt=own@example.net reply 550 5.1.1 <own@example.net>: no such user"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com a@example.net no@example.net \
+	    later@example.net own@example.net b@example.net
+	chat s
+	expect_reply s "RCPT TO:<a@" '^250 '
+	expect_reply s "RCPT TO:<no@" '^550 5\.7\.1 Command rejected$'
+	expect_reply s "RCPT TO:<later@" '^451 4\.7\.1 Service unavailable - try again later$'
+	expect_reply s "RCPT TO:<own@" '^550 5\.1\.1 <own@example\.net>: no such user$'
+	expect_reply s "RCPT TO:<b@" '^250 '
+	expect_reply s "." '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	m1=$(sink_msgs)
+	grep '^X-Sink-Rcpt-To:' $m1 | tr -d '\r' | sed 's/ ORCPT=[^ ]*//' > rcpts
+	printf 'X-Sink-Rcpt-To: <a@example.net>\nX-Sink-Rcpt-To: <b@example.net>\n' |
+	    cmp -s - rcpts || { cat rcpts >&2; atf_fail "wrong recipients at the sink"; }
+	test "$(seen m envrcpt arg | wc -l)" = 5 || atf_fail "milter not asked for each RCPT"
+	mta_log_clean
+}
+rcpt_verdicts_cleanup() {
+	common_cleanup
+}
+
+atf_test_case content_reject cleanup
+content_reject_head() {
+	atf_set descr "reject at DATA, at a header, at the end of headers, at a body chunk and at the end of message: 550 5.7.1 to the DATA command or the final dot; tempfail 451 4.7.1; nothing reaches the sink, the session goes on"
+	atf_set require.user unprivileged
+}
+content_reject_body() {
+	need_milter_python
+	start_milter m "data reject"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s DATA '^550 5\.7\.1 Command rejected$'
+	for st in header=x-mark eoh body eom; do
+		restart_milter m "$st reject"
+		chat s
+		expect_reply s DATA '^354 '
+		expect_reply s . '^550 5\.7\.1 Command rejected$'
+		expect_reply s QUIT '^221 '
+		restart_milter m "$st tempfail"
+		chat s
+		expect_reply s . '^451 4\.7\.1 Service unavailable - try again later$'
+	done
+	sleep 0.5
+	test "$(sink_count)" = 0 || atf_fail "a rejected message reached the sink"
+	test "$(mta_queue_count)" = 0 || atf_fail "a rejected message is queued"
+	mta_log_clean
+}
+content_reject_cleanup() {
+	common_cleanup
+}
+
+atf_test_case eom_verdicts cleanup
+eom_verdicts_head() {
+	atf_set descr "end of message: a custom multi-line reply is the reply to the dot; discard: 250 to the client and nothing delivered; accept: delivered"
+	atf_set require.user unprivileged
+}
+eom_verdicts_body() {
+	need_milter_python
+	start_milter m "eom reply 554 5.7.0 Your message|looks like spam|go away"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^554-5\.7\.0 Your message\\n554-5\.7\.0 looks like spam\\n554 5\.7\.0 go away$'
+	restart_milter m "eom discard"
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	restart_milter m "eom accept"
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	sleep 0.5
+	test "$(sink_count)" = 1 || atf_fail "the discarded message was delivered"
+	grep -q 'discard' "$(mta_log)" || atf_fail "no discard in the log"
+	mta_log_clean
+}
+eom_verdicts_cleanup() {
+	common_cleanup
+}
+
+atf_test_case accept_early cleanup
+accept_early_head() {
+	atf_set descr "accept at MAIL FROM: the milter is not asked again for this message (no header, no end of message), the message is delivered unchanged; the next message in the same session is asked again"
+	atf_set require.user unprivileged
+}
+accept_early_body() {
+	need_milter_python
+	start_milter m "envfrom=vip@example.com accept" "eom addheader X-Checked yes"
+	setup "smtpd_milters = $milter"
+	msg_script s.in vip@example.com rcpt@example.net
+	sed '$d' s.in > s2.in
+	sed -n '/^MAIL/,$p' s.in | sed 's/vip@/other@/' >> s2.in
+	cp s2.in s.in
+	chat s
+	wait_sink 2
+	set -- $(sink_msgs)
+	grep -q '^X-Checked' $1 && atf_fail "accepted message went through the milter's eom"
+	grep -q '^X-Checked: yes' $2 || atf_fail "second message not checked"
+	test "$(seen m eom conn | wc -l)" = 1 || atf_fail "eom called $(seen m eom conn | wc -l) times"
+	mta_log_clean
+}
+accept_early_cleanup() {
+	common_cleanup
+}
+
+# The message of msg_script at the sink, its header part (up to the
+# empty line), CR removed, envelope lines of the sink dropped.
+sink_header() {
+	tr -d '\r' < "$1" | sed '/^$/q' | grep -v '^X-Sink-'
+}
+sink_body() {
+	tr -d '\r' < "$1" | sed '1,/^$/d'
+}
+
+atf_test_case header_mods cleanup
+header_mods_head() {
+	atf_set descr "addheader appends, insheader 0 puts a header first, chgheader changes the Nth of a name, chgheader with no value deletes it; the sink gets them in the right places"
+	atf_set require.user unprivileged
+}
+header_mods_body() {
+	need_milter_python
+	start_milter m "eom addheader X-Added appended value" \
+	    "eom insheader 0 X-First at the top" \
+	    "eom chgheader X-Mark 2 changed two" \
+	    "eom delheader X-Mark 1" \
+	    "eom chgheader Subject 1 new subject"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	m1=$(sink_msgs)
+	sink_header $m1 > hdr
+	head -n 1 hdr | grep -qx 'X-First: at the top' ||
+	    { cat hdr >&2; atf_fail "insheader 0 is not the first header"; }
+	grep -x 'X-Mark: .*' hdr > marks
+	echo 'X-Mark: changed two' | cmp -s - marks ||
+	    { cat hdr >&2; atf_fail "X-Mark: not changed/deleted as asked"; }
+	grep -qx 'Subject: new subject' hdr || atf_fail "Subject not changed"
+	! grep -q 'milter test' hdr || atf_fail "old Subject kept"
+	# appended: after the message's own headers
+	last=$(grep -v '^$' hdr | tail -n 1)
+	test "$last" = "X-Added: appended value" ||
+	    { cat hdr >&2; atf_fail "addheader not last"; }
+	# the original order of the others is kept
+	grep -E '^(From|To|Subject|X-Mark):' hdr | cut -d: -f1 | tr '\n' ' ' > order
+	test "$(cat order)" = "From To Subject X-Mark " ||
+	    { cat hdr >&2; atf_fail "header order changed: $(cat order)"; }
+	sink_body $m1 > body
+	printf 'first line\nsecond line\n' | cmp -s - body || atf_fail "body changed"
+	mta_log_clean
+}
+header_mods_cleanup() {
+	common_cleanup
+}
+
+atf_test_case body_replace cleanup
+body_replace_body() {
+	need_milter_python
+	start_milter m 'eom replacebody replaced line one\nreplaced line two\n'
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	m1=$(sink_msgs)
+	sink_body $m1 > body
+	printf 'replaced line one\nreplaced line two\n' | cmp -s - body ||
+	    { cat body >&2; atf_fail "body not replaced"; }
+	grep -q '^Subject: milter test' $m1 || atf_fail "headers lost"
+	# what the milter saw: the original body
+	test "$(seen m eom body)" = "$(printf 'first line\r\nsecond line\r\n')" ||
+	    atf_fail "milter saw the body as '$(seen m eom body)'"
+	mta_log_clean
+}
+body_replace_head() {
+	atf_set descr "replacebody: the sink gets the milter's body, the headers unchanged; the milter saw the original body with CR LF line ends"
+	atf_set require.user unprivileged
+}
+body_replace_cleanup() {
+	common_cleanup
+}
+
+atf_test_case envelope_mods cleanup
+envelope_mods_head() {
+	atf_set descr "addrcpt (plain and with NOTIFY=NEVER), delrcpt and chgfrom (with RET=HDRS and without arguments): the sink's envelope shows them"
+	atf_set require.user unprivileged
+}
+envelope_mods_body() {
+	need_milter_python
+	start_milter m "eom addrcpt <added@example.net>" \
+	    "eom addrcpt <withargs@example.net> NOTIFY=NEVER" \
+	    "eom delrcpt <gone@example.net>" \
+	    "eom chgfrom <new-sender@example.org> RET=HDRS"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com kept@example.net gone@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	m1=$(sink_msgs)
+	tr -d '\r' < $m1 | grep '^X-Sink-' > env
+	grep -q '^X-Sink-Mail-From: <new-sender@example.org>.* RET=HDRS' env ||
+	    { cat env >&2; atf_fail "sender not changed with RET=HDRS"; }
+	# (ORCPT= is the relay's business, not the milter's)
+	grep '^X-Sink-Rcpt-To:' env | sed 's/ ORCPT=[^ ]*//' | sort > rcpts
+	printf '%s\n' "X-Sink-Rcpt-To: <added@example.net>" \
+	    "X-Sink-Rcpt-To: <kept@example.net>" \
+	    "X-Sink-Rcpt-To: <withargs@example.net> NOTIFY=NEVER" |
+	    cmp -s - rcpts || { cat env >&2; atf_fail "recipients"; }
+
+	# chgfrom without arguments
+	restart_milter m "eom chgfrom <plain@example.org>"
+	chat s
+	wait_sink 2
+	m2=$(sink_msgs | tail -n 1)
+	tr -d '\r' < $m2 | grep -q '^X-Sink-Mail-From: <plain@example.org>' ||
+	    { cat $m2 >&2; atf_fail "sender not changed"; }
+	mta_log_clean
+}
+envelope_mods_cleanup() {
+	common_cleanup
+}
+
+atf_test_case quarantine cleanup
+quarantine_head() {
+	atf_set descr "quarantine: the client gets 250, the message is on hold (postq shows it held), not delivered; the log says why"
+	atf_set require.user unprivileged
+}
+quarantine_body() {
+	need_milter_python
+	start_milter m "eom quarantine looks suspicious"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	id=$(reply_to s . | sed -n 's/.*queued as \([0-9A-Za-z]*\).*/\1/p')
+	WAIT_MAX=50 wait_for test "$(mta_held_count)" = 1 ||
+	    atf_fail "message not in the hold queue"
+	sleep 1
+	test "$(sink_count)" = 0 || atf_fail "a quarantined message was delivered"
+	if [ "${MILTER_MTA:-petrel}" = postfix ]; then
+		/usr/sbin/postqueue -c $PWD/pf -p > q.out
+	else
+		$B/bin/postq > q.out
+	fi
+	grep -Eq "^$id!" q.out || { cat q.out >&2; atf_fail "postq does not show $id held"; }
+	grep -q "$id: milter-hold: END-OF-MESSAGE from .*: milter triggers HOLD action; from=<sender@example.com> to=<rcpt@example.net>" "$(mta_log)" ||
+	    { cat "$(mta_log)" >&2; atf_fail "no milter-hold log line"; }
+	mta_log_clean
+}
+quarantine_cleanup() {
+	common_cleanup
+}
+
+atf_test_case macros cleanup
+macros_head() {
+	atf_set descr "the macros the milter sees with the default milter_*_macros plus {client_addr}: j, {daemon_name}, v, _ at connect; {mail_addr} at MAIL; {rcpt_addr} at RCPT; i at DATA and at the end of message is the queue ID of the 250 reply"
+	atf_set require.user unprivileged
+}
+macros_body() {
+	need_milter_python
+	start_milter m
+	setup "smtpd_milters = $milter" \
+	    "milter_connect_macros = j {daemon_name} {daemon_addr} v _ {client_addr}"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	id=$(reply_to s . | sed -n 's/.*queued as \([0-9A-Za-z]*\).*/\1/p')
+	test "$(seen m connect 'macro:j')" = mx.example.test || atf_fail "j at connect: $(seen m connect macro:j)"
+	test "$(seen m connect 'macro:{daemon_name}')" = mx.example.test || atf_fail "{daemon_name}"
+	test "$(seen m connect 'macro:{client_addr}')" = 127.0.0.1 || atf_fail "{client_addr}: $(seen m connect 'macro:{client_addr}')"
+	test "$(seen m connect 'macro:{daemon_addr}')" = 127.0.0.1 || atf_fail "{daemon_addr}"
+	seen m connect 'macro:_' | grep -q '127\.0\.0\.1' || atf_fail "_: $(seen m connect macro:_)"
+	test "$(seen m connect 'macro:v')" != - || atf_fail "no v"
+	test "$(seen m connect addr)" = 127.0.0.1 || atf_fail "connect address: $(seen m connect addr)"
+	test "$(seen m envfrom 'macro:{mail_addr}')" = sender@example.com || atf_fail "{mail_addr}: $(seen m envfrom 'macro:{mail_addr}')"
+	test "$(seen m envrcpt 'macro:{rcpt_addr}')" = rcpt@example.net || atf_fail "{rcpt_addr}: $(seen m envrcpt 'macro:{rcpt_addr}')"
+	test "$(seen m eom 'macro:i')" = "$id" || atf_fail "i at eom: '$(seen m eom macro:i)', queue ID $id"
+	test "$(seen m data 'macro:i')" = "$id" || atf_fail "i at DATA: '$(seen m data macro:i)'"
+	# no TLS, no login: none of their macros
+	test "$(seen m helo 'macro:{tls_version}')" = - || atf_fail "{tls_version} without TLS"
+	test "$(seen m envfrom 'macro:{auth_authen}')" = - || atf_fail "{auth_authen} without AUTH"
+	mta_log_clean
+}
+macros_cleanup() {
+	common_cleanup
+}
+
+atf_test_case macros_tls cleanup
+macros_tls_head() {
+	atf_set descr "after STARTTLS the milter sees {tls_version} and {cipher} at HELO (the EHLO after the handshake)"
+	atf_set require.user unprivileged
+	atf_set require.progs "swaks openssl"
+}
+macros_tls_body() {
+	need_milter_python
+	make_cert
+	start_milter m
+	setup "smtpd_milters = $milter" \
+	    "smtpd_tls_security_level = may" \
+	    "smtpd_tls_cert_file = $PWD/cert.pem" \
+	    "smtpd_tls_key_file = $PWD/key.pem"
+	atf_check -s exit:0 -o save:swaks.out -e ignore swaks --server 127.0.0.1:$port \
+	    --tls --helo client.test --from sender@example.com --to rcpt@example.net
+	seen m helo 'macro:{tls_version}' | grep -Eq '^TLSv1\.[23]$' ||
+	    { seen m helo 'macro:{tls_version}' >&2; atf_fail "no {tls_version} after STARTTLS"; }
+	seen m helo 'macro:{cipher}' | grep -q '[A-Z]' || atf_fail "no {cipher}"
+	wait_sink 1
+	mta_log_clean
+}
+macros_tls_cleanup() {
+	common_cleanup
+}
+
+atf_test_case inet_milter cleanup
+inet_milter_head() {
+	atf_set descr "an inet:127.0.0.1:PORT milter address works like a unix: one"
+	atf_set require.user unprivileged
+}
+inet_milter_body() {
+	need_milter_python
+	start_milter_inet m "eom addheader X-Inet yes"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	wait_sink 1
+	grep -q '^X-Inet: yes' $(sink_msgs) || atf_fail "inet milter not applied"
+	mta_log_clean
+}
+inet_milter_cleanup() {
+	common_cleanup
+}
+
+atf_test_case two_milters cleanup
+two_milters_head() {
+	atf_set descr "two smtpd_milters in a row: both are asked, in order; the second sees the header the first added; a reject by the first means the second is not asked"
+	atf_set require.user unprivileged
+}
+two_milters_body() {
+	need_milter_python
+	start_milter one "eom addheader X-One first" "envrcpt=blocked@example.net reject"
+	m1=$milter
+	start_milter two "eom addheader X-Two second"
+	m2=$milter
+	setup "smtpd_milters = $m1, $m2"
+	msg_script s.in sender@example.com rcpt@example.net blocked@example.net
+	chat s
+	expect_reply s "RCPT TO:<blocked" '^550 5\.7\.1 '
+	wait_sink 1
+	sink_header $(sink_msgs) > hdr
+	grep -qx 'X-One: first' hdr && grep -qx 'X-Two: second' hdr ||
+	    { cat hdr >&2; atf_fail "not both milters' headers"; }
+	test "$(seen two envrcpt arg)" = "<rcpt@example.net>" ||
+	    atf_fail "second milter asked about a recipient the first rejected"
+	mta_log_clean
+}
+two_milters_cleanup() {
+	common_cleanup
+}
+
+atf_test_case non_smtpd cleanup
+non_smtpd_head() {
+	atf_set descr "non_smtpd_milters for sendmail mail: the milter sees the sender, recipient and message, its header reaches the sink; smtpd_milters are not used for it"
+	atf_set require.user unprivileged
+}
+non_smtpd_body() {
+	need_milter_python
+	start_milter local "eom addheader X-Local-Milter yes"
+	ml=$milter
+	start_milter remote "eom addheader X-Smtpd-Milter yes"
+	setup "non_smtpd_milters = $ml" "smtpd_milters = $milter"
+	printf 'Subject: from sendmail\n\nhello\n' > msg
+	mta_sendmail -f sender@example.com rcpt@example.net < msg ||
+	    atf_fail "sendmail failed"
+	wait_sink 1
+	m1=$(sink_msgs)
+	grep -q '^X-Local-Milter: yes' $m1 || atf_fail "non_smtpd milter not applied"
+	! grep -q '^X-Smtpd-Milter' $m1 || atf_fail "smtpd milter applied to sendmail mail"
+	# Postfix passes the addresses of local mail without <>; milters
+	# take either.
+	test "$(seen local envfrom arg | tr -d '<>')" = "sender@example.com" ||
+	    atf_fail "non_smtpd milter saw sender '$(seen local envfrom arg)'"
+	test "$(seen local envrcpt arg | tr -d '<>')" = "rcpt@example.net" ||
+	    atf_fail "non_smtpd milter saw recipient '$(seen local envrcpt arg)'"
+	mta_log_clean
+}
+non_smtpd_cleanup() {
+	common_cleanup
+}
+
+atf_test_case non_smtpd_reject cleanup
+non_smtpd_reject_head() {
+	atf_set descr "a non_smtpd milter that rejects sendmail mail: not delivered to the recipient, the sender gets a bounce, nothing is left in the queue"
+	atf_set require.user unprivileged
+}
+non_smtpd_reject_body() {
+	need_milter_python
+	start_milter local "eom reply 550 5.7.1 no local spam"
+	setup "non_smtpd_milters = $milter"
+	printf 'Subject: from sendmail\n\nhello\n' > msg
+	mta_sendmail -f sender@example.com rcpt@example.net < msg ||
+	    atf_fail "sendmail failed"
+	wait_sink 1
+	m1=$(sink_msgs)
+	tr -d '\r' < $m1 > bounce
+	grep -q '^X-Sink-Mail-From: <>' bounce || { cat bounce >&2; atf_fail "not a bounce"; }
+	grep -q '^X-Sink-Rcpt-To: <sender@example.com>' bounce || atf_fail "bounce not to the sender"
+	grep -q 'no local spam' bounce || atf_fail "bounce does not give the milter's reason"
+	WAIT_MAX=50 wait_for test "$(mta_queue_count)" = 0 || atf_fail "message left in the queue"
+	mta_log_clean
+}
+non_smtpd_reject_cleanup() {
+	common_cleanup
+}
+
+# default_case ACTION REPLY_REGEX: with milter_default_action = ACTION and
+# the milter at $milter broken, one transaction; the reply to the final
+# dot (or the first refused command) matches REPLY_REGEX; then checks
+# that the MTA still works with no milter in the way.
+broken_session() {
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+}
+
+atf_test_case default_down cleanup
+default_down_head() {
+	atf_set descr "milter_default_action with a milter that is not running: tempfail gives 451 4.7.1 to MAIL, accept delivers, reject gives 550 5.7.1, quarantine holds; no daemon dies"
+	atf_set require.user unprivileged
+}
+default_down_body() {
+	need_milter_python
+	for action in tempfail accept reject quarantine; do
+		mkdir $action
+		(
+			cd $action
+			setup "smtpd_milters = unix:$PWD/nothing.sock" \
+			    "milter_default_action = $action" \
+			    "milter_connect_timeout = 2s"
+			broken_session
+			case $action in
+			tempfail)
+				expect_reply s MAIL '^451 4\.7\.1 Service unavailable - try again later$'
+				;;
+			reject)
+				head -n 1 s.out | grep -q '^554 ' ||
+				    atf_fail "greeting: $(head -n 1 s.out)"
+				expect_reply s MAIL '^550 5\.5\.0 Service unavailable$'
+				;;
+			accept)
+				expect_reply s . '^250 2\.0\.0 Ok: queued as '
+				wait_sink 1
+				;;
+			quarantine)
+				expect_reply s . '^250 2\.0\.0 Ok: queued as '
+				WAIT_MAX=50 wait_for test "$(mta_held_count)" = 1 ||
+				    atf_fail "quarantine: not held"
+				;;
+			esac
+			mta_log_clean
+			common_cleanup
+		) || atf_fail "$action failed"
+	done
+}
+default_down_cleanup() {
+	for d in tempfail accept reject quarantine; do
+		[ -d $d ] && (cd $d && common_cleanup)
+	done
+	true
+}
+
+# broken_milter_case NAME RULES...: the milter hangs or crashes as RULES
+# say, milter_default_action tempfail and then accept; every reply within
+# the timeouts; a new session afterwards works (the milter restarted).
+atf_test_case hang cleanup
+hang_head() {
+	atf_set descr "a milter that hangs at MAIL FROM or at the end of message costs milter_command_timeout / milter_content_timeout (2 s) and gets milter_default_action: tempfail 451 4.7.1, accept delivers; the session and smtpd live on"
+	atf_set require.user unprivileged
+}
+hang_body() {
+	need_milter_python
+	start_milter m "envfrom hang 30"
+	setup "smtpd_milters = $milter" "milter_command_timeout = 2s" \
+	    "milter_content_timeout = 2s" "milter_default_action = tempfail"
+	msg_script s.in sender@example.com rcpt@example.net
+	t0=$(date +%s)
+	chat s
+	t1=$(date +%s)
+	expect_reply s MAIL '^451 4\.7\.1 Service unavailable - try again later$'
+	test $((t1 - t0)) -le 10 || atf_fail "hang cost $((t1 - t0)) s"
+	restart_milter m "eom hang 30"
+	t0=$(date +%s)
+	chat s
+	t1=$(date +%s)
+	expect_reply s . '^451 4\.7\.1 Service unavailable - try again later$'
+	test $((t1 - t0)) -le 10 || atf_fail "hang cost $((t1 - t0)) s"
+	test "$(seen m hang at | tail -n 1)" = eom || atf_fail "milter did not hang at eom"
+	sleep 0.5
+	test "$(sink_count)" = 0 || atf_fail "message delivered despite tempfail"
+	test "$(mta_queue_count)" = 0 || atf_fail "message queued despite tempfail"
+	# the same milter, a well-behaved one now: all works again
+	restart_milter m "eom addheader X-After yes"
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	mta_log_clean
+}
+hang_cleanup() {
+	common_cleanup
+}
+
+atf_test_case hang_accept cleanup
+hang_accept_head() {
+	atf_set descr "milter_default_action = accept with a milter that hangs at the end of message: the message is delivered after the timeout, unchanged"
+	atf_set require.user unprivileged
+}
+hang_accept_body() {
+	need_milter_python
+	start_milter m "eom addheader X-Never yes" "eom hang 30"
+	setup "smtpd_milters = $milter" "milter_command_timeout = 2s" \
+	    "milter_content_timeout = 2s" "milter_default_action = accept"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	test "$(seen m hang at)" = eom || atf_fail "the milter was not asked"
+	wait_sink 1
+	! grep -q '^X-Never' $(sink_msgs) || atf_fail "a modification of the timed-out milter was applied"
+	mta_log_clean
+}
+hang_accept_cleanup() {
+	common_cleanup
+}
+
+atf_test_case crash cleanup
+crash_head() {
+	atf_set descr "a milter that exits at RCPT or at the end of message: milter_default_action (tempfail: 451 4.7.1; reject: 550 5.7.1), nothing delivered, no daemon dies, a new session works"
+	atf_set require.user unprivileged
+}
+crash_body() {
+	need_milter_python
+	start_milter m "envrcpt crash"
+	setup "smtpd_milters = $milter" "milter_default_action = tempfail" \
+	    "milter_command_timeout = 5s" "milter_content_timeout = 5s"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s RCPT '^451 4\.7\.1 Service unavailable - try again later$'
+	restart_milter m "eom crash"
+	chat s
+	expect_reply s . '^451 4\.7\.1 Service unavailable - try again later$'
+	sleep 0.5
+	test "$(sink_count)" = 0 || atf_fail "delivered"
+	test "$(mta_queue_count)" = 0 || atf_fail "queued"
+	restart_milter m
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	mta_log_clean
+}
+crash_cleanup() {
+	common_cleanup
+}
+
+atf_test_case crash_reject cleanup
+crash_reject_head() {
+	atf_set descr "milter_default_action = reject with a milter that exits at the end of message: 550 5.7.1 to the dot"
+	atf_set require.user unprivileged
+}
+crash_reject_body() {
+	need_milter_python
+	start_milter m "eom crash"
+	setup "smtpd_milters = $milter" "milter_default_action = reject"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^550 5\.5\.0 Service unavailable$'
+	sleep 0.5
+	test "$(sink_count)" = 0 || atf_fail "delivered"
+	mta_log_clean
+}
+crash_reject_cleanup() {
+	common_cleanup
+}
+
+atf_test_case garbage cleanup
+garbage_head() {
+	atf_set descr "a milter that sends a zero length, an unknown reply code, an oversized packet or a short packet (at connect and at the end of message): milter_default_action tempfail (451 4.7.1), no daemon dies, nothing delivered; then a good milter works"
+	atf_set require.user unprivileged
+}
+garbage_body() {
+	need_milter_python
+	start_garbage g length
+	setup "smtpd_milters = $milter" "milter_default_action = tempfail" \
+	    "milter_command_timeout = 2s" "milter_content_timeout = 2s"
+	for mode in length reply oversized short; do
+		for st in connect eom; do
+			kill -9 "$(cat g.pid)"
+			rm -f g.sock.ready g.pid
+			start_garbage g $mode:$st
+			msg_script s.in sender@example.com rcpt@example.net
+			chat s
+			case $st in
+			connect) expect_reply s MAIL '^451 4\.7\.1 Service unavailable - try again later$' ;;
+			eom) expect_reply s . '^451 4\.7\.1 Service unavailable - try again later$' ;;
+			esac
+		done
+	done
+	sleep 0.5
+	test "$(sink_count)" = 0 || atf_fail "delivered"
+	test "$(mta_queue_count)" = 0 || atf_fail "queued"
+	kill -9 "$(cat g.pid)"
+	rm -f g.sock.ready g.pid g.sock
+	start_milter g "eom addheader X-Good yes"
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	mta_log_clean
+}
+garbage_cleanup() {
+	common_cleanup
+}
+
+atf_init_test_cases() {
+	atf_add_test_case connect_reject
+	atf_add_test_case helo_verdicts
+	atf_add_test_case mail_verdicts
+	atf_add_test_case rcpt_verdicts
+	atf_add_test_case content_reject
+	atf_add_test_case eom_verdicts
+	atf_add_test_case accept_early
+	atf_add_test_case header_mods
+	atf_add_test_case body_replace
+	atf_add_test_case envelope_mods
+	atf_add_test_case quarantine
+	atf_add_test_case macros
+	atf_add_test_case macros_tls
+	atf_add_test_case inet_milter
+	atf_add_test_case two_milters
+	atf_add_test_case non_smtpd
+	atf_add_test_case non_smtpd_reject
+	atf_add_test_case default_down
+	atf_add_test_case hang
+	atf_add_test_case hang_accept
+	atf_add_test_case crash
+	atf_add_test_case crash_reject
+	atf_add_test_case garbage
+}
