@@ -19,39 +19,6 @@ SRCDIR=@SRCDIR@
 . @SRCDIR@/tests/system/submit.subr
 . @SRCDIR@/tests/system/milter.subr
 
-# setup [main.cf lines]: sink (saving to ./saved) and the MTA with the
-# lines; chat.bash written.
-setup() {
-	need_bash
-	mkdir -p saved
-	start_sink sink -d saved
-	sinkport=$port
-	mta_start $sinkport "$@"
-}
-
-common_cleanup() {
-	stop_milters
-	mta_stop
-	stop_all
-}
-
-# restart_milter NAME [RULE...]: the milter NAME again (same socket) with
-# new rules; its log is kept.
-restart_milter() {
-	[ -f "$1.pid" ] && kill -9 "$(cat "$1.pid")" 2>/dev/null
-	rm -f "$1.sock.ready" "$1.pid"
-	start_milter "$@"
-}
-
-# expect_reply NAME CMD REGEX: the reply to CMD in session NAME matches
-# the extended REGEX (a multi-line reply is joined with "\n").
-expect_reply() {
-	_got=$(reply_to "$1" "$2" | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }')
-	echo "$_got" | grep -Eq -- "$3" && return 0
-	cat "$1.out" >&2
-	atf_fail "reply to $2 in $1: '$_got', expected /$3/"
-}
-
 atf_test_case connect_reject cleanup
 connect_reject_head() {
 	atf_set descr "a milter that rejects the connection: the greeting is 554, MAIL gets 550 5.7.1, nothing is queued; tempfail: greeting 220, MAIL gets 451 4.7.1 (as Postfix)"
@@ -661,7 +628,7 @@ hang_cleanup() {
 
 atf_test_case hang_accept cleanup
 hang_accept_head() {
-	atf_set descr "milter_default_action = accept with a milter that hangs at the end of message: the message is delivered after the timeout, unchanged"
+	atf_set descr "milter_default_action = accept with a milter that hangs at the end of message: the message is delivered after the timeout"
 	atf_set require.user unprivileged
 }
 hang_accept_body() {
@@ -674,7 +641,9 @@ hang_accept_body() {
 	expect_reply s . '^250 2\.0\.0 Ok: queued as '
 	test "$(seen m hang at)" = eom || atf_fail "the milter was not asked"
 	wait_sink 1
-	! grep -q '^X-Never' $(sink_msgs) || atf_fail "a modification of the timed-out milter was applied"
+	# Whether X-Never (sent before the hang) is applied is left open:
+	# Postfix keeps the modifications it read before the timeout.
+	grep -q '^Subject: milter test' $(sink_msgs) || atf_fail "message changed"
 	mta_log_clean
 }
 hang_accept_cleanup() {
