@@ -299,43 +299,81 @@ body_replace_cleanup() {
 	common_cleanup
 }
 
-atf_test_case envelope_mods cleanup
-envelope_mods_head() {
-	atf_set descr "addrcpt (plain and with NOTIFY=NEVER), delrcpt and chgfrom (with RET=HDRS and without arguments): the sink's envelope shows them"
+atf_test_case rcpt_mods cleanup
+rcpt_mods_head() {
+	atf_set descr "addrcpt and delrcpt at the end of message: the sink's envelope has the added recipient and not the deleted one"
 	atf_set require.user unprivileged
 }
-envelope_mods_body() {
+rcpt_mods_body() {
 	need_milter_python
 	start_milter m "eom addrcpt <added@example.net>" \
-	    "eom addrcpt <withargs@example.net> NOTIFY=NEVER" \
-	    "eom delrcpt <gone@example.net>" \
-	    "eom chgfrom <new-sender@example.org> RET=HDRS"
+	    "eom delrcpt <gone@example.net>"
 	setup "smtpd_milters = $milter"
 	msg_script s.in sender@example.com kept@example.net gone@example.net
 	chat s
 	expect_reply s . '^250 2\.0\.0 Ok: queued as '
 	wait_sink 1
-	m1=$(sink_msgs)
-	tr -d '\r' < $m1 | grep '^X-Sink-' > env
-	grep -q '^X-Sink-Mail-From: <new-sender@example.org>.* RET=HDRS' env ||
-	    { cat env >&2; atf_fail "sender not changed with RET=HDRS"; }
 	# (ORCPT= is the relay's business, not the milter's)
-	grep '^X-Sink-Rcpt-To:' env | sed 's/ ORCPT=[^ ]*//' | sort > rcpts
+	tr -d '\r' < $(sink_msgs) | grep '^X-Sink-Rcpt-To:' |
+	    sed 's/ ORCPT=[^ ]*//' | sort > rcpts
 	printf '%s\n' "X-Sink-Rcpt-To: <added@example.net>" \
-	    "X-Sink-Rcpt-To: <kept@example.net>" \
-	    "X-Sink-Rcpt-To: <withargs@example.net> NOTIFY=NEVER" |
-	    cmp -s - rcpts || { cat env >&2; atf_fail "recipients"; }
+	    "X-Sink-Rcpt-To: <kept@example.net>" |
+	    cmp -s - rcpts || { cat rcpts >&2; atf_fail "recipients"; }
+	mta_log_clean
+}
+rcpt_mods_cleanup() {
+	common_cleanup
+}
 
-	# chgfrom without arguments
+atf_test_case addrcpt_args cleanup
+addrcpt_args_head() {
+	atf_set descr "addrcpt with ESMTP arguments (SMFIR_ADDRCPT_PAR, NOTIFY=NEVER): the recipient is added and relayed with its NOTIFY, as Postfix does"
+	atf_set require.user unprivileged
+}
+addrcpt_args_body() {
+	need_milter_python
+	start_milter m "eom addrcpt <withargs@example.net> NOTIFY=NEVER"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com kept@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	tr -d '\r' < $(sink_msgs) | grep '^X-Sink-Rcpt-To:' |
+	    sed 's/ ORCPT=[^ ]*//' | sort > rcpts
+	printf '%s\n' "X-Sink-Rcpt-To: <kept@example.net>" \
+	    "X-Sink-Rcpt-To: <withargs@example.net> NOTIFY=NEVER" |
+	    cmp -s - rcpts || { cat rcpts >&2; atf_fail "recipients"; }
+	mta_log_clean
+}
+addrcpt_args_cleanup() {
+	common_cleanup
+}
+
+atf_test_case chgfrom cleanup
+chgfrom_head() {
+	atf_set descr "chgfrom at the end of message, with RET=HDRS and without arguments: the sink's MAIL FROM is the new sender (with RET=HDRS)"
+	atf_set require.user unprivileged
+}
+chgfrom_body() {
+	need_milter_python
+	start_milter m "eom chgfrom <new-sender@example.org> RET=HDRS"
+	setup "smtpd_milters = $milter"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	tr -d '\r' < $(sink_msgs) | grep -q '^X-Sink-Mail-From: <new-sender@example.org>.* RET=HDRS' ||
+	    { cat $(sink_msgs) >&2; atf_fail "sender not changed with RET=HDRS"; }
 	restart_milter m "eom chgfrom <plain@example.org>"
 	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
 	wait_sink 2
 	m2=$(sink_msgs | tail -n 1)
 	tr -d '\r' < $m2 | grep -q '^X-Sink-Mail-From: <plain@example.org>' ||
 	    { cat $m2 >&2; atf_fail "sender not changed"; }
 	mta_log_clean
 }
-envelope_mods_cleanup() {
+chgfrom_cleanup() {
 	common_cleanup
 }
 
@@ -747,7 +785,9 @@ atf_init_test_cases() {
 	atf_add_test_case accept_early
 	atf_add_test_case header_mods
 	atf_add_test_case body_replace
-	atf_add_test_case envelope_mods
+	atf_add_test_case rcpt_mods
+	atf_add_test_case addrcpt_args
+	atf_add_test_case chgfrom
 	atf_add_test_case quarantine
 	atf_add_test_case macros
 	atf_add_test_case macros_tls

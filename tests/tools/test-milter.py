@@ -321,10 +321,23 @@ def main():
         sys.stderr.write('test-milter: never became ready\n')
         os._exit(2)
 
+    # Only the actions the script uses are asked for: libmilter drops
+    # the connection when the MTA does not offer one it asked for, and a
+    # case must not fail for an action it does not test.
+    flags = 0
+    for r in rules:
+        a = r['action']
+        flags |= {'addheader': Milter.ADDHDRS, 'insheader': Milter.ADDHDRS,
+                  'chgheader': Milter.CHGHDRS, 'delheader': Milter.CHGHDRS,
+                  'replacebody': Milter.CHGBODY, 'delrcpt': Milter.DELRCPT,
+                  'chgfrom': Milter.CHGFROM,
+                  'quarantine': Milter.QUARANTINE}.get(a, 0)
+        if a == 'addrcpt':
+            flags |= Milter.ADDRCPT
+            if len(r['args']) > 1:
+                flags |= Milter.ADDRCPT_PAR
     Milter.factory = TestMilter
-    Milter.set_flags(Milter.ADDHDRS | Milter.CHGHDRS | Milter.CHGBODY |
-                     Milter.ADDRCPT | Milter.ADDRCPT_PAR | Milter.DELRCPT |
-                     Milter.CHGFROM | Milter.QUARANTINE)
+    Milter.set_flags(flags)
     threading.Thread(target=announce, daemon=True).start()
     sys.stdout.flush()
     Milter.runmilter(name, conn, 600)
