@@ -18,6 +18,7 @@ SRCDIR=@SRCDIR@
 . @SRCDIR@/tests/system/master.subr
 . @SRCDIR@/tests/system/submit.subr
 . @SRCDIR@/tests/system/milter.subr
+. @SRCDIR@/tests/system/dovecot.subr
 
 atf_test_case connect_reject cleanup
 connect_reject_head() {
@@ -468,6 +469,43 @@ macros_tls_cleanup() {
 	common_cleanup
 }
 
+atf_test_case macros_auth cleanup
+macros_auth_head() {
+	atf_set descr "after SMTP AUTH (Dovecot, a private instance) the milter sees {auth_authen} and {auth_type} at MAIL FROM"
+	atf_set require.user unprivileged
+	atf_set require.progs "swaks openssl"
+}
+macros_auth_body() {
+	need_milter_python
+	make_cert
+	start_milter m
+	setup "smtpd_milters = $milter" \
+	    "smtpd_tls_security_level = may" \
+	    "smtpd_tls_cert_file = $PWD/cert.pem" \
+	    "smtpd_tls_key_file = $PWD/key.pem" \
+	    "smtpd_sasl_auth_enable = yes" "smtpd_sasl_type = dovecot" \
+	    "smtpd_sasl_path = private/auth"
+	if [ "${MILTER_MTA:-petrel}" = postfix ]; then
+		dovecot_start $PWD/pfq/private/auth
+	else
+		dovecot_start $PWD/q/private/auth
+	fi
+	atf_check -s exit:0 -o save:swaks.out -e ignore swaks --server 127.0.0.1:$port \
+	    --tls --helo client.test --auth PLAIN --auth-user alice \
+	    --auth-password wonderland \
+	    --from sender@example.com --to rcpt@example.net
+	test "$(seen m envfrom 'macro:{auth_authen}')" = alice ||
+	    atf_fail "{auth_authen} at MAIL: '$(seen m envfrom 'macro:{auth_authen}')'"
+	test "$(seen m envfrom 'macro:{auth_type}')" = PLAIN ||
+	    atf_fail "{auth_type} at MAIL: '$(seen m envfrom 'macro:{auth_type}')'"
+	wait_sink 1
+	mta_log_clean
+}
+macros_auth_cleanup() {
+	dovecot_stop
+	common_cleanup
+}
+
 atf_test_case inet_milter cleanup
 inet_milter_head() {
 	atf_set descr "an inet:127.0.0.1:PORT milter address works like a unix: one"
@@ -791,6 +829,7 @@ atf_init_test_cases() {
 	atf_add_test_case quarantine
 	atf_add_test_case macros
 	atf_add_test_case macros_tls
+	atf_add_test_case macros_auth
 	atf_add_test_case inet_milter
 	atf_add_test_case two_milters
 	atf_add_test_case non_smtpd
