@@ -813,6 +813,62 @@ garbage_cleanup() {
 	common_cleanup
 }
 
+atf_test_case connect_timeout cleanup
+connect_timeout_head() {
+	atf_set descr "a milter that accepts the connection but never answers the negotiation costs milter_connect_timeout (2 s) and gets milter_default_action (tempfail: 451 4.7.1 to MAIL)"
+	atf_set require.user unprivileged
+}
+connect_timeout_body() {
+	need_milter_python
+	start_garbage g mute
+	setup "smtpd_milters = $milter" "milter_default_action = tempfail" \
+	    "milter_connect_timeout = 2s" "milter_command_timeout = 2s"
+	msg_script s.in sender@example.com rcpt@example.net
+	t0=$(date +%s)
+	chat s
+	t1=$(date +%s)
+	expect_reply s MAIL '^451 4\.7\.1 Service unavailable - try again later$'
+	test $((t1 - t0)) -le 10 || atf_fail "the mute milter cost $((t1 - t0)) s"
+	grep -q 'not answering the negotiation' g.err || atf_fail "the milter was not asked"
+	mta_log_clean
+}
+connect_timeout_cleanup() {
+	common_cleanup
+}
+
+atf_test_case protocol_version cleanup
+protocol_version_head() {
+	atf_set descr "milter_protocol = 2 and 4: a libmilter milter negotiates the older protocol and still rejects a recipient and adds a header"
+	atf_set require.user unprivileged
+}
+protocol_version_body() {
+	need_milter_python
+	for v in 2 4; do
+		mkdir p$v
+		(
+			cd p$v
+			start_milter m "envrcpt=no@example.net reject" \
+			    "eom addheader X-Protocol v$v"
+			setup "smtpd_milters = $milter" "milter_protocol = $v"
+			msg_script s.in sender@example.com rcpt@example.net no@example.net
+			chat s
+			expect_reply s "RCPT TO:<no@" '^550 5\.7\.1 Command rejected$'
+			expect_reply s . '^250 2\.0\.0 Ok: queued as '
+			wait_sink 1
+			grep -q "^X-Protocol: v$v" $(sink_msgs) ||
+			    atf_fail "protocol $v: header not added"
+			mta_log_clean
+			common_cleanup
+		) || atf_fail "protocol $v failed"
+	done
+}
+protocol_version_cleanup() {
+	for d in p2 p4; do
+		[ -d $d ] && (cd $d && common_cleanup)
+	done
+	true
+}
+
 atf_init_test_cases() {
 	atf_add_test_case connect_reject
 	atf_add_test_case helo_verdicts
@@ -840,4 +896,6 @@ atf_init_test_cases() {
 	atf_add_test_case crash
 	atf_add_test_case crash_reject
 	atf_add_test_case garbage
+	atf_add_test_case connect_timeout
+	atf_add_test_case protocol_version
 }

@@ -14,6 +14,8 @@ body, eom; default connect), and there sends, instead of a reply:
     oversized   a length field of 2^31-1 followed by 64 KiB of junk
     short       a length field of 100 and 3 bytes, then silence (the
                 connection stays open until the MTA closes it)
+    mute        (STAGE ignored) never answers the option negotiation:
+                reads until the MTA closes the connection
 
 It never exits on its own; every connection is served in a thread.
 One line per packet goes to standard error.
@@ -63,6 +65,11 @@ class Handler(socketserver.BaseRequestHandler):
                 return
             cmd, data = pkt[:1], pkt[1:]
             log('got %r (%d bytes)' % (cmd, n))
+            if cmd == b'O' and MODE == 'mute':
+                log('not answering the negotiation')
+                while s.recv(4096):
+                    pass
+                return
             if cmd == b'O':
                 # version 6, all actions, all protocol steps
                 s.sendall(struct.pack('>IcIII', 13, b'O', 6, 0x1ff, 0))
@@ -104,7 +111,7 @@ if len(sys.argv) != 3:
     sys.exit(2)
 MODE, _, STAGE = sys.argv[1].partition(':')
 STAGE = STAGE or 'connect'
-if MODE not in ('length', 'reply', 'oversized', 'short') or \
+if MODE not in ('length', 'reply', 'oversized', 'short', 'mute') or \
         STAGE not in STAGE_CMD:
     sys.stderr.write('garbage-milter: bad mode %s\n' % sys.argv[1])
     sys.exit(2)
