@@ -14,9 +14,6 @@
 B=@BUILDDIR@
 BUILDDIR=@BUILDDIR@
 SRCDIR=@SRCDIR@
-. @SRCDIR@/tests/system/common.subr
-. @SRCDIR@/tests/system/master.subr
-. @SRCDIR@/tests/system/submit.subr
 . @SRCDIR@/tests/system/milter.subr
 
 GTUBE='XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X'
