@@ -512,6 +512,10 @@ two_milters_body() {
 	sink_header $(sink_msgs) > hdr
 	grep -qx 'X-One: first' hdr && grep -qx 'X-Two: second' hdr ||
 	    { cat hdr >&2; atf_fail "not both milters' headers"; }
+	seen two eom headers | grep -q '"X-One", "first"' ||
+	    { seen two eom headers >&2; atf_fail "the second milter did not see the first one's header"; }
+	! seen one eom headers | grep -q 'X-Two' ||
+	    atf_fail "the first milter saw the second one's header"
 	test "$(seen two envrcpt arg)" = "<rcpt@example.net>" ||
 	    atf_fail "second milter asked about a recipient the first rejected"
 	mta_log_clean
