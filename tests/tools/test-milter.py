@@ -99,6 +99,9 @@ def read_script(path):
                 die('%s:%d: unknown action %s' % (path, n, action))
             if action in MODS and stage != 'eom':
                 die('%s:%d: %s is only for eom' % (path, n, action))
+            if action == 'reply' and (len(words) < 4 or
+                                      words[2][0] not in '45'):
+                die('%s:%d: want reply CODE XCODE TEXT' % (path, n))
             rest = line.split(None, 2)[2] if len(words) > 2 else ''
             rules.append({'stage': stage, 'match': match.strip('<>').lower(),
                           'action': action, 'args': words[2:], 'rest': rest,
@@ -199,8 +202,6 @@ def main():
                     time.sleep(float(r['args'][0]) if r['args'] else 600)
                     return Milter.CONTINUE
                 if a == 'reply':
-                    if len(r['args']) < 2:
-                        die('%s: reply CODE XCODE TEXT' % r['where'])
                     words = r['rest'].split(None, 2)
                     lines = (words[2] if len(words) > 2 else '').split('|')
                     self.setreply(r['args'][0], r['args'][1], *lines)
