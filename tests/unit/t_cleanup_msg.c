@@ -731,7 +731,7 @@ ATF_TC_BODY(bad_envelopes, tc)
 	r = submit(&e, BOB, "S: x\n\nb\n");
 	expect_fail(&r, CLEANUP_STAT_PERM, "5.5.4", "log_ident");
 	e = env0("a@example.org");
-	e.flags = 64;
+	e.flags = 128;	/* the first unknown bit */
 	r = submit(&e, BOB, "S: x\n\nb\n");
 	expect_fail(&r, CLEANUP_STAT_PERM, "5.5.4", "flags");
 	e = env0("a@example.org");
