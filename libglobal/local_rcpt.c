@@ -1,4 +1,5 @@
 /* Local recipients, one rule for smtpd and local (see local_rcpt.h). */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@ struct local_rcpt {
 	dict_t **d;		/* NULL until opened */
 	bool *userdb;		/* unix:passwd.byname */
 	char *mail_root;
+	int root_fd;		/* mail_root opened at creation, or -1 */
 	char *delims;
 	char *userdb_broken;	/* why the password database cannot be used */
 };
@@ -72,6 +74,10 @@ local_rcpt_t *local_rcpt_new(const char *maps, const char *mail_root,
 	}
 	free(copy);
 	lr->mail_root = xstrdup(mail_root ? mail_root : "");
+	/* Opened now, before a chroot (smtpd's), as every table: users are
+	 * looked up through it from inside the jail too. */
+	lr->root_fd = *lr->mail_root ? open(lr->mail_root,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	lr->delims = xstrdup(delims ? delims : "");
 	return lr;
 }
@@ -102,6 +108,8 @@ void local_rcpt_free(local_rcpt_t *lr)
 	free(lr->d);
 	free(lr->userdb);
 	free(lr->mail_root);
+	if (lr->root_fd >= 0)
+		close(lr->root_fd);
 	free(lr->delims);
 	free(lr->userdb_broken);
 	free(lr);
@@ -115,8 +123,12 @@ bool local_rcpt_enabled(const local_rcpt_t *lr)
 const char *local_rcpt_user_source(const local_rcpt_t *lr)
 {
 	for (size_t i = 0; i < lr->n; i++)
-		if (lr->userdb[i])
-			return *lr->mail_root ? lr->mail_root : "/etc/passwd";
+		if (lr->userdb[i]) {
+			if (*lr->mail_root == '\0')
+				return "/etc/passwd";
+			/* Opened before the chroot: nothing needed in it. */
+			return lr->root_fd >= 0 ? NULL : lr->mail_root;
+		}
 	return NULL;
 }
 
@@ -200,7 +212,7 @@ int local_rcpt_known(local_rcpt_t *lr, const char *local, const char *domain,
 				    lr->userdb_broken);
 				r = -1;
 			} else {
-				r = luser_find(lr->mail_root,
+				r = luser_find_at(lr->root_fd, lr->mail_root,
 				    user ? user : str_cstr(&lc), NULL, err);
 			}
 		} else {

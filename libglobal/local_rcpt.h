@@ -46,7 +46,9 @@ void local_rcpt_free(local_rcpt_t *lr);
 /* False when local_recipient_maps is empty (everyone exists). */
 bool local_rcpt_enabled(const local_rcpt_t *lr);
 /* When the list has unix:passwd.byname: the file it needs, /etc/passwd
- * or local_mail_root; NULL otherwise. */
+ * or local_mail_root; NULL otherwise, and for a local_mail_root that
+ * local_rcpt_new could open (it keeps the directory open, so a chrooted
+ * process needs nothing of it in the jail). */
 const char *local_rcpt_user_source(const local_rcpt_t *lr);
 /* From now on the unix:passwd.byname entry answers "temporary failure,
  * why" (smtpd in a chroot jail without that file). */

@@ -39,15 +39,17 @@ void luser_copy(luser_t *dst, const luser_t *src)
 	dst->shell = xstrdup(src->shell);
 }
 
-static int find_root(const char *root, const char *name, luser_t *u,
-    str_t *err)
+static int find_root(int root_fd, const char *root, const char *name,
+    luser_t *u, str_t *err)
 {
 	str_t path = STR_INIT;
 	struct stat sb;
-	int rc;
+	int rc, st;
 
 	str_setf(&path, "%s/%s", root, name);
-	if (stat(str_cstr(&path), &sb) < 0) {
+	st = root_fd >= 0 ? fstatat(root_fd, name, &sb, 0) :
+	    stat(str_cstr(&path), &sb);
+	if (st < 0) {
 		if (errno == ENOENT || errno == ENOTDIR) {
 			rc = 0;
 		} else {
@@ -71,6 +73,16 @@ static int find_root(const char *root, const char *name, luser_t *u,
 	return rc;
 }
 
+int luser_find_at(int root_fd, const char *mail_root, const char *name,
+    luser_t *u, str_t *err)
+{
+	if (!luser_name_ok(name))
+		return 0;
+	if (root_fd >= 0 && mail_root != NULL && *mail_root)
+		return find_root(root_fd, mail_root, name, u, err);
+	return luser_find(mail_root, name, u, err);
+}
+
 int luser_find(const char *mail_root, const char *name, luser_t *u,
     str_t *err)
 {
@@ -82,7 +94,7 @@ int luser_find(const char *mail_root, const char *name, luser_t *u,
 	if (!luser_name_ok(name))
 		return 0;
 	if (mail_root != NULL && *mail_root)
-		return find_root(mail_root, name, u, err);
+		return find_root(-1, mail_root, name, u, err);
 	if (size < 1024)
 		size = 1024;
 	for (;;) {

@@ -31,6 +31,11 @@ bool luser_name_ok(const char *name);
  * luser_free), 0 no such user, -1 the database could not be read (err). */
 int luser_find(const char *mail_root, const char *name, luser_t *u,
     str_t *err);
+/* The same with local_mail_root opened beforehand (root_fd, a directory
+ * descriptor, or -1 for the path): what a chrooted process opened before
+ * its chroot still works in the jail. */
+int luser_find_at(int root_fd, const char *mail_root, const char *name,
+    luser_t *u, str_t *err);
 void luser_free(luser_t *u);
 /* Copies src into dst. */
 void luser_copy(luser_t *dst, const luser_t *src);

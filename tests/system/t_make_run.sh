@@ -150,6 +150,18 @@ as_root_body() {
 	atf_check -s exit:0 run/bin/sendmail root@localhost < message.txt
 	WAIT_MAX=100 wait_for maildir_has root 1 ||
 	    { tail run.out >&2; atf_fail "no mail for root"; }
+	# Over SMTP too: smtpd runs chrooted here and checks the recipient
+	# against run/mail, which it opened before its chroot.
+	atf_check -s exit:0 -o save:smtp.out -e ignore /usr/bin/python3 -c "
+import smtplib
+s = smtplib.SMTP('127.0.0.1', $PORT, timeout=20)
+s.sendmail('me@example.org', ['root@localhost'], 'Subject: smtp\\r\\n\\r\\nhello over smtp\\r\\n')
+s.quit()
+print('sent')"
+	WAIT_MAX=100 wait_for maildir_has root 2 ||
+	    { tail run.out >&2; atf_fail "no SMTP mail for root"; }
+	! grep -q 'missing in the chroot jail' run/maillog ||
+	    atf_fail "smtpd could not see run/mail from its jail"
 	stop_run
 }
 as_root_cleanup() {
