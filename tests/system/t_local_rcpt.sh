@@ -117,9 +117,10 @@ new_alias_cleanup() { stop_instance; }
 
 atf_test_case chrooted_smtpd cleanup
 chrooted_smtpd_head() {
-	atf_set descr "a chrooted smtpd whose jail lacks local_mail_root" \
-	    "answers 451 4.3.0 for its users (never 550) and names the" \
-	    "missing directory; aliases, opened before the chroot, still work"
+	atf_set descr "a chrooted smtpd checks local_mail_root's users" \
+	    "through the directory it opened before the chroot (alice 250," \
+	    "bob 550 5.1.1, aliases too); a local_mail_root that did not" \
+	    "exist at start answers 451 4.3.0 (never 550) and is named"
 	atf_set require.user root
 }
 chrooted_smtpd_body() {
@@ -139,12 +140,21 @@ chrooted_smtpd_body() {
 HELO client.test
 MAIL FROM:<a@example.org>
 RCPT TO:<alice@mx.example.test>
+RCPT TO:<bob@mx.example.test>
 RCPT TO:<staff@mx.example.test>
 QUIT
 EOF2
 	atf_check -o save:s.out bash chat.bash $port s
-	atf_check -o match:'^451 4.3.0 <alice@mx.example.test>: Temporary lookup failure$' \
-	    -o match:'^250 2.1.5 Ok$' cat s.out
+	atf_check -s exit:0 -o inline:"2\n" grep -c '^250 2.1.5 Ok$' s.out
+	atf_check -o match:'^550 5.1.1 <bob@mx.example.test>: Recipient address rejected' cat s.out
+	atf_check -s exit:1 grep -q 'missing' maillog
+	stop_instance
+	# A root that is not there when smtpd starts: 451, and the log
+	# names it.
+	rm -rf mail
+	start_instance
+	atf_check -o save:s2.out bash chat.bash $port s
+	atf_check -o match:'^451 4.3.0 <alice@mx.example.test>: Temporary lookup failure$' cat s2.out
 	grep_wait maillog "chroot jail .*: $PWD/mail is missing"
 }
 chrooted_smtpd_cleanup() { stop_instance; }
