@@ -8,6 +8,7 @@
  * from then on answers with its default action, without any more I/O. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -76,6 +77,19 @@ struct milters {
 	bool body_cr;		/* the last body byte was CR */
 	enum milter_verdict content_v;	/* a refusal during the content */
 	milter_reply_t content_r;
+	/* Two or more milters for this message (doc/milter.md, "Several
+	 * milters"): the content streams to the first (index first) only;
+	 * the others are shown it one at a time at the end, with the
+	 * earlier ones' header and body modifications applied.  The
+	 * header fields ("Name: value", folds joined by LF) are kept in
+	 * hl, the body (CR LF lines) in an unlinked spool file. */
+	bool seq;
+	size_t first;
+	str_t *hl;
+	size_t nh, hcap, hbytes;
+	int spool_fd;		/* -1: none yet */
+	uint64_t spooled;
+	bool spool_bad;		/* could not spool, or over the bound */
 };
 
 /* ---- Small helpers -------------------------------------------------- */
@@ -314,6 +328,9 @@ static milters_t *parse_list(const char *list, const milter_params_t *p,
 	milters_t *ms = keep ? xcalloc(1, sizeof(*ms)) : NULL;
 	milter_t tmp;
 
+	if (ms != NULL)
+		ms->spool_fd = -1;
+
 	str_reset(err);
 	while ((e = next_elem(&cp, &braced, err)) != NULL) {
 		memset(&tmp, 0, sizeof(tmp));
@@ -365,6 +382,7 @@ milters_t *milters_new(const char *list, const milter_params_t *p,
 	}
 	if (ms->p.protocol < 2 || ms->p.protocol > 6)
 		ms->p.protocol = 6;
+	ms->spool_fd = -1;
 	return ms;
 }
 
@@ -998,6 +1016,11 @@ static enum milter_verdict each(milters_t *ms, enum scope scope, int stage,
 		}
 		if (m->pflags & skip_flag)
 			continue;
+		/* Two or more milters: only the first gets the content as
+		 * it arrives (the others get it at the end). */
+		if (ms->seq && i != ms->first && (cmd == SMFIC_HEADER ||
+		    cmd == SMFIC_EOH || cmd == SMFIC_BODY))
+			continue;
 		/* Milters that said SKIP get no more body. */
 		if (cmd == SMFIC_BODY && m->skip_body)
 			continue;
@@ -1130,6 +1153,22 @@ static void b_argv(milters_t *ms, milter_t *m, const void *arg)
 	str_release(&d);
 }
 
+static void seq_reset(milters_t *ms)
+{
+	for (size_t i = 0; i < ms->nh; i++)
+		str_release(&ms->hl[i]);
+	free(ms->hl);
+	ms->hl = NULL;
+	ms->nh = ms->hcap = ms->hbytes = 0;
+	if (ms->spool_fd >= 0)
+		close(ms->spool_fd);
+	ms->spool_fd = -1;
+	ms->spooled = 0;
+	ms->spool_bad = false;
+	ms->seq = false;
+	ms->first = 0;
+}
+
 static void content_reset(milters_t *ms)
 {
 	ms->cs = CS_LINE;
@@ -1140,6 +1179,7 @@ static void content_reset(milters_t *ms)
 	ms->body_cr = false;
 	ms->content_v = MILTER_CONTINUE;
 	milter_reply_release(&ms->content_r);
+	seq_reset(ms);
 }
 
 static enum milter_verdict argv_stage(milters_t *ms, int cmd, int stage,
@@ -1185,10 +1225,20 @@ static void b_empty(milters_t *ms, milter_t *m, const void *arg)
 enum milter_verdict milters_data(milters_t *ms, milter_reply_t *r)
 {
 	char c = SMFIC_DATA;
+	enum milter_verdict v;
+	size_t live = 0;
 
 	content_reset(ms);
-	return each(ms, SC_MESSAGE, MILTER_M_DATA, SMFIC_DATA, SMFIP_NODATA,
+	v = each(ms, SC_MESSAGE, MILTER_M_DATA, SMFIC_DATA, SMFIP_NODATA,
 	    SMFIP_NR_DATA, 0, b_empty, &c, r);
+	for (size_t i = ms->n; i-- > 0; )
+		if (!ms->m[i].failed && !ms->m[i].sess_done &&
+		    !ms->m[i].msg_done) {
+			live++;
+			ms->first = i;
+		}
+	ms->seq = v == MILTER_CONTINUE && live >= 2;
+	return v;
 }
 
 /* ---- Content -------------------------------------------------------- */
@@ -1225,6 +1275,257 @@ static void content_refused(milters_t *ms, enum milter_verdict v,
 	ms->content_r.verdict = v;
 }
 
+/* ---- Several milters: the content kept for the later ones ---------- */
+
+static void b_body(milters_t *ms, milter_t *m, const void *arg);
+
+/* At most this much header and body is kept (the message is refused as
+ * too big long before, when message_size_limit is set): the body's CR LF
+ * line ends may double a message of bare LFs. */
+static uint64_t seq_bound(const milters_t *ms)
+{
+	return ms->p.body_limit > 0 ? 2 * (uint64_t)ms->p.body_limit +
+	    MILTER_CHUNK : UINT64_MAX;
+}
+
+static void seq_insert(milters_t *ms, size_t at, const char *h, size_t len)
+{
+	if (ms->nh == ms->hcap) {
+		ms->hcap = ms->hcap ? 2 * ms->hcap : 32;
+		ms->hl = xreallocarray(ms->hl, ms->hcap, sizeof(*ms->hl));
+	}
+	if (at > ms->nh)
+		at = ms->nh;
+	memmove(&ms->hl[at + 1], &ms->hl[at], (ms->nh - at) * sizeof(*ms->hl));
+	ms->hl[at] = (str_t)STR_INIT;
+	str_append(&ms->hl[at], h, len);
+	ms->nh++;
+	ms->hbytes += len;
+}
+
+static void seq_keep_header(milters_t *ms, const char *h, size_t len)
+{
+	if (ms->spool_bad)
+		return;
+	if (ms->hbytes + len > seq_bound(ms)) {
+		ms->spool_bad = true;
+		return;
+	}
+	seq_insert(ms, ms->nh, h, len);
+}
+
+/* An unlinked file in the daemon's directory (queue_directory or its
+ * chroot: saved/ is mail_owner's), else in the current directory. */
+static int seq_spool_open(void)
+{
+	static const char *const dirs[] = { "saved", "." };
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char path[64];
+		int fd;
+#ifdef O_TMPFILE
+		fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			return fd;
+#endif
+		(void)snprintf(path, sizeof(path), "%s/milter.XXXXXX", dirs[i]);
+		fd = mkstemp(path);
+		if (fd >= 0) {
+			(void)unlink(path);
+			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+			return fd;
+		}
+	}
+	return -1;
+}
+
+static void seq_spool(milters_t *ms, const char *p, size_t n)
+{
+	if (ms->spool_bad)
+		return;
+	if (ms->spooled + n > seq_bound(ms)) {
+		ms->spool_bad = true;
+		return;
+	}
+	if (ms->spool_fd < 0 && (ms->spool_fd = seq_spool_open()) < 0) {
+		log_warning("milters: cannot create a spool file for the "
+		    "body: %s", strerror(errno));
+		ms->spool_bad = true;
+		return;
+	}
+	while (n > 0) {
+		ssize_t w = pwrite(ms->spool_fd, p, n, (off_t)ms->spooled);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			log_warning("milters: spool file write: %s",
+			    w < 0 ? strerror(errno) : "no progress");
+			ms->spool_bad = true;
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+		ms->spooled += (uint64_t)w;
+	}
+}
+
+/* The length of a field's name (trailing blanks not counted). */
+static size_t seq_name_len(const str_t *h)
+{
+	const char *s = str_cstr(h), *c = memchr(s, ':', str_len(h));
+	size_t nl = c != NULL ? (size_t)(c - s) : str_len(h);
+
+	while (nl > 0 && (s[nl - 1] == ' ' || s[nl - 1] == '\t'))
+		nl--;
+	return nl;
+}
+
+/* "Name: value" as cleanup writes a milter's field (no space added when
+ * the value begins with white space), the folds joined by LF. */
+static void seq_field(str_t *out, const char *name, const char *value)
+{
+	str_reset(out);
+	str_cat(out, name);
+	str_putc(out, ':');
+	if (*value != ' ' && *value != '\t')
+		str_putc(out, ' ');
+	for (const char *v = value; *v != '\0'; v++)
+		if (!(v[0] == '\r' && v[1] == '\n'))
+			str_putc(out, *v);
+}
+
+/* The header and body modifications ed->e[from..] applied to the kept
+ * header, as cleanup applies them to the queue file
+ * (cleanup/cleanup_msg.c, apply_content_edits). */
+static void seq_apply(milters_t *ms, const milter_edits_t *ed, size_t from)
+{
+	str_t f = STR_INIT;
+
+	for (size_t i = from; i < ed->n; i++) {
+		const milter_edit_t *e = &ed->e[i];
+		const char *val = e->value != NULL ? e->value : "";
+		size_t want, seen = 0, nlen, k;
+
+		switch (e->type) {
+		case MILTER_E_ADDHDR:
+			seq_field(&f, e->name, val);
+			seq_insert(ms, ms->nh, str_cstr(&f), str_len(&f));
+			break;
+		case MILTER_E_INSHDR:
+			seq_field(&f, e->name, val);
+			seq_insert(ms, e->index, str_cstr(&f), str_len(&f));
+			break;
+		case MILTER_E_CHGHDR:
+			want = e->index ? e->index : 1;
+			nlen = strlen(e->name);
+			for (k = 0; k < ms->nh; k++)
+				if (seq_name_len(&ms->hl[k]) == nlen &&
+				    strncasecmp(str_cstr(&ms->hl[k]), e->name,
+				    nlen) == 0 && ++seen == want)
+					break;
+			if (*val == '\0') {
+				if (k < ms->nh) {
+					str_release(&ms->hl[k]);
+					memmove(&ms->hl[k], &ms->hl[k + 1],
+					    (ms->nh - k - 1) * sizeof(*ms->hl));
+					ms->nh--;
+				}
+				break;
+			}
+			seq_field(&f, e->name, val);
+			if (k < ms->nh) {
+				str_reset(&ms->hl[k]);
+				str_append(&ms->hl[k], str_cstr(&f), str_len(&f));
+			} else {
+				seq_insert(ms, ms->nh, str_cstr(&f), str_len(&f));
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	str_release(&f);
+}
+
+/* One content command to milter m alone. */
+static enum res seq_cmd(milters_t *ms, milter_t *m, int stage, int cmd,
+    unsigned skip_flag, unsigned nr_flag, build_fn build, const void *arg,
+    milter_reply_t *r)
+{
+	if (m->pflags & skip_flag)
+		return R_CONT;
+	str_reset(&ms->pkt);
+	put_macros(ms, m, stage, cmd);
+	build(ms, m, arg);
+	return exchange(ms, m, m->content_ms, (m->pflags & nr_flag) != 0, r,
+	    NULL);
+}
+
+/* Shows milter m (not the first) the message as the milters before it
+ * left it: the kept header as edited, the end of the header, the body
+ * (the last replacement in ed, else the spooled one).  R_CONT when the
+ * end of the message is to be sent to it. */
+static enum res seq_replay(milters_t *ms, milter_t *m,
+    const milter_edits_t *ed, milter_reply_t *r)
+{
+	const milter_edit_t *body = NULL;
+	str_t chunk = STR_INIT;
+	enum res res = R_CONT;
+	char c = SMFIC_EOH;
+	uint64_t off = 0, len;
+	static char buf[MILTER_CHUNK];
+
+	m->in_msg = true;
+	for (size_t i = 0; i < ms->nh && res == R_CONT; i++)
+		res = seq_cmd(ms, m, -1, SMFIC_HEADER, SMFIP_NOHDRS,
+		    SMFIP_NR_HDR, b_header, &ms->hl[i], r);
+	if (res == R_SKIP)
+		res = R_CONT;
+	if (res == R_CONT)
+		res = seq_cmd(ms, m, MILTER_M_EOH, SMFIC_EOH, SMFIP_NOEOH,
+		    SMFIP_NR_EOH, b_empty, &c, r);
+	if (res == R_SKIP)
+		res = R_CONT;
+	for (size_t i = 0; i < ed->n; i++)
+		if (ed->e[i].type == MILTER_E_REPLBODY)
+			body = &ed->e[i];
+	len = body != NULL ? body->vlen : ms->spooled;
+	while (res == R_CONT && off < len) {
+		size_t n = len - off > MILTER_CHUNK ? MILTER_CHUNK :
+		    (size_t)(len - off);
+
+		str_reset(&chunk);
+		if (body != NULL) {
+			str_append(&chunk, body->value + off, n);
+		} else {
+			ssize_t got;
+			do
+				got = pread(ms->spool_fd, buf, n, (off_t)off);
+			while (got < 0 && errno == EINTR);
+			if (got <= 0) {
+				log_warning("milters: spool file read: %s",
+				    got < 0 ? strerror(errno) : "short file");
+				str_set(&r->text, "451 4.3.0 Error: internal "
+				    "error");
+				res = R_TEMPFAIL;
+				break;
+			}
+			n = (size_t)got;
+			str_append(&chunk, buf, n);
+		}
+		off += n;
+		res = seq_cmd(ms, m, -1, SMFIC_BODY, SMFIP_NOBODY, SMFIP_NR_BODY,
+		    b_body, &chunk, r);
+		if (res == R_SKIP) {
+			m->skip_body = true;
+			res = R_CONT;
+			break;
+		}
+	}
+	str_release(&chunk);
+	return res;
+}
+
 static enum milter_verdict send_header(milters_t *ms, milter_reply_t *r)
 {
 	enum milter_verdict v;
@@ -1235,6 +1536,8 @@ static enum milter_verdict send_header(milters_t *ms, milter_reply_t *r)
 	 * header anyway: header_size_limit). */
 	if (str_len(&ms->hdr) > MILTER_PACKET_MAX - 64)
 		str_truncate(&ms->hdr, MILTER_PACKET_MAX - 64);
+	if (ms->seq)
+		seq_keep_header(ms, str_cstr(&ms->hdr), str_len(&ms->hdr));
 	v = each(ms, SC_MESSAGE, -1, SMFIC_HEADER, SMFIP_NOHDRS, SMFIP_NR_HDR,
 	    1, b_header, &ms->hdr, r);
 	str_reset(&ms->hdr);
@@ -1276,6 +1579,8 @@ static enum milter_verdict send_body(milters_t *ms, bool final,
 		str_reset(&chunk);
 		str_append(&chunk, str_cstr(&ms->body) + off, n);
 		off += n;
+		if (ms->seq)
+			seq_spool(ms, str_cstr(&chunk), n);
 		v = each(ms, SC_MESSAGE, -1, SMFIC_BODY, SMFIP_NOBODY,
 		    SMFIP_NR_BODY, 1, b_body, &chunk, r);
 	}
@@ -1442,12 +1747,32 @@ enum milter_verdict milters_eom(milters_t *ms, milter_edits_t *ed,
 			}
 			continue;
 		}
-		str_reset(&ms->pkt);
-		put_macros(ms, m, MILTER_M_EOM, SMFIC_BODYEOB);
-		milter_packet(&ms->pkt, SMFIC_BODYEOB, NULL, 0);
-		res = exchange(ms, m, m->content_ms, false, r, ed);
+		res = R_CONT;
+		if (ms->seq && i != ms->first) {
+			/* A later milter of several: the message as the
+			 * ones before it left it, now. */
+			if (ms->spool_bad) {
+				str_set(&r->text, "451 4.3.0 Error: message "
+				    "too big or spool file error");
+				res = R_TEMPFAIL;
+			} else {
+				res = seq_replay(ms, m, ed, r);
+			}
+			if (res == R_ACCEPT) {
+				m->msg_done = true;
+				continue;
+			}
+		}
+		if (res == R_CONT) {
+			str_reset(&ms->pkt);
+			put_macros(ms, m, MILTER_M_EOM, SMFIC_BODYEOB);
+			milter_packet(&ms->pkt, SMFIC_BODYEOB, NULL, 0);
+			res = exchange(ms, m, m->content_ms, false, r, ed);
+		}
 		switch (res) {
 		case R_CONT: case R_ACCEPT: case R_SKIP:
+			if (ms->seq)
+				seq_apply(ms, ed, mark);
 			break;
 		case R_FAILED:
 			/* What it asked for before it failed is dropped. */
@@ -1537,5 +1862,6 @@ void milters_free(milters_t *ms)
 	str_release(&ms->hdr);
 	str_release(&ms->body);
 	milter_reply_release(&ms->content_r);
+	seq_reset(ms);
 	free(ms);
 }

@@ -18,7 +18,13 @@
  * reply is in r), later ones are not asked for this command.  A milter
  * that cannot be reached, times out, closes or sends something that is
  * not the protocol is closed, logged with its name, and from then on
- * stands for its default action (milter_default_action). */
+ * stands for its default action (milter_default_action).
+ *
+ * With two or more milters for a message, the content goes to the first
+ * only as it comes; milters_eom then shows each later one the message
+ * with the earlier ones' header and body modifications applied (the
+ * header kept in memory, the body in an unlinked spool file in saved/
+ * of the working directory, else in it), as Postfix does. */
 #ifndef PETREL_MILTER_H
 #define PETREL_MILTER_H
 #include <stdbool.h>

@@ -147,6 +147,39 @@ sign_cleanup() {
 	common_cleanup
 }
 
+atf_test_case sign_after_milter cleanup
+sign_after_milter_head() {
+	atf_set descr "smtpd_milters = a milter that rewrites the Subject, then OpenDKIM signing: OpenDKIM signs the rewritten Subject (as Postfix shows it the first milter's edits), so the signature verifies at the sink"
+	atf_set require.user unprivileged
+}
+sign_after_milter_body() {
+	need_dkim
+	need_bash
+	[ -x $MILTER_PY ] && $MILTER_PY -c 'import Milter' 2>/dev/null ||
+	    atf_skip "python3-milter is not installed for $MILTER_PY (tools/install-deps)"
+	genkey
+	write_verify
+	start_milter rewrite "eom chgheader Subject 1 [tagged] milter test"
+	m1=$milter
+	start_opendkim dkim s
+	setup "smtpd_milters = $m1, $milter" "milter_default_action = tempfail"
+	msg_script s.in sender@example.com rcpt@example.net
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+	wait_sink 1
+	m1=$(sink_msgs)
+	tr -d '\r' < $m1 | grep -qx 'Subject: \[tagged\] milter test' ||
+	    { cat $m1 >&2; atf_fail "the Subject was not rewritten"; }
+	grep -q '^DKIM-Signature: .*d=example\.com' $m1 ||
+	    { cat $m1 dkim.err >&2; atf_fail "message not signed"; }
+	dkim_verifies $m1 ||
+	    { cat $m1 $m1.verify >&2; atf_fail "the signature does not verify: OpenDKIM did not sign the rewritten Subject"; }
+	mta_log_clean
+}
+sign_after_milter_cleanup() {
+	common_cleanup
+}
+
 atf_test_case verify cleanup
 verify_head() {
 	atf_set descr "OpenDKIM verifying as smtpd_milters: a message signed for example.com gets Authentication-Results with dkim=pass, the same message changed after signing gets dkim=fail; both are delivered"
@@ -204,5 +237,6 @@ verify_cleanup() {
 
 atf_init_test_cases() {
 	atf_add_test_case sign
+	atf_add_test_case sign_after_milter
 	atf_add_test_case verify
 }

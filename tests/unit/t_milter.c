@@ -6,6 +6,7 @@
  * not what the script says. */
 #include <arpa/inet.h>
 #include <atf-c.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -120,10 +121,10 @@ static void negotiate(uint32_t version, uint32_t actions, uint32_t steps,
 
 typedef void (*script_fn)(void);
 
-/* Starts the milter end running script; returns its pid. */
-static pid_t milter_start(script_fn script)
+/* Starts a milter end on path running script; returns its pid. */
+static pid_t milter_start_at(const char *path, script_fn script)
 {
-	int lfd = sock_unix_listen(SOCK, 5, 0600);
+	int lfd = sock_unix_listen(path, 5, 0600);
 	pid_t pid;
 
 	ATF_REQUIRE(lfd >= 0);
@@ -139,6 +140,11 @@ static pid_t milter_start(script_fn script)
 	}
 	close(lfd);
 	return pid;
+}
+
+static pid_t milter_start(script_fn script)
+{
+	return milter_start_at(SOCK, script);
 }
 
 static void milter_done(pid_t pid)
@@ -666,6 +672,142 @@ ATF_TC_BODY(list_order, tc)
 	milter_reply_release(&r);
 }
 
+/* Two milters: the first gets the content as it comes and edits the
+ * header; the second is shown, at the end, the header as edited (in
+ * order) and the body from the spool file, in chunks. */
+#define SOCK2 "m2.sock"
+
+static void expect_header(const char *name, const char *value)
+{
+	str_t d = STR_INIT;
+	size_t nl = strlen(name), vl = strlen(value);
+
+	expect(SMFIC_HEADER, &d);
+	if (d.len != nl + vl + 2 || memcmp(d.buf, name, nl + 1) != 0 ||
+	    memcmp(d.buf + nl + 1, value, vl + 1) != 0)
+		die("header: got %.*s, want %s: %s", (int)d.len, d.buf, name,
+		    value);
+	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	str_release(&d);
+}
+
+/* The body until the end of the message: its length. */
+static size_t body_to_eob(void)
+{
+	str_t d = STR_INIT;
+	size_t len = 0;
+	int cmd;
+
+	while ((cmd = next(&d, NULL)) == SMFIC_BODY) {
+		if (d.len > MILTER_CHUNK)
+			die("body chunk of %zu bytes", d.len);
+		for (size_t i = 0; i < d.len; i++)
+			if (d.buf[i] != "line.\r\n"[(len + i) % 7])
+				die("body byte %zu wrong", len + i);
+		len += d.len;
+		send_pkt(SMFIR_CONTINUE, NULL, 0);
+	}
+	if (cmd != SMFIC_BODYEOB)
+		die("want end of body, got '%c'", cmd);
+	str_release(&d);
+	return len;
+}
+
+static void chg(int cmd, uint32_t index, const char *name, const char *value)
+{
+	str_t m = STR_INIT;
+	uint32_t idx = htonl(index);
+
+	str_append(&m, &idx, 4);
+	str_append(&m, name, strlen(name) + 1);
+	str_append(&m, value, strlen(value) + 1);
+	send_pkt(cmd, m.buf, m.len);
+	str_release(&m);
+}
+
+static void s_two_first(void)
+{
+	negotiate(6, 0x1ff, 0, NULL);
+	step(SMFIC_CONNECT, SMFIR_CONTINUE);
+	step(SMFIC_MAIL, SMFIR_CONTINUE);
+	step(SMFIC_DATA, SMFIR_CONTINUE);
+	expect_header("Subject", "old");
+	expect_header("X-Mark", "one");
+	expect_header("X-Mark", "two");
+	step(SMFIC_EOH, SMFIR_CONTINUE);
+	if (body_to_eob() != 70000)
+		die("first milter: body length");
+	chg(SMFIR_CHGHEADER, 1, "Subject", "new");
+	chg(SMFIR_CHGHEADER, 1, "X-Mark", "");
+	chg(SMFIR_INSHEADER, 1, "X-Ins", "i");
+	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	expect(SMFIC_QUIT, NULL);
+}
+
+static void s_two_second(void)
+{
+	negotiate(6, 0x1ff, 0, NULL);
+	step(SMFIC_CONNECT, SMFIR_CONTINUE);
+	step(SMFIC_MAIL, SMFIR_CONTINUE);
+	step(SMFIC_DATA, SMFIR_CONTINUE);
+	expect_header("Subject", "new");
+	expect_header("X-Ins", "i");
+	expect_header("X-Mark", "two");
+	step(SMFIC_EOH, SMFIR_CONTINUE);
+	if (body_to_eob() != 70000)
+		die("second milter: body length");
+	send_pkt(SMFIR_ADDHEADER, "X-Two\0v", 8);
+	send_pkt(SMFIR_CONTINUE, NULL, 0);
+	expect(SMFIC_QUIT, NULL);
+}
+
+ATF_TC_WITHOUT_HEAD(two_milters_in_turn);
+ATF_TC_BODY(two_milters_in_turn, tc)
+{
+	pid_t p1 = milter_start(s_two_first);
+	pid_t p2 = milter_start_at(SOCK2, s_two_second);
+	milters_t *ms = client("unix:" SOCK ", unix:" SOCK2, 5,
+	    MILTER_DEF_TEMPFAIL);
+	milter_reply_t r = MILTER_REPLY_INIT;
+	milter_edits_t ed = MILTER_EDITS_INIT;
+	const char *mail[] = { "<a@b>", NULL };
+	const char *hdr = "Subject: old\nX-Mark: one\nX-Mark: two\n\n";
+	str_t body = STR_INIT;
+	DIR *dir;
+	struct dirent *de;
+
+	for (int i = 0; i < 10000; i++)
+		str_cat(&body, "line.\n");
+	ATF_CHECK_EQ(connect_ok(ms, &r), MILTER_CONTINUE);
+	ATF_CHECK_EQ(milters_mail(ms, mail, &r), MILTER_CONTINUE);
+	ATF_CHECK_EQ(milters_data(ms, &r), MILTER_CONTINUE);
+	ATF_CHECK_EQ(milters_content(ms, hdr, strlen(hdr), &r),
+	    MILTER_CONTINUE);
+	ATF_CHECK_EQ(milters_content(ms, body.buf, body.len, &r),
+	    MILTER_CONTINUE);
+	ATF_CHECK_EQ(milters_eom(ms, &ed, &r), MILTER_CONTINUE);
+	/* both milters' edits, in list order, each against its message */
+	ATF_REQUIRE_EQ(ed.n, 4);
+	ATF_CHECK(ed.e[0].type == MILTER_E_CHGHDR &&
+	    strcmp(ed.e[0].value, "new") == 0);
+	ATF_CHECK(ed.e[2].type == MILTER_E_INSHDR && ed.e[2].index == 1);
+	ATF_CHECK(ed.e[3].type == MILTER_E_ADDHDR &&
+	    strcmp(ed.e[3].name, "X-Two") == 0);
+	/* the spool file is gone (no name left in the directory) */
+	ATF_REQUIRE((dir = opendir(".")) != NULL);
+	while ((de = readdir(dir)) != NULL)
+		ATF_CHECK_MSG(strncmp(de->d_name, "milter.", 7) != 0,
+		    "spool file %s left", de->d_name);
+	closedir(dir);
+	milter_edits_release(&ed);
+	milters_free(ms);
+	milter_done(p1);
+	milter_done(p2);
+	unlink(SOCK2);
+	milter_reply_release(&r);
+	str_release(&body);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -677,5 +819,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, content_and_edits);
 	ATF_TP_ADD_TC(tp, failures);
 	ATF_TP_ADD_TC(tp, list_order);
+	ATF_TP_ADD_TC(tp, two_milters_in_turn);
 	return atf_no_error();
 }
