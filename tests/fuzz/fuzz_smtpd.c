@@ -317,7 +317,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)smtpd_bdat_parse((const char *)data + 1, size - 1, &n, &last);
 
 	memio_t m = { data + 1, size - 1, 0, (size_t)(data[0] >> 1) % 17, STR_INIT };
-	fdest_t f = { .base = { f_open, f_write, f_finish, f_abort, f_free } };
+	fdest_t f = { .base = { .open = f_open, .write = f_write,
+	    .finish = f_finish, .abort = f_abort, .free = f_free } };
 	fsasl_t fs = { .base = { fs_mechs, fs_start, fs_next, fs_abort, fs_free } };
 	smtpd_session_opts_t opts = { .sasl = &fs.base };
 	stream_t *s = stream_open(-1);
