@@ -5,32 +5,9 @@
 
 B=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/cleanup.subr
 
-SUBMIT=$B/tests/tools/cleanup-submit
 POSTCAT=$B/bin/postcat
-CL=q/private/cleanup
-
-# cl_instance [main.cf lines...]: cleanup (private) and a qmgr stand-in
-# (public, a trigger service appending to qmgr.out); started.
-cl_instance() {
-	mk_instance "myhostname = host.example.com" "mydomain = example.com" "$@"
-	mcf "cleanup unix - n n - 0 cleanup" \
-	    "qmgr unix n n n - 1 TS trigger $PWD/qmgr.out"
-	start_instance
-}
-
-# submit OUT [cleanup-submit args]: runs it, output in OUT; the exit
-# status is the client's.
-submit() {
-	_out=$1
-	shift
-	$SUBMIT -s $CL -t 10000 "$@" > "$_out" 2> "$_out.err"
-}
-
-# qid OUT: the queue ID of a queued message.
-qid() {
-	awk '$1 == 0 { print $3 }' "$1"
-}
 
 incoming_count() {
 	ls q/incoming | wc -l | tr -d ' '

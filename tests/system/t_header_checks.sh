@@ -10,28 +10,7 @@ BUILDDIR=@BUILDDIR@
 . @SRCDIR@/tests/system/common.subr
 . @SRCDIR@/tests/system/master.subr
 . @SRCDIR@/tests/system/submit.subr
-
-SUBMIT=$B/tests/tools/cleanup-submit
-CL=q/private/cleanup
-
-# cl_instance [main.cf lines...]: cleanup and a qmgr stand-in; started.
-cl_instance() {
-	mk_instance "myhostname = host.example.com" "mydomain = example.com" "$@"
-	mcf "cleanup unix - n n - 0 cleanup" \
-	    "qmgr unix n n n - 1 TS trigger $PWD/qmgr.out"
-	start_instance
-}
-
-# submit OUT [cleanup-submit args]: the client's exit status.
-submit() {
-	_out=$1
-	shift
-	$SUBMIT -s $CL -t 10000 "$@" > "$_out" 2> "$_out.err"
-}
-
-qid() {
-	awk '$1 == 0 { print $3 }' "$1"
-}
+. @SRCDIR@/tests/system/cleanup.subr
 
 incoming_count() {
 	find q/incoming -type f ! -name 'tmp.*' | wc -l | tr -d ' '
