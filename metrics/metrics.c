@@ -14,7 +14,7 @@
 #include "event.h"
 #include "log.h"
 #include "metrics/metrics.h"
-#include "qmgr_control.h"
+#include "qmgr_clnt.h"
 #include "server.h"
 #include "sock.h"
 

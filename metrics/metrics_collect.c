@@ -8,7 +8,7 @@
 #include <string.h>
 #include "metrics/metrics.h"
 #include "postq/pq.h"
-#include "qmgr_control.h"
+#include "qmgr_clnt.h"
 
 const char *const metrics_queues[METRICS_NQUEUES + 1] = {
 	QUEUE_MAILDROP, QUEUE_INCOMING, QUEUE_ACTIVE, QUEUE_DEFERRED,

@@ -23,7 +23,7 @@
 #include "log.h"
 #include "pconfig.h"
 #include "pq.h"
-#include "qmgr_control.h"
+#include "qmgr_clnt.h"
 #include "server.h"
 #include "showq/showq.h"
 

@@ -16,7 +16,7 @@
 #include "attr.h"
 #include "htable.h"
 #include "qfile.h"
-#include "qmgr_control.h"
+#include "qmgr_clnt.h"
 #include "queue_path.h"
 #include "str.h"
 

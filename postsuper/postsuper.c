@@ -24,7 +24,7 @@
 #include "mem.h"
 #include "pconfig.h"
 #include "postq/pq.h"
-#include "qmgr_control.h"
+#include "qmgr_clnt.h"
 #include "server.h"
 
 /* Temporary files younger than this are never purged (a writer may be

@@ -18,7 +18,7 @@
 #include "mem.h"
 #include "queue_id.h"
 #include "sock.h"
-#include "qmgr/qmgr_control.h"
+#include "qmgr_control.h"
 
 /* Reply sizes: at most this many destination queues, jobs per transport
  * and DSC entries in a reply (the reply says how many were left out). */

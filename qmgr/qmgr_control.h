@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "event.h"
-#include "libglobal/qmgr_control.h"
+#include "qmgr_clnt.h"
 #include "queue_path.h"
 #include "sched.h"
 #include "str.h"

@@ -4,7 +4,7 @@
 #include <atf-c.h>
 #include <math.h>
 #include <string.h>
-#include "qmgr/backoff.h"
+#include "libsched/backoff.h"
 
 static int near(double a, double b)
 {

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "qmgr/dsc.h"
+#include "libsched/dsc.h"
 
 static int near(double a, double b)
 {

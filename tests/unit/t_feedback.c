@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "qmgr/feedback.h"
+#include "libsched/feedback.h"
 #include "log.h"
 
 static int near(double a, double b)

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include "testutil.h"
 #include "attr.h"
-#include "qmgr_control.h"
+#include "qmgr_clnt.h"
 #include "queue_dirs.h"
 #include "metrics/metrics.h"
 

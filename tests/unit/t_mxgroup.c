@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "qmgr/mxgroup.h"
-#include "qmgr/sched.h"
-#include "qmgr/dsc.h"
+#include "libsched/sched.h"
+#include "libsched/dsc.h"
 #include "dns.h"
 #include "mem.h"
 #include "str.h"

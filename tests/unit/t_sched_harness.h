@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "qmgr/sched.h"
+#include "libsched/sched.h"
 #include "mem.h"
 
 #define H_MAXMSG 256

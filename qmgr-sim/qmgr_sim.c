@@ -3,7 +3,7 @@
  * (man/qmgr-sim.1, doc/qmgr-sim.md). */
 #include <stdio.h>
 #include <string.h>
-#include "qmgr/sim.h"
+#include "sim.h"
 #include "log.h"
 
 static void usage(void)

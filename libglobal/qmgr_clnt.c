@@ -11,7 +11,7 @@
 #include "file.h"
 #include "log.h"
 #include "mem.h"
-#include "qmgr_control.h"
+#include "qmgr_clnt.h"
 #include "sock.h"
 #include "statuslog.h"
 
