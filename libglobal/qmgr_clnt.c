@@ -1,5 +1,5 @@
 /* The qmgr control channel: names, the client, the message actions.
- * See qmgr_control.h and doc/protocol-qmgr-control.md. */
+ * See qmgr_clnt.h and doc/protocol-qmgr-control.md. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -26,27 +26,27 @@ static const char *const act_stop[] = {
 	"delivery stopped: message requeued by administrator",
 };
 
-const char *qc_action_name(qc_action_t a)
+const char *qmgr_clnt_action_name(qmgr_clnt_action_t a)
 {
 	return (unsigned)a < 4 ? act_names[a] : "?";
 }
 
-bool qc_action_parse(const char *name, qc_action_t *a)
+bool qmgr_clnt_action_parse(const char *name, qmgr_clnt_action_t *a)
 {
 	for (int i = 0; i < 4; i++)
 		if (name != NULL && strcmp(name, act_names[i]) == 0) {
-			*a = (qc_action_t)i;
+			*a = (qmgr_clnt_action_t)i;
 			return true;
 		}
 	return false;
 }
 
-const char *qc_action_done_text(qc_action_t a)
+const char *qmgr_clnt_action_done_text(qmgr_clnt_action_t a)
 {
 	return (unsigned)a < 4 ? act_done[a] : "?";
 }
 
-const char *qc_action_stop_reason(qc_action_t a)
+const char *qmgr_clnt_action_stop_reason(qmgr_clnt_action_t a)
 {
 	return (unsigned)a < 4 ? act_stop[a] : "delivery stopped by administrator";
 }
@@ -63,8 +63,8 @@ static void remove_log(const queue_layout_t *ql, const char *log,
 	str_release(&e);
 }
 
-int qc_msg_apply(const queue_layout_t *ql, const char *queue, const char *id,
-    qc_action_t act, str_t *err)
+int qmgr_clnt_msg_apply(const queue_layout_t *ql, const char *queue,
+    const char *id, qmgr_clnt_action_t act, str_t *err)
 {
 	str_t path = STR_INIT;
 	int rc = -1, saved = 0;
@@ -80,7 +80,7 @@ int qc_msg_apply(const queue_layout_t *ql, const char *queue, const char *id,
 		goto out;
 	}
 	switch (act) {
-	case QC_ACT_DELETE:
+	case QMGR_CLNT_ACT_DELETE:
 		if (unlink(str_cstr(&path)) < 0) {
 			saved = errno;
 			str_setf(err, "remove %s: %s", str_cstr(&path),
@@ -94,7 +94,7 @@ int qc_msg_apply(const queue_layout_t *ql, const char *queue, const char *id,
 		remove_log(ql, QUEUE_TRACE, id);
 		rc = 0;
 		break;
-	case QC_ACT_HOLD:
+	case QMGR_CLNT_ACT_HOLD:
 		if (strcmp(queue, QUEUE_HOLD) == 0) {
 			str_setf(err, "%s: already on hold", id);
 			rc = 1;
@@ -106,7 +106,7 @@ int qc_msg_apply(const queue_layout_t *ql, const char *queue, const char *id,
 		}
 		rc = 0;
 		break;
-	case QC_ACT_RELEASE:
+	case QMGR_CLNT_ACT_RELEASE:
 		if (strcmp(queue, QUEUE_HOLD) != 0) {
 			str_setf(err, "%s: not on hold", id);
 			rc = 1;
@@ -125,7 +125,7 @@ int qc_msg_apply(const queue_layout_t *ql, const char *queue, const char *id,
 		}
 		rc = 0;
 		break;
-	case QC_ACT_REQUEUE:
+	case QMGR_CLNT_ACT_REQUEUE:
 		if (strcmp(queue, QUEUE_INCOMING) == 0
 		    || strcmp(queue, QUEUE_MAILDROP) == 0) {
 			str_setf(err, "%s: already waiting in %s", id, queue);
@@ -160,14 +160,14 @@ out:
 
 /* ---- Client ----------------------------------------------------------- */
 
-struct qc_client {
+struct qmgr_clnt {
 	int fd;
 	attr_reader_t *rd;
 };
 
 /* Replies can be large (every destination queue): generous limits, but
  * still limits. */
-static const attr_limits_t qc_client_limits = {
+static const attr_limits_t qmgr_clnt_limits = {
 	.max_value = 65536,
 	.max_attrs = 4000000,
 	.max_group_attrs = 256,
@@ -205,9 +205,10 @@ static int connect_path(const char *queue_dir, int timeout_ms, int *fd)
 	return rc;
 }
 
-qc_client_t *qc_connect(const char *queue_dir, int timeout_ms, str_t *err)
+qmgr_clnt_t *qmgr_clnt_connect(const char *queue_dir, int timeout_ms,
+    str_t *err)
 {
-	qc_client_t *c;
+	qmgr_clnt_t *c;
 	int fd = -1, rc;
 
 	rc = connect_path(queue_dir, timeout_ms, &fd);
@@ -224,11 +225,11 @@ qc_client_t *qc_connect(const char *queue_dir, int timeout_ms, str_t *err)
 	}
 	c = xcalloc(1, sizeof(*c));
 	c->fd = fd;
-	c->rd = attr_reader_new(NULL, ATTR_READ_LENIENT, &qc_client_limits);
+	c->rd = attr_reader_new(NULL, ATTR_READ_LENIENT, &qmgr_clnt_limits);
 	return c;
 }
 
-attr_msg_t *qc_call(qc_client_t *c, const str_t *req, int timeout_ms,
+attr_msg_t *qmgr_clnt_call(qmgr_clnt_t *c, const str_t *req, int timeout_ms,
     str_t *err)
 {
 	enum attr_result r;
@@ -256,7 +257,7 @@ attr_msg_t *qc_call(qc_client_t *c, const str_t *req, int timeout_ms,
 	return NULL;
 }
 
-void qc_close(qc_client_t *c)
+void qmgr_clnt_close(qmgr_clnt_t *c)
 {
 	if (c == NULL)
 		return;
@@ -265,55 +266,55 @@ void qc_close(qc_client_t *c)
 	free(c);
 }
 
-int qc_reply_status(const attr_msg_t *m)
+int qmgr_clnt_reply_status(const attr_msg_t *m)
 {
 	int32_t v;
 
-	return m && attr_get_int(m, "status", &v) ? v : QC_FAIL;
+	return m && attr_get_int(m, "status", &v) ? v : QMGR_CLNT_FAIL;
 }
 
-const char *qc_reply_reason(const attr_msg_t *m)
+const char *qmgr_clnt_reply_reason(const attr_msg_t *m)
 {
 	const char *s;
 
 	return m && attr_get_str(m, "reason", &s) ? s : "";
 }
 
-int qc_request_simple(const char *queue_dir, const char *request,
+int qmgr_clnt_request_simple(const char *queue_dir, const char *request,
     const char *nexthop, const char *reason, long *count, int timeout_ms,
     str_t *err)
 {
-	qc_client_t *c;
+	qmgr_clnt_t *c;
 	attr_msg_t *rep;
 	str_t req = STR_INIT;
 	int64_t n;
 	int st;
 
-	if ((c = qc_connect(queue_dir, timeout_ms, err)) == NULL)
-		return QC_FAIL;
+	if ((c = qmgr_clnt_connect(queue_dir, timeout_ms, err)) == NULL)
+		return QMGR_CLNT_FAIL;
 	attr_put_str(&req, "request", request);
 	if (nexthop != NULL)
 		attr_put_str(&req, "nexthop", nexthop);
 	if (reason != NULL && *reason)
 		attr_put_str(&req, "reason", reason);
 	attr_put_end(&req);
-	rep = qc_call(c, &req, timeout_ms, err);
+	rep = qmgr_clnt_call(c, &req, timeout_ms, err);
 	str_release(&req);
-	qc_close(c);
+	qmgr_clnt_close(c);
 	if (rep == NULL) {
 		errno = EIO;
-		return QC_FAIL;
+		return QMGR_CLNT_FAIL;
 	}
-	st = qc_reply_status(rep);
-	if (st == QC_FAIL)
-		str_setf(err, "qmgr: %s", *qc_reply_reason(rep)
-		    ? qc_reply_reason(rep) : "request failed");
-	else if (*qc_reply_reason(rep))
-		str_set(err, qc_reply_reason(rep));
+	st = qmgr_clnt_reply_status(rep);
+	if (st == QMGR_CLNT_FAIL)
+		str_setf(err, "qmgr: %s", *qmgr_clnt_reply_reason(rep)
+		    ? qmgr_clnt_reply_reason(rep) : "request failed");
+	else if (*qmgr_clnt_reply_reason(rep))
+		str_set(err, qmgr_clnt_reply_reason(rep));
 	if (count != NULL)
 		*count = attr_get_long(rep, "count", &n) ? (long)n : 0;
 	attr_msg_free(rep);
-	if (st == QC_FAIL)
+	if (st == QMGR_CLNT_FAIL)
 		errno = EIO;
 	return st;
 }

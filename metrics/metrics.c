@@ -33,25 +33,26 @@
 static attr_msg_t *ask_qmgr(void)
 {
 	str_t req = STR_INIT, err = STR_INIT;
-	qc_client_t *c;
+	qmgr_clnt_t *c;
 	attr_msg_t *m = NULL;
 
-	if ((c = qc_connect(".", QMGR_TIMEOUT_MS, &err)) == NULL) {
+	if ((c = qmgr_clnt_connect(".", QMGR_TIMEOUT_MS, &err)) == NULL) {
 		if (errno == ENOENT || errno == ECONNREFUSED)
 			log_info("%s", str_cstr(&err));
 		else
 			log_warning("cannot reach qmgr: %s", str_cstr(&err));
 		goto out;
 	}
-	attr_put_str(&req, "request", QC_REQ_STATUS);
+	attr_put_str(&req, "request", QMGR_CLNT_REQ_STATUS);
 	attr_put_int(&req, "max_jobs", 0);
 	attr_put_int(&req, "max_dsc", MAX_DSC);
 	attr_put_end(&req);
-	if ((m = qc_call(c, &req, QMGR_TIMEOUT_MS, &err)) == NULL)
+	if ((m = qmgr_clnt_call(c, &req, QMGR_TIMEOUT_MS, &err)) == NULL)
 		log_warning("qmgr status request: %s", str_cstr(&err));
-	else if (qc_reply_status(m) != QC_OK)
-		log_warning("qmgr status request refused: %s", qc_reply_reason(m));
-	qc_close(c);
+	else if (qmgr_clnt_reply_status(m) != QMGR_CLNT_OK)
+		log_warning("qmgr status request refused: %s",
+		    qmgr_clnt_reply_reason(m));
+	qmgr_clnt_close(c);
 out:
 	str_release(&req);
 	str_release(&err);

@@ -184,8 +184,9 @@ static int do_flush_site(const char *site)
 	/* A dead destination would defer its mail again at once: forget it
 	 * (when qmgr runs; otherwise there is nothing to forget). */
 	str_reset(&err);
-	if (qc_request_simple(ql.dir, QC_REQ_DSC_CLEAR, site, NULL, &cleared,
-	    10000, &err) == QC_FAIL && errno != ENOENT && errno != ECONNREFUSED)
+	if (qmgr_clnt_request_simple(ql.dir, QMGR_CLNT_REQ_DSC_CLEAR, site, NULL,
+	    &cleared, 10000, &err) == QMGR_CLNT_FAIL && errno != ENOENT &&
+	    errno != ECONNREFUSED)
 		log_warning("%s", str_cstr(&err));
 	str_reset(&err);
 	if (pq_qmgr_trigger(config_dir, "D", &err) < 0) {
@@ -229,13 +230,13 @@ static int do_flush_id(const char *id)
 static int do_control(const char *request, bool json, bool verbose)
 {
 	queue_layout_t ql;
-	qc_client_t *c;
+	qmgr_clnt_t *c;
 	str_t err = STR_INIT, req = STR_INIT, out = STR_INIT;
 	attr_msg_t *rep = NULL;
 	int rc = 1;
 
 	layout(&ql);
-	if ((c = qc_connect(ql.dir, 10000, &err)) == NULL) {
+	if ((c = qmgr_clnt_connect(ql.dir, 10000, &err)) == NULL) {
 		if (errno == EACCES || errno == EPERM)
 			log_error("%s (the control channel is for root and "
 			    "mail_owner)", str_cstr(&err));
@@ -247,17 +248,17 @@ static int do_control(const char *request, bool json, bool verbose)
 	if (verbose)
 		attr_put_int(&req, "max_jobs", 1000);
 	attr_put_end(&req);
-	rep = qc_call(c, &req, 30000, &err);
-	qc_close(c);
+	rep = qmgr_clnt_call(c, &req, 30000, &err);
+	qmgr_clnt_close(c);
 	if (rep == NULL) {
 		log_error("%s", str_cstr(&err));
 		goto out;
 	}
-	if (qc_reply_status(rep) != QC_OK) {
-		log_error("qmgr: %s", qc_reply_reason(rep));
+	if (qmgr_clnt_reply_status(rep) != QMGR_CLNT_OK) {
+		log_error("qmgr: %s", qmgr_clnt_reply_reason(rep));
 		goto out;
 	}
-	if (strcmp(request, QC_REQ_STATUS) == 0) {
+	if (strcmp(request, QMGR_CLNT_REQ_STATUS) == 0) {
 		if (json)
 			pq_sched_json(&out, rep);
 		else
@@ -397,9 +398,9 @@ int main(int argc, char **argv)
 	case 'i':
 		return do_flush_id(arg);
 	case 'S':
-		return do_control(QC_REQ_STATUS, json, verbose);
+		return do_control(QMGR_CLNT_REQ_STATUS, json, verbose);
 	case 'D':
-		return do_control(QC_REQ_DSC, json, false);
+		return do_control(QMGR_CLNT_REQ_DSC, json, false);
 	case 'q':
 		so.json = json;
 		return do_shape(&so, argv);

@@ -179,10 +179,10 @@ typedef struct pq_admin_stats {
 
 /* hold incoming active deferred (-d, -r); incoming active deferred (-h);
  * hold (-H). */
-const char *const *pq_admin_default_queues(qc_action_t act);
+const char *const *pq_admin_default_queues(qmgr_clnt_action_t act);
 /* An action on messages in queues (NULL: the default queues); wait:
  * seconds qmgr may take for messages being delivered. */
-pq_admin_t *pq_admin_new(const queue_layout_t *ql, qc_action_t act,
+pq_admin_t *pq_admin_new(const queue_layout_t *ql, qmgr_clnt_action_t act,
     const char *const *queues, int wait);
 /* One queue ID (acted on now, or collected for qmgr). */
 void pq_admin_id(pq_admin_t *a, const char *id);

@@ -5,7 +5,7 @@
  * the active queue belongs to qmgr, so it is asked to do it (it stops
  * the message's pass, lets deliveries in flight finish, then acts and
  * logs); a message anywhere else is handled here with one atomic rename
- * or unlink (qc_msg_apply), which fails with ENOENT when qmgr moved the
+ * or unlink (qmgr_clnt_msg_apply), which fails with ENOENT when qmgr moved the
  * file first: then it is looked up again.  With no qmgr running, the
  * active queue is nobody's and is handled here too. */
 #include <errno.h>
@@ -20,13 +20,13 @@
 
 struct pq_admin {
 	const queue_layout_t *ql;
-	qc_action_t act;
+	qmgr_clnt_action_t act;
 	const char *const *queues;
 	int wait;
 	pq_admin_stats_t st;
 	/* qmgr: not asked yet, running (connected), or not running. */
 	enum { QM_UNKNOWN, QM_UP, QM_DOWN, QM_BROKEN } qm;
-	qc_client_t *qc;
+	qmgr_clnt_t *qc;
 	char (*batch)[QUEUE_ID_SIZE];	/* active IDs for qmgr */
 	size_t nbatch;
 	int tries;			/* of the ID being handled */
@@ -38,21 +38,21 @@ static const char *const def_hold[] = { QUEUE_INCOMING, QUEUE_ACTIVE,
     QUEUE_DEFERRED, NULL };
 static const char *const def_release[] = { QUEUE_HOLD, NULL };
 
-const char *const *pq_admin_default_queues(qc_action_t act)
+const char *const *pq_admin_default_queues(qmgr_clnt_action_t act)
 {
 	switch (act) {
-	case QC_ACT_HOLD:
+	case QMGR_CLNT_ACT_HOLD:
 		return def_hold;
-	case QC_ACT_RELEASE:
+	case QMGR_CLNT_ACT_RELEASE:
 		return def_release;
-	case QC_ACT_DELETE:
-	case QC_ACT_REQUEUE:
+	case QMGR_CLNT_ACT_DELETE:
+	case QMGR_CLNT_ACT_REQUEUE:
 	default:
 		return def_delete;
 	}
 }
 
-pq_admin_t *pq_admin_new(const queue_layout_t *ql, qc_action_t act,
+pq_admin_t *pq_admin_new(const queue_layout_t *ql, qmgr_clnt_action_t act,
     const char *const *queues, int wait)
 {
 	pq_admin_t *a = xcalloc(1, sizeof(*a));
@@ -61,7 +61,7 @@ pq_admin_t *pq_admin_new(const queue_layout_t *ql, qc_action_t act,
 	a->act = act;
 	a->queues = queues && *queues ? queues : pq_admin_default_queues(act);
 	a->wait = wait;
-	a->batch = xcalloc(QC_MAX_IDS, sizeof(*a->batch));
+	a->batch = xcalloc(QMGR_CLNT_MAX_IDS, sizeof(*a->batch));
 	return a;
 }
 
@@ -72,7 +72,7 @@ static int qmgr_state(pq_admin_t *a)
 
 	if (a->qm != QM_UNKNOWN)
 		return a->qm;
-	a->qc = qc_connect(a->ql->dir, 10000, &err);
+	a->qc = qmgr_clnt_connect(a->ql->dir, 10000, &err);
 	if (a->qc != NULL) {
 		a->qm = QM_UP;
 	} else if (errno == ENOENT || errno == ECONNREFUSED) {
@@ -88,7 +88,7 @@ static int qmgr_state(pq_admin_t *a)
 
 static void done(pq_admin_t *a, const char *id)
 {
-	pq_log_action("%s: %s", id, qc_action_done_text(a->act));
+	pq_log_action("%s: %s", id, qmgr_clnt_action_done_text(a->act));
 	a->st.done++;
 }
 
@@ -116,7 +116,8 @@ static void one(pq_admin_t *a, const char *id)
 			} else {
 				/* It was there a moment ago: qmgr finished it. */
 				log_warning("%s: the message left the queue before "
-				    "it could be %s", id, qc_action_done_text(a->act));
+				    "it could be %s", id,
+				    qmgr_clnt_action_done_text(a->act));
 				a->st.gone++;
 			}
 			goto out;
@@ -129,19 +130,19 @@ static void one(pq_admin_t *a, const char *id)
 			}
 			if (qm == QM_UP) {
 				bcopy_str(a->batch[a->nbatch++], QUEUE_ID_SIZE, id);
-				if (a->nbatch == QC_MAX_IDS)
+				if (a->nbatch == QMGR_CLNT_MAX_IDS)
 					flush_batch(a);
 				goto out;
 			}
 			/* No qmgr: active/ is nobody's. */
 		}
 		str_reset(&err);
-		rc = qc_msg_apply(a->ql, q, id, a->act, &err);
+		rc = qmgr_clnt_msg_apply(a->ql, q, id, a->act, &err);
 		if (rc == 0) {
 			done(a, id);
-			if (a->act == QC_ACT_RELEASE)
+			if (a->act == QMGR_CLNT_ACT_RELEASE)
 				a->st.released_deferred = true;
-			if (a->act == QC_ACT_REQUEUE)
+			if (a->act == QMGR_CLNT_ACT_REQUEUE)
 				a->st.requeued_incoming = true;
 			goto out;
 		}
@@ -205,22 +206,22 @@ static void flush_batch(pq_admin_t *a)
 	 * active meanwhile and came back): work on a copy. */
 	ids = xmemdup(a->batch, n * sizeof(*ids));
 	a->nbatch = 0;
-	attr_put_str(&req, "request", QC_REQ_MESSAGE);
-	attr_put_str(&req, "action", qc_action_name(a->act));
+	attr_put_str(&req, "request", QMGR_CLNT_REQ_MESSAGE);
+	attr_put_str(&req, "action", qmgr_clnt_action_name(a->act));
 	attr_put_int(&req, "wait", a->wait);
 	attr_put_list(&req, "queue_id", n);
 	for (size_t i = 0; i < n; i++)
 		attr_print(&req, ATTR_STR("id", ids[i]), ATTR_END);
 	attr_put_end(&req);
-	rep = qc_call(a->qc, &req, (a->wait + 30) * 1000, &err);
-	if (rep == NULL || qc_reply_status(rep) != QC_OK
+	rep = qmgr_clnt_call(a->qc, &req, (a->wait + 30) * 1000, &err);
+	if (rep == NULL || qmgr_clnt_reply_status(rep) != QMGR_CLNT_OK
 	    || !attr_get_list(rep, "result", &l) || attr_list_count(l) != n) {
 		log_error("asking qmgr to %s %zu message%s in the active queue: "
-		    "%s", qc_action_name(a->act), n, n == 1 ? "" : "s",
-		    rep ? qc_reply_reason(rep) : str_cstr(&err));
+		    "%s", qmgr_clnt_action_name(a->act), n, n == 1 ? "" : "s",
+		    rep ? qmgr_clnt_reply_reason(rep) : str_cstr(&err));
 		a->st.errors += n;
 		if (rep == NULL) {
-			qc_close(a->qc);
+			qmgr_clnt_close(a->qc);
 			a->qc = NULL;
 			a->qm = QM_BROKEN;
 		}
@@ -228,29 +229,30 @@ static void flush_batch(pq_admin_t *a)
 	}
 	for (size_t i = 0; i < n; i++) {
 		const attr_msg_t *g = attr_list_group(l, i);
-		int32_t st = QC_MSG_ERROR;
+		int32_t st = QMGR_CLNT_MSG_ERROR;
 		const char *why = "";
 		(void)attr_get_int(g, "status", &st);
 		(void)attr_get_str(g, "reason", &why);
 		switch (st) {
-		case QC_MSG_DONE:
+		case QMGR_CLNT_MSG_DONE:
 			/* qmgr logged it. */
 			a->st.done++;
-			if (a->act == QC_ACT_REQUEUE)
+			if (a->act == QMGR_CLNT_ACT_REQUEUE)
 				a->st.requeued_incoming = true;
 			break;
-		case QC_MSG_NOT_ACTIVE:
+		case QMGR_CLNT_MSG_NOT_ACTIVE:
 			one(a, ids[i]);	/* it left active meanwhile */
 			break;
-		case QC_MSG_GONE:
+		case QMGR_CLNT_MSG_GONE:
 			log_warning("%s: the message left the queue before it "
-			    "could be %s", ids[i], qc_action_done_text(a->act));
+			    "could be %s", ids[i],
+			    qmgr_clnt_action_done_text(a->act));
 			a->st.gone++;
 			break;
-		case QC_MSG_PENDING:
+		case QMGR_CLNT_MSG_PENDING:
 			log_warning("%s: being delivered; qmgr will log \"%s: %s\" "
 			    "when the delivery ends", ids[i], ids[i],
-			    qc_action_done_text(a->act));
+			    qmgr_clnt_action_done_text(a->act));
 			a->st.pending++;
 			break;
 		default:
@@ -285,7 +287,7 @@ void pq_admin_free(pq_admin_t *a)
 {
 	if (a == NULL)
 		return;
-	qc_close(a->qc);
+	qmgr_clnt_close(a->qc);
 	free(a->batch);
 	free(a);
 }

@@ -56,7 +56,7 @@ static void add(arglist_t *l, char *v)
 	l->v[l->n++] = v;
 }
 
-static void summary(qc_action_t act, const pq_admin_stats_t *st)
+static void summary(qmgr_clnt_action_t act, const pq_admin_stats_t *st)
 {
 	static const char *const what[] = { "Deleted", "Placed on hold",
 	    "Released from hold", "Requeued" };
@@ -100,7 +100,7 @@ static void read_stdin(pq_admin_t *a)
 	str_release(&word);
 }
 
-static int run_action(const queue_layout_t *ql, qc_action_t act,
+static int run_action(const queue_layout_t *ql, qmgr_clnt_action_t act,
     const arglist_t *l, char **queues, int wait)
 {
 	pq_admin_t *a;
@@ -146,22 +146,22 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 	str_t err = STR_INIT;
 	long count = 0;
 	int st, rc = 0;
-	bool all = strcmp(request, QC_REQ_DSC_CLEAR) == 0
+	bool all = strcmp(request, QMGR_CLNT_REQ_DSC_CLEAR) == 0
 	    && strcmp(dest, "ALL") == 0;
 
-	st = qc_request_simple(ql->dir, request, all ? NULL : dest, NULL, &count,
-	    10000, &err);
-	if (st == QC_FAIL) {
+	st = qmgr_clnt_request_simple(ql->dir, request, all ? NULL : dest, NULL,
+	    &count, 10000, &err);
+	if (st == QMGR_CLNT_FAIL) {
 		log_error("%s", str_cstr(&err));
 		rc = 1;
-	} else if (strcmp(request, QC_REQ_DSC_CLEAR) == 0) {
+	} else if (strcmp(request, QMGR_CLNT_REQ_DSC_CLEAR) == 0) {
 		fprintf(stderr, "postsuper: %ld dead destination%s forgotten\n",
 		    count, count == 1 ? "" : "s");
-	} else if (strcmp(request, QC_REQ_SUSPEND) == 0) {
+	} else if (strcmp(request, QMGR_CLNT_REQ_SUSPEND) == 0) {
 		fprintf(stderr, "postsuper: delivery to %s suspended; its mail "
 		    "waits in the deferred queue (postsuper -U %s resumes)\n",
 		    dest, dest);
-	} else if (st == QC_NOTHING) {
+	} else if (st == QMGR_CLNT_NOTHING) {
 		fprintf(stderr, "postsuper: %s: %s\n", dest, str_cstr(&err));
 	} else {
 		/* Resumed: its mail waits in deferred with retry times set
@@ -187,10 +187,10 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 
 int main(int argc, char **argv)
 {
-	arglist_t lists[4] = { { NULL, 0 } };	/* indexed by qc_action_t */
+	arglist_t lists[4] = { { NULL, 0 } };	/* indexed by qmgr_clnt_action_t */
 	arglist_t x = { NULL, 0 }, P = { NULL, 0 }, U = { NULL, 0 };
 	bool structure = false, purge = false;
-	int c, wait = QC_WAIT_DEFAULT, rc = 0, verbose = 0;
+	int c, wait = QMGR_CLNT_WAIT_DEFAULT, rc = 0, verbose = 0;
 	queue_layout_t ql;
 	str_t err = STR_INIT;
 
@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			wait = atoi(optarg);
-			if (wait < 0 || wait > QC_WAIT_MAX)
+			if (wait < 0 || wait > QMGR_CLNT_WAIT_MAX)
 				usage();
 			break;
 		case 's':
@@ -216,16 +216,16 @@ int main(int argc, char **argv)
 			purge = true;
 			break;
 		case 'd':
-			add(&lists[QC_ACT_DELETE], optarg);
+			add(&lists[QMGR_CLNT_ACT_DELETE], optarg);
 			break;
 		case 'h':
-			add(&lists[QC_ACT_HOLD], optarg);
+			add(&lists[QMGR_CLNT_ACT_HOLD], optarg);
 			break;
 		case 'H':
-			add(&lists[QC_ACT_RELEASE], optarg);
+			add(&lists[QMGR_CLNT_ACT_RELEASE], optarg);
 			break;
 		case 'r':
-			add(&lists[QC_ACT_REQUEUE], optarg);
+			add(&lists[QMGR_CLNT_ACT_REQUEUE], optarg);
 			break;
 		case 'x':
 			add(&x, optarg);
@@ -271,10 +271,10 @@ int main(int argc, char **argv)
 	if (structure) {
 		pq_repair_stats_t st = { 0 };
 		/* qmgr owns active/ while it runs. */
-		qc_client_t *qc = qc_connect(ql.dir, 5000, &err);
+		qmgr_clnt_t *qc = qmgr_clnt_connect(ql.dir, 5000, &err);
 		bool running = qc != NULL || (errno != ENOENT
 		    && errno != ECONNREFUSED);
-		qc_close(qc);
+		qmgr_clnt_close(qc);
 		if (running)
 			fprintf(stderr, "postsuper: qmgr is running: the active "
 			    "queue is left alone\n");
@@ -301,14 +301,14 @@ int main(int argc, char **argv)
 		    st.purged, st.purged == 1 ? "" : "s");
 	}
 	for (int a = 0; a < 4; a++)
-		rc |= run_action(&ql, (qc_action_t)a, &lists[a], argc ? argv : NULL,
-		    wait);
+		rc |= run_action(&ql, (qmgr_clnt_action_t)a, &lists[a],
+		    argc ? argv : NULL, wait);
 	for (int i = 0; i < x.n; i++)
-		rc |= run_dest(&ql, QC_REQ_DSC_CLEAR, x.v[i]);
+		rc |= run_dest(&ql, QMGR_CLNT_REQ_DSC_CLEAR, x.v[i]);
 	for (int i = 0; i < P.n; i++)
-		rc |= run_dest(&ql, QC_REQ_SUSPEND, P.v[i]);
+		rc |= run_dest(&ql, QMGR_CLNT_REQ_SUSPEND, P.v[i]);
 	for (int i = 0; i < U.n; i++)
-		rc |= run_dest(&ql, QC_REQ_RESUME, U.v[i]);
+		rc |= run_dest(&ql, QMGR_CLNT_REQ_RESUME, U.v[i]);
 
 	for (int a = 0; a < 4; a++)
 		free(lists[a].v);

@@ -36,7 +36,7 @@
 /* Requests are small: a list of queue IDs at most. */
 static const attr_limits_t qc_req_limits = {
 	.max_value = 4096,
-	.max_attrs = 2 * QC_MAX_IDS + 64,
+	.max_attrs = 2 * QMGR_CLNT_MAX_IDS + 64,
 	.max_group_attrs = 32,
 	.max_total = 1u << 20,
 	.max_depth = 1,
@@ -54,7 +54,7 @@ struct qc_conn;
 /* A "message" request waiting for actions on active messages. */
 typedef struct qc_req {
 	struct qc_conn *conn;
-	qc_action_t act;
+	qmgr_clnt_action_t act;
 	size_t n, left;
 	qc_result_t *res;
 	event_timer_t deadline;
@@ -62,7 +62,7 @@ typedef struct qc_req {
 
 typedef struct qc_pending {
 	char id[QUEUE_ID_SIZE];
-	qc_action_t act;
+	qmgr_clnt_action_t act;
 	qc_req_t *req;			/* NULL once the client stopped waiting */
 	size_t idx;
 	list_node_t node;
@@ -378,7 +378,7 @@ static void do_status(qmgr_control_t *c, const attr_msg_t *m, str_t *out)
 			maxdsc = QC_STATUS_DSC;
 	}
 	sched_get_stats(c->s, &st);
-	reply_status(out, QC_OK, NULL);
+	reply_status(out, QMGR_CLNT_OK, NULL);
 	attr_put_long(out, "time", secs(now));
 	attr_put_long(out, "messages", (int64_t)st.messages);
 	attr_put_long(out, "rcpt_in_core", st.rcpt_in_core);
@@ -483,7 +483,7 @@ static void do_dsc(qmgr_control_t *c, str_t *out)
 {
 	double now = now_of(c);
 
-	reply_status(out, QC_OK, NULL);
+	reply_status(out, QMGR_CLNT_OK, NULL);
 	attr_put_long(out, "time", secs(now));
 	put_dsc_entries(out, c, QC_MAX_DSC, now);
 	attr_put_end(out);
@@ -497,7 +497,7 @@ static void do_dsc_clear(qmgr_control_t *c, const attr_msg_t *m, str_t *out)
 	(void)attr_get_str(m, "nexthop", &nexthop);
 	if (nexthop != NULL && (*nexthop == 0
 	    || !text_ok(nexthop, QC_MAX_NEXTHOP, false))) {
-		reply_status(out, QC_FAIL, "bad nexthop");
+		reply_status(out, QMGR_CLNT_FAIL, "bad nexthop");
 		attr_put_end(out);
 		return;
 	}
@@ -508,7 +508,7 @@ static void do_dsc_clear(qmgr_control_t *c, const attr_msg_t *m, str_t *out)
 	else
 		log_info("destination status cache: %zu entr%s cleared by "
 		    "administrator", n, n == 1 ? "y" : "ies");
-	reply_status(out, n > 0 ? QC_OK : QC_NOTHING, n > 0 ? NULL
+	reply_status(out, n > 0 ? QMGR_CLNT_OK : QMGR_CLNT_NOTHING, n > 0 ? NULL
 	    : "no such destination in the status cache");
 	attr_put_long(out, "count", (int64_t)n);
 	attr_put_end(out);
@@ -523,23 +523,23 @@ static void do_suspend(qmgr_control_t *c, const attr_msg_t *m, str_t *out,
 	(void)attr_get_str(m, "reason", &reason);
 	if (!attr_get_str(m, "nexthop", &nexthop) || *nexthop == 0
 	    || !text_ok(nexthop, QC_MAX_NEXTHOP, false)) {
-		reply_status(out, QC_FAIL, "missing or bad nexthop");
+		reply_status(out, QMGR_CLNT_FAIL, "missing or bad nexthop");
 	} else if (!text_ok(reason, QC_MAX_REASON, true)) {
-		reply_status(out, QC_FAIL, "bad reason text");
+		reply_status(out, QMGR_CLNT_FAIL, "bad reason text");
 	} else if (suspend) {
 		sched_dest_suspend(c->s, nexthop, reason, now_of(c));
 		free(htable_put(c->reasons, nexthop, xstrdup(reason)));
 		state_save(c);
 		log_info("%s: %s", nexthop, sched_dest_suspended(c->s, nexthop));
-		reply_status(out, QC_OK, NULL);
+		reply_status(out, QMGR_CLNT_OK, NULL);
 		kick(c);
 	} else if (!sched_dest_resume(c->s, nexthop, now_of(c))) {
-		reply_status(out, QC_NOTHING, "destination not suspended");
+		reply_status(out, QMGR_CLNT_NOTHING, "destination not suspended");
 	} else {
 		free(htable_delete(c->reasons, nexthop));
 		state_save(c);
 		log_info("%s: delivery resumed by administrator", nexthop);
-		reply_status(out, QC_OK, NULL);
+		reply_status(out, QMGR_CLNT_OK, NULL);
 		kick(c);
 	}
 	attr_put_end(out);
@@ -556,7 +556,7 @@ static void req_reply(qc_req_t *r, bool resume)
 	str_t *out = &k->out;
 
 	event_timer_cancel(&r->deadline);
-	reply_status(out, QC_OK, NULL);
+	reply_status(out, QMGR_CLNT_OK, NULL);
 	attr_put_list(out, "result", r->n);
 	for (size_t i = 0; i < r->n; i++) {
 		qc_result_t *x = &r->res[i];
@@ -618,7 +618,7 @@ static bool pending_check(qmgr_control_t *c, qc_pending_t *p)
 		if ((m = sched_msg_find(c->s, p->id)) != NULL
 		    && !sched_msg_stopped(m)) {
 			(void)sched_msg_stop(c->s, p->id,
-			    qc_action_stop_reason(p->act), now_of(c));
+			    qmgr_clnt_action_stop_reason(p->act), now_of(c));
 			kick(c);
 		}
 		return false;
@@ -626,24 +626,24 @@ static bool pending_check(qmgr_control_t *c, qc_pending_t *p)
 	for (int i = 0; other_queues[i] != NULL; i++) {
 		if (!in_queue(c, other_queues[i], p->id))
 			continue;
-		rc = qc_msg_apply(c->ql, other_queues[i], p->id, p->act, &err);
+		rc = qmgr_clnt_msg_apply(c->ql, other_queues[i], p->id, p->act, &err);
 		if (rc < 0 && errno == ENOENT) {
 			str_release(&err);
 			return false;	/* moved meanwhile: next round */
 		}
 		if (rc < 0) {
 			log_warning("%s: cannot carry out the administrator's %s "
-			    "request: %s", p->id, qc_action_name(p->act),
+			    "request: %s", p->id, qmgr_clnt_action_name(p->act),
 			    str_cstr(&err));
-			result_set(p, QC_MSG_ERROR, other_queues[i], str_cstr(&err));
+			result_set(p, QMGR_CLNT_MSG_ERROR, other_queues[i], str_cstr(&err));
 		} else {
 			if (rc == 0)
-				log_info("%s: %s", p->id, qc_action_done_text(p->act));
-			if (rc == 0 && p->act == QC_ACT_REQUEUE && c->ops.trigger) {
+				log_info("%s: %s", p->id, qmgr_clnt_action_done_text(p->act));
+			if (rc == 0 && p->act == QMGR_CLNT_ACT_REQUEUE && c->ops.trigger) {
 				char t = 'I';	/* TRIGGER_SCAN_INCOMING */
 				c->ops.trigger(&t, 1);
 			}
-			result_set(p, QC_MSG_DONE, other_queues[i],
+			result_set(p, QMGR_CLNT_MSG_DONE, other_queues[i],
 			    rc > 0 ? str_cstr(&err) : NULL);
 		}
 		str_release(&err);
@@ -654,7 +654,7 @@ static bool pending_check(qmgr_control_t *c, qc_pending_t *p)
 	 * returned at the end of its pass. */
 	if (in_queue(c, QUEUE_ACTIVE, p->id))
 		return false;
-	result_set(p, QC_MSG_GONE, NULL, "the message left the queue before "
+	result_set(p, QMGR_CLNT_MSG_GONE, NULL, "the message left the queue before "
 	    "the request could be carried out");
 	return true;
 }
@@ -683,7 +683,7 @@ static void req_deadline(void *ctx)
 	list_foreach(n, &c->pending) {
 		qc_pending_t *p = list_entry(n, qc_pending_t, node);
 		if (p->req == r) {
-			r->res[p->idx].status = QC_MSG_PENDING;
+			r->res[p->idx].status = QMGR_CLNT_MSG_PENDING;
 			r->res[p->idx].queue = QUEUE_ACTIVE;
 			free(r->res[p->idx].reason);
 			r->res[p->idx].reason = xstrdup("deliveries in flight; "
@@ -699,20 +699,20 @@ static void do_message(qc_conn_t *k, const attr_msg_t *m)
 	qmgr_control_t *c = k->c;
 	const attr_list_t *ids = NULL;
 	const char *aname = NULL;
-	qc_action_t act;
-	int32_t wait = QC_WAIT_DEFAULT;
+	qmgr_clnt_action_t act;
+	int32_t wait = QMGR_CLNT_WAIT_DEFAULT;
 	qc_req_t *r;
 	str_t *out = &k->out;
 	bool any = false;
 
-	if (!attr_get_str(m, "action", &aname) || !qc_action_parse(aname, &act)) {
-		reply_status(out, QC_FAIL, "missing or unknown action");
+	if (!attr_get_str(m, "action", &aname) || !qmgr_clnt_action_parse(aname, &act)) {
+		reply_status(out, QMGR_CLNT_FAIL, "missing or unknown action");
 		attr_put_end(out);
 		return;
 	}
 	if (!attr_get_list(m, "queue_id", &ids) || attr_list_count(ids) == 0
-	    || attr_list_count(ids) > QC_MAX_IDS) {
-		reply_status(out, QC_FAIL, "missing queue_id list, or more than "
+	    || attr_list_count(ids) > QMGR_CLNT_MAX_IDS) {
+		reply_status(out, QMGR_CLNT_FAIL, "missing queue_id list, or more than "
 		    "10000 IDs");
 		attr_put_end(out);
 		return;
@@ -720,8 +720,8 @@ static void do_message(qc_conn_t *k, const attr_msg_t *m)
 	(void)attr_get_int(m, "wait", &wait);
 	if (wait < 0)
 		wait = 0;
-	if (wait > QC_WAIT_MAX)
-		wait = QC_WAIT_MAX;
+	if (wait > QMGR_CLNT_WAIT_MAX)
+		wait = QMGR_CLNT_WAIT_MAX;
 	r = xcalloc(1, sizeof(*r));
 	r->conn = k;
 	r->act = act;
@@ -736,20 +736,20 @@ static void do_message(qc_conn_t *k, const attr_msg_t *m)
 
 		(void)attr_get_str(attr_list_group(ids, i), "id", &id);
 		if (id == NULL || !queue_id_valid(id)) {
-			x->status = QC_MSG_ERROR;
+			x->status = QMGR_CLNT_MSG_ERROR;
 			x->reason = xstrdup("not a valid queue ID");
 			r->left--;
 			continue;
 		}
 		bcopy_str(x->id, sizeof(x->id), id);
 		/* Release concerns the hold queue only, which is not ours. */
-		if (act == QC_ACT_RELEASE || !in_queue(c, QUEUE_ACTIVE, id)) {
-			x->status = QC_MSG_NOT_ACTIVE;
+		if (act == QMGR_CLNT_ACT_RELEASE || !in_queue(c, QUEUE_ACTIVE, id)) {
+			x->status = QMGR_CLNT_MSG_NOT_ACTIVE;
 			r->left--;
 			continue;
 		}
 		if (c->npending >= QC_MAX_PENDING) {
-			x->status = QC_MSG_ERROR;
+			x->status = QMGR_CLNT_MSG_ERROR;
 			x->reason = xstrdup("too many requests waiting");
 			r->left--;
 			continue;
@@ -762,8 +762,8 @@ static void do_message(qc_conn_t *k, const attr_msg_t *m)
 		list_append(&c->pending, &p->node);
 		c->npending++;
 		log_info("%s: stopping delivery: %s requested by administrator",
-		    id, qc_action_name(act));
-		(void)sched_msg_stop(c->s, id, qc_action_stop_reason(act),
+		    id, qmgr_clnt_action_name(act));
+		(void)sched_msg_stop(c->s, id, qmgr_clnt_action_stop_reason(act),
 		    now_of(c));
 		any = true;
 	}
@@ -787,22 +787,22 @@ static void handle(qc_conn_t *k, attr_msg_t *m)
 
 	(void)attr_get_str(m, "request", &req);
 	if (req == NULL) {
-		reply_status(&k->out, QC_FAIL, "missing request name");
+		reply_status(&k->out, QMGR_CLNT_FAIL, "missing request name");
 		attr_put_end(&k->out);
-	} else if (strcmp(req, QC_REQ_STATUS) == 0) {
+	} else if (strcmp(req, QMGR_CLNT_REQ_STATUS) == 0) {
 		do_status(c, m, &k->out);
-	} else if (strcmp(req, QC_REQ_DSC) == 0) {
+	} else if (strcmp(req, QMGR_CLNT_REQ_DSC) == 0) {
 		do_dsc(c, &k->out);
-	} else if (strcmp(req, QC_REQ_DSC_CLEAR) == 0) {
+	} else if (strcmp(req, QMGR_CLNT_REQ_DSC_CLEAR) == 0) {
 		do_dsc_clear(c, m, &k->out);
-	} else if (strcmp(req, QC_REQ_SUSPEND) == 0) {
+	} else if (strcmp(req, QMGR_CLNT_REQ_SUSPEND) == 0) {
 		do_suspend(c, m, &k->out, true);
-	} else if (strcmp(req, QC_REQ_RESUME) == 0) {
+	} else if (strcmp(req, QMGR_CLNT_REQ_RESUME) == 0) {
 		do_suspend(c, m, &k->out, false);
-	} else if (strcmp(req, QC_REQ_MESSAGE) == 0) {
+	} else if (strcmp(req, QMGR_CLNT_REQ_MESSAGE) == 0) {
 		do_message(k, m);
 	} else {
-		reply_status(&k->out, QC_FAIL, "unknown request");
+		reply_status(&k->out, QMGR_CLNT_FAIL, "unknown request");
 		attr_put_end(&k->out);
 	}
 }

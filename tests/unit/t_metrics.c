@@ -259,7 +259,7 @@ ATF_TC_BODY(render, tc)
 	metrics_input_t in;
 	attr_msg_t *m;
 
-	attr_put_int(&enc, "status", QC_OK);
+	attr_put_int(&enc, "status", QMGR_CLNT_OK);
 	attr_put_long(&enc, "messages", 2);
 	attr_put_long(&enc, "new_messages", 12);
 	attr_put_long(&enc, "rcpt_sent", 30);
@@ -340,7 +340,7 @@ ATF_TC_BODY(render, tc)
 
 	/* qmgr not there, or refusing: up 0 and nothing of the scheduler. */
 	str_reset(&enc);
-	attr_put_int(&enc, "status", QC_FAIL);
+	attr_put_int(&enc, "status", QMGR_CLNT_FAIL);
 	attr_put_long(&enc, "new_messages", 12);
 	attr_put_end(&enc);
 	m = reply(&enc);

@@ -1,7 +1,7 @@
 /* libpostq pieces below the commands: JSON strings and attribute messages
  * as JSON, the queue walker's classification, the message reader with
  * defer-log reasons, the authorized_*_users lists, and the message
- * actions (qc_msg_apply) on a real queue directory. */
+ * actions (qmgr_clnt_msg_apply) on a real queue directory. */
 #include <atf-c.h>
 #include <errno.h>
 #include <string.h>
@@ -260,47 +260,47 @@ ATF_TC_BODY(apply, tc)
 	ATF_REQUIRE(queue_layout_init(&ql, "q", "deferred, defer", 1, &err) == 0);
 	ATF_REQUIRE(queue_create_dirs(&ql, &err) == 0);
 	mkmsg(&ql, "incoming", id);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "incoming", id, QC_ACT_HOLD, &err), 0);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "incoming", id, QMGR_CLNT_ACT_HOLD, &err), 0);
 	ATF_CHECK_EQ(queue_find(&ql, "hold", id, &p), 0);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "hold", id, QC_ACT_HOLD, &err), 1);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "hold", id, QMGR_CLNT_ACT_HOLD, &err), 1);
 	ATF_CHECK_STREQ(str_cstr(&err) + strlen(id), ": already on hold");
 	/* wrong queue: ENOENT (it moved) */
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "incoming", id, QC_ACT_DELETE, &err), -1);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "incoming", id, QMGR_CLNT_ACT_DELETE, &err), -1);
 	ATF_CHECK_EQ(errno, ENOENT);
 	/* release: deferred, due now */
 	ATF_REQUIRE(utimes(str_cstr(&p), (struct timeval[2]){ { 1000, 0 },
 	    { 1000, 0 } }) == 0);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "incoming", id, QC_ACT_RELEASE, &err), -1);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "hold", id, QC_ACT_RELEASE, &err), 0);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "incoming", id, QMGR_CLNT_ACT_RELEASE, &err), -1);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "hold", id, QMGR_CLNT_ACT_RELEASE, &err), 0);
 	ATF_REQUIRE_EQ(queue_find(&ql, "deferred", id, &p), 0);
 	ATF_REQUIRE(stat(str_cstr(&p), &st) == 0);
 	ATF_CHECK(st.st_mtime > 1000);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "deferred", id, QC_ACT_RELEASE, &err), 1);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "deferred", id, QMGR_CLNT_ACT_RELEASE, &err), 1);
 	/* requeue: incoming, defer log gone */
 	ATF_REQUIRE(statuslog_append1(&ql, "defer", id, &dr, &ds, 0, 0, &err) == 0);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "deferred", id, QC_ACT_REQUEUE, &err), 0);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "deferred", id, QMGR_CLNT_ACT_REQUEUE, &err), 0);
 	ATF_CHECK_EQ(queue_find(&ql, "incoming", id, &p), 0);
 	ATF_CHECK_EQ(statuslog_exists(&ql, "defer", id), 0);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "incoming", id, QC_ACT_REQUEUE, &err), 1);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "incoming", id, QMGR_CLNT_ACT_REQUEUE, &err), 1);
 	/* delete: the file and every log */
 	ATF_REQUIRE(statuslog_append1(&ql, "bounce", id, &dr, &ds, 0, 0, &err) == 0);
 	ATF_REQUIRE(statuslog_append1(&ql, "trace", id, &dr, &ds, 0, 0, &err) == 0);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "incoming", id, QC_ACT_DELETE, &err), 0);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "incoming", id, QMGR_CLNT_ACT_DELETE, &err), 0);
 	ATF_CHECK_EQ(queue_find(&ql, "incoming", id, &p), -1);
 	ATF_CHECK_EQ(statuslog_exists(&ql, "bounce", id), 0);
 	ATF_CHECK_EQ(statuslog_exists(&ql, "trace", id), 0);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "incoming", id, QC_ACT_DELETE, &err), -1);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "incoming", id, QMGR_CLNT_ACT_DELETE, &err), -1);
 	ATF_CHECK_EQ(errno, ENOENT);
-	ATF_CHECK_EQ(qc_msg_apply(&ql, "nosuch", id, QC_ACT_DELETE, &err), -1);
+	ATF_CHECK_EQ(qmgr_clnt_msg_apply(&ql, "nosuch", id, QMGR_CLNT_ACT_DELETE, &err), -1);
 	ATF_CHECK_EQ(errno, EINVAL);
 	/* names */
 	{
-		qc_action_t a;
-		ATF_CHECK(qc_action_parse("requeue", &a) && a == QC_ACT_REQUEUE);
-		ATF_CHECK(!qc_action_parse("zap", &a));
-		ATF_CHECK_STREQ(qc_action_done_text(QC_ACT_RELEASE),
+		qmgr_clnt_action_t a;
+		ATF_CHECK(qmgr_clnt_action_parse("requeue", &a) && a == QMGR_CLNT_ACT_REQUEUE);
+		ATF_CHECK(!qmgr_clnt_action_parse("zap", &a));
+		ATF_CHECK_STREQ(qmgr_clnt_action_done_text(QMGR_CLNT_ACT_RELEASE),
 		    "released from hold");
-		ATF_CHECK_STREQ(qc_action_name(QC_ACT_DELETE), "delete");
+		ATF_CHECK_STREQ(qmgr_clnt_action_name(QMGR_CLNT_ACT_DELETE), "delete");
 	}
 	queue_layout_free(&ql);
 	str_release(&err);

@@ -222,7 +222,7 @@ ATF_TC_BODY(status, tc)
 	attr_put_int(&req, "max_jobs", 1);
 	attr_put_end(&req);
 	m = call(&f, &req);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_OK);
 	ATF_REQUIRE_EQ(get_l(m, "messages"), 2);
 	ATF_REQUIRE_EQ(get_l(m, "rcpt_in_core"), 6);
 	g = find_group(m, "transport", "name", "smtp");
@@ -292,7 +292,7 @@ ATF_TC_BODY(dsc, tc)
 	fake_now = f.h.now;
 
 	m = simple(&f, "dsc", NULL, NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_OK);
 	ATF_REQUIRE_EQ(get_l(m, "dsc_count"), 1);
 	g = find_group(m, "dsc", "nexthop", "dead.example");
 	ATF_REQUIRE(g != NULL);
@@ -312,18 +312,18 @@ ATF_TC_BODY(dsc, tc)
 
 	/* Clearing something else: nothing; then it. */
 	m = simple(&f, "dsc_clear", "other.example", NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_NOTHING);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_NOTHING);
 	ATF_REQUIRE_EQ(get_l(m, "count"), 0);
 	attr_msg_free(m);
 	kicks = 0;
 	m = simple(&f, "dsc_clear", "DEAD.example", NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_OK);
 	ATF_REQUIRE_EQ(get_l(m, "count"), 1);
 	ATF_REQUIRE(kicks > 0);
 	attr_msg_free(m);
 	ATF_REQUIRE_EQ(dsc_count(sched_dsc(f.h.s)), 0);
 	m = simple(&f, "dsc_clear", "", NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_FAIL);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_FAIL);
 	attr_msg_free(m);
 
 	/* All at once (no nexthop). */
@@ -346,10 +346,10 @@ ATF_TC_BODY(suspend_state, tc)
 
 	fix_init(&f, "state/suspended");
 	m = simple(&f, "suspend", "a.example", "maintenance window");
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_OK);
 	attr_msg_free(m);
 	m = simple(&f, "suspend", "b.example", NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_OK);
 	attr_msg_free(m);
 	ATF_REQUIRE_STREQ(sched_dest_suspended(f.h.s, "a.example"),
 	    "delivery suspended by administrator: maintenance window");
@@ -358,13 +358,13 @@ ATF_TC_BODY(suspend_state, tc)
 	CHECK_LINE(str_cstr(&data), "b.example\t");
 	/* Bad input. */
 	m = simple(&f, "suspend", "a b", NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_FAIL);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_FAIL);
 	attr_msg_free(m);
 	m = simple(&f, "suspend", NULL, NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_FAIL);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_FAIL);
 	attr_msg_free(m);
 	m = simple(&f, "suspend", "c.example", "two\nlines");
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_FAIL);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_FAIL);
 	ATF_REQUIRE(sched_dest_suspended(f.h.s, "c.example") == NULL);
 	attr_msg_free(m);
 	fix_free(&f);
@@ -376,11 +376,11 @@ ATF_TC_BODY(suspend_state, tc)
 	ATF_REQUIRE_STREQ(sched_dest_suspended(f.h.s, "b.example"),
 	    "delivery suspended by administrator");
 	m = simple(&f, "resume", "A.EXAMPLE", NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_OK);
 	attr_msg_free(m);
 	m = simple(&f, "resume", "a.example", NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_NOTHING);
-	ATF_REQUIRE_STREQ(qc_reply_reason(m), "destination not suspended");
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_NOTHING);
+	ATF_REQUIRE_STREQ(qmgr_clnt_reply_reason(m), "destination not suspended");
 	attr_msg_free(m);
 	ATF_REQUIRE(sched_dest_suspended(f.h.s, "a.example") == NULL);
 	str_reset(&data);
@@ -523,18 +523,18 @@ ATF_TC_BODY(message_delete_active, tc)
 	ATF_REQUIRE(hm->done);
 	m = get_reply(&f, daemon_round, 100);
 	ATF_REQUIRE(m != NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_OK);
 	g = result(m, id);
-	ATF_REQUIRE_EQ(get_i(g, "status"), QC_MSG_DONE);
+	ATF_REQUIRE_EQ(get_i(g, "status"), QMGR_CLNT_MSG_DONE);
 	ATF_REQUIRE_STREQ(get_s(g, "queue"), "deferred");
 	g = result(m, other);
-	ATF_REQUIRE_EQ(get_i(g, "status"), QC_MSG_NOT_ACTIVE);
+	ATF_REQUIRE_EQ(get_i(g, "status"), QMGR_CLNT_MSG_NOT_ACTIVE);
 	{
 		const attr_list_t *l;
 		ATF_REQUIRE(attr_get_list(m, "result", &l));
 		ATF_REQUIRE_EQ(attr_list_count(l), 3);
 		g = attr_list_group(l, 2);
-		ATF_REQUIRE_EQ(get_i(g, "status"), QC_MSG_ERROR);
+		ATF_REQUIRE_EQ(get_i(g, "status"), QMGR_CLNT_MSG_ERROR);
 		ATF_REQUIRE_STREQ(get_s(g, "reason"), "not a valid queue ID");
 	}
 	attr_msg_free(m);
@@ -568,7 +568,7 @@ ATF_TC_BODY(message_hold_requeue, tc)
 	m = get_reply(&f, daemon_round, 100);
 	ATF_REQUIRE(m != NULL);
 	ATF_REQUIRE(hm->done);
-	ATF_REQUIRE_EQ(get_i(result(m, id), "status"), QC_MSG_DONE);
+	ATF_REQUIRE_EQ(get_i(result(m, id), "status"), QMGR_CLNT_MSG_DONE);
 	attr_msg_free(m);
 	ATF_REQUIRE(exists(&f, QUEUE_HOLD, id));
 	ATF_REQUIRE(!exists(&f, QUEUE_DEFERRED, id));
@@ -583,7 +583,7 @@ ATF_TC_BODY(message_hold_requeue, tc)
 	msg_req(&f, "requeue", ids, 1, -1);
 	m = get_reply(&f, daemon_round, 100);
 	ATF_REQUIRE(m != NULL);
-	ATF_REQUIRE_EQ(get_i(result(m, id2), "status"), QC_MSG_DONE);
+	ATF_REQUIRE_EQ(get_i(result(m, id2), "status"), QMGR_CLNT_MSG_DONE);
 	attr_msg_free(m);
 	ATF_REQUIRE(exists(&f, QUEUE_INCOMING, id2));
 	ATF_REQUIRE_STREQ(str_cstr(&triggers), "I");
@@ -593,7 +593,7 @@ ATF_TC_BODY(message_hold_requeue, tc)
 	msg_req(&f, "release", ids, 1, -1);
 	m = get_reply(&f, NULL, 100);
 	ATF_REQUIRE(m != NULL);
-	ATF_REQUIRE_EQ(get_i(result(m, id), "status"), QC_MSG_NOT_ACTIVE);
+	ATF_REQUIRE_EQ(get_i(result(m, id), "status"), QMGR_CLNT_MSG_NOT_ACTIVE);
 	attr_msg_free(m);
 	daemon_msg = NULL;
 	fix_free(&f);
@@ -619,7 +619,7 @@ ATF_TC_BODY(message_gone_pending, tc)
 	msg_req(&f, "delete", ids, 1, 0);	/* no wait */
 	m = get_reply(&f, NULL, 100);
 	ATF_REQUIRE(m != NULL);
-	ATF_REQUIRE_EQ(get_i(result(m, id), "status"), QC_MSG_PENDING);
+	ATF_REQUIRE_EQ(get_i(result(m, id), "status"), QMGR_CLNT_MSG_PENDING);
 	ATF_REQUIRE_STREQ(get_s(result(m, id), "queue"), "active");
 	attr_msg_free(m);
 	ATF_REQUIRE_EQ(qmgr_control_pending(f.c), 1);
@@ -644,7 +644,7 @@ ATF_TC_BODY(message_gone_pending, tc)
 	ATF_REQUIRE(unlink(str_cstr(&p)) == 0);
 	m = get_reply(&f, NULL, 100);
 	ATF_REQUIRE(m != NULL);
-	ATF_REQUIRE_EQ(get_i(result(m, id), "status"), QC_MSG_GONE);
+	ATF_REQUIRE_EQ(get_i(result(m, id), "status"), QMGR_CLNT_MSG_GONE);
 	attr_msg_free(m);
 
 	/* The client hangs up while waiting: the action still happens. */
@@ -677,24 +677,24 @@ ATF_TC_BODY(bad_requests, tc)
 
 	fix_init(&f, NULL);
 	m = simple(&f, "frobnicate", NULL, NULL);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_FAIL);
-	ATF_REQUIRE_STREQ(qc_reply_reason(m), "unknown request");
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_FAIL);
+	ATF_REQUIRE_STREQ(qmgr_clnt_reply_reason(m), "unknown request");
 	attr_msg_free(m);
 	attr_print(&req, ATTR_INT("flags", 1), ATTR_END);
 	m = call(&f, &req);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_FAIL);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_FAIL);
 	attr_msg_free(m);
 	str_reset(&req);
 	attr_print(&req, ATTR_STR("request", "message"), ATTR_STR("action", "zap"),
 	    ATTR_END);
 	m = call(&f, &req);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_FAIL);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_FAIL);
 	attr_msg_free(m);
 	str_reset(&req);
 	attr_print(&req, ATTR_STR("request", "message"), ATTR_STR("action", "hold"),
 	    ATTR_END);
 	m = call(&f, &req);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_FAIL);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_FAIL);
 	attr_msg_free(m);
 	/* Garbage: the connection is closed, nothing else happens. */
 	ATF_REQUIRE(write(f.cfd, "?garbage\n", 9) == 9);
@@ -716,7 +716,7 @@ ATF_TC_BODY(listener_client, tc)
 	qmgr_control_t *c;
 	str_t err = STR_INIT, req = STR_INIT;
 	qmgr_control_conf_t conf = { 0 };
-	qc_client_t *cl;
+	qmgr_clnt_t *cl;
 	attr_msg_t *m;
 	struct stat st;
 	pid_t pid;
@@ -740,22 +740,22 @@ ATF_TC_BODY(listener_client, tc)
 	ATF_REQUIRE(pid >= 0);
 	if (pid == 0) {
 		int rc;
-		cl = qc_connect("q", 5000, &err);
+		cl = qmgr_clnt_connect("q", 5000, &err);
 		if (cl == NULL)
 			_exit(10);
 		attr_print(&req, ATTR_STR("request", "status"), ATTR_END);
-		m = qc_call(cl, &req, 5000, &err);
-		if (m == NULL || qc_reply_status(m) != QC_OK)
+		m = qmgr_clnt_call(cl, &req, 5000, &err);
+		if (m == NULL || qmgr_clnt_reply_status(m) != QMGR_CLNT_OK)
 			_exit(11);
 		attr_msg_free(m);
-		qc_close(cl);
-		rc = qc_request_simple("q", "suspend", "x.example", "why", NULL,
+		qmgr_clnt_close(cl);
+		rc = qmgr_clnt_request_simple("q", "suspend", "x.example", "why", NULL,
 		    5000, &err);
-		if (rc != QC_OK)
+		if (rc != QMGR_CLNT_OK)
 			_exit(12);
-		rc = qc_request_simple("q", "resume", "y.example", NULL, &count,
+		rc = qmgr_clnt_request_simple("q", "resume", "y.example", NULL, &count,
 		    5000, &err);
-		if (rc != QC_NOTHING || strcmp(str_cstr(&err),
+		if (rc != QMGR_CLNT_NOTHING || strcmp(str_cstr(&err),
 		    "destination not suspended") != 0)
 			_exit(13);
 		_exit(0);
@@ -775,7 +775,7 @@ ATF_TC_BODY(listener_client, tc)
 	qmgr_control_free(c);
 
 	/* Nobody listening: the client says qmgr is not running. */
-	cl = qc_connect("q", 1000, &err);
+	cl = qmgr_clnt_connect("q", 1000, &err);
 	ATF_REQUIRE(cl == NULL);
 	ATF_REQUIRE(errno == ECONNREFUSED || errno == ENOENT);
 	ATF_REQUIRE(strstr(str_cstr(&err), "qmgr is not running") != NULL);
@@ -826,7 +826,7 @@ ATF_TC_BODY(status_counters, tc)
 	attr_put_int(&req, "max_dsc", 0);
 	attr_put_end(&req);
 	m = call(&f, &req);
-	ATF_REQUIRE_EQ(qc_reply_status(m), QC_OK);
+	ATF_REQUIRE_EQ(qmgr_clnt_reply_status(m), QMGR_CLNT_OK);
 	ATF_REQUIRE_EQ(get_l(m, "new_messages"), 2);
 	ATF_REQUIRE_EQ(get_l(m, "rcpt_sent"), 1);
 	ATF_REQUIRE_EQ(get_l(m, "rcpt_bounced"), 1);
