@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "anvil.h"
-#include "anvil/anvil_store.h"
+#include "anvil_store.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"

@@ -2,7 +2,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "anvil/anvil_store.h"
+#include "anvil_store.h"
 #include "htable.h"
 #include "mem.h"
 

@@ -13,7 +13,7 @@
 #include <time.h>
 #include "event.h"
 #include "log.h"
-#include "metrics/metrics.h"
+#include "metrics.h"
 #include "qmgr_clnt.h"
 #include "server.h"
 #include "sock.h"

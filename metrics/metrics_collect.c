@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "metrics/metrics.h"
-#include "postq/pq.h"
+#include "metrics.h"
+#include "pq.h"
 #include "qmgr_clnt.h"
 
 const char *const metrics_queues[METRICS_NQUEUES + 1] = {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include "addr.h"
 #include "log.h"
-#include "metrics/metrics.h"
+#include "metrics.h"
 
 static bool name_ok(const char *name, bool colon)
 {

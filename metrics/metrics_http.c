@@ -5,7 +5,7 @@
  * 400 for anything malformed.  Bodies are never read; nothing the client
  * sent is echoed.  doc/metrics.md, "The HTTP side". */
 #include <string.h>
-#include "metrics/metrics.h"
+#include "metrics.h"
 
 void http_req_init(http_req_t *r)
 {

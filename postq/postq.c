@@ -25,7 +25,7 @@
 #include "pq.h"
 #include "qmgr_clnt.h"
 #include "server.h"
-#include "showq/showq.h"
+#include "showq.h"
 
 static const char *config_dir;
 

@@ -23,7 +23,7 @@
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"
-#include "postq/pq.h"
+#include "pq.h"
 #include "qmgr_clnt.h"
 #include "server.h"
 

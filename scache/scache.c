@@ -24,7 +24,7 @@
 #include "mem.h"
 #include "pconfig.h"
 #include "scache.h"
-#include "scache/scache_store.h"
+#include "scache_store.h"
 #include "server.h"
 #include "server_conn.h"
 #include "sock.h"

@@ -4,7 +4,7 @@
 #include "heap.h"
 #include "htable.h"
 #include "mem.h"
-#include "scache/scache_store.h"
+#include "scache_store.h"
 
 /* The sessions under one label, oldest first. */
 typedef struct scache_bucket {

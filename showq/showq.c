@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "pconfig.h"
-#include "postq/pq.h"
+#include "pq.h"
 #include "queue_path.h"
 #include "server.h"
 #include "showq.h"

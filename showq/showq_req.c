@@ -1,6 +1,6 @@
 /* The showq request line. */
 #include <string.h>
-#include "postq/pq.h"
+#include "pq.h"
 #include "showq.h"
 
 int showq_parse_request(const char *line, int *flags, str_t *err)

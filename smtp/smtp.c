@@ -1,5 +1,5 @@
 /* smtp(8): the SMTP client delivery agent (smtp_agent.c). */
-#include "smtp/smtp.h"
+#include "smtp.h"
 
 int main(int argc, char **argv)
 {

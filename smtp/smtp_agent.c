@@ -26,7 +26,7 @@
 #include "queue_path.h"
 #include "scache.h"
 #include "server.h"
-#include "smtp/smtp.h"
+#include "smtp.h"
 
 static struct {
 	smtp_config_t cfg;

@@ -9,7 +9,7 @@
 #include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
-#include "smtp/smtp_int.h"
+#include "smtp_int.h"
 
 static int ms(const char *name)
 {

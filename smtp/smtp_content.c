@@ -6,7 +6,7 @@
  * header and MIME structure is not disturbed more than needed). */
 #include <string.h>
 #include "qfile.h"
-#include "smtp/smtp_int.h"
+#include "smtp_int.h"
 
 /* ---- sources ---- */
 

@@ -14,7 +14,7 @@
 #include "event.h"
 #include "log.h"
 #include "mem.h"
-#include "smtp/smtp_int.h"
+#include "smtp_int.h"
 
 void smtp_rcpt_result(smtp_rcpt_t *r, enum smtp_rstat st, const char *dsn,
     const char *relay, const char *fmt, ...)

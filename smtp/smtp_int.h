@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "list.h"
-#include "smtp/smtp.h"
+#include "smtp.h"
 #include "stream.h"
 #include "tls.h"
 

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "smtp/smtp_int.h"
+#include "smtp_int.h"
 
 void smtp_reply_init(smtp_reply_t *r)
 {

@@ -17,7 +17,7 @@
 #include "log.h"
 #include "maps.h"
 #include "mem.h"
-#include "smtp/smtp_int.h"
+#include "smtp_int.h"
 
 /* ---- configuration ---- */
 

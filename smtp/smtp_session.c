@@ -23,7 +23,7 @@
 #include "mem.h"
 #include "scache.h"
 #include "sock.h"
-#include "smtp/smtp_int.h"
+#include "smtp_int.h"
 
 static void attempt_fail(smtp_attempt_t *at, bool hard, const char *dsn,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));

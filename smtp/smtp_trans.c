@@ -29,7 +29,7 @@
 #include "log.h"
 #include "mem.h"
 #include "qfile.h"
-#include "smtp/smtp_int.h"
+#include "smtp_int.h"
 
 enum { C_RSET, C_MAIL, C_RCPT, C_DATA };
 

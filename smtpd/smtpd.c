@@ -19,7 +19,7 @@
 #include "mem.h"
 #include "pconfig.h"
 #include "server.h"
-#include "smtpd/smtpd.h"
+#include "smtpd.h"
 
 static smtpd_cfg_t *cfg;
 static smtpd_anvil_t *anvil;
