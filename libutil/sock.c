@@ -1,6 +1,6 @@
 /* Sockets: UNIX and TCP listen/connect, descriptor passing, numeric
  * address parsing and formatting; see sock.h. */
-#define _GNU_SOURCE		/* accept4, MSG_CMSG_CLOEXEC on glibc */
+#define _GNU_SOURCE		/* accept4, MSG_CMSG_CLOEXEC, struct ucred on glibc */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -747,6 +747,23 @@ int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len)
 int sock_accept_nonblock(int lfd)
 {
 	return accept_flags(lfd, NULL, NULL, true);
+}
+
+int sock_peer_uid(int fd, uid_t *uid)
+{
+#if defined(SO_PEERCRED)
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return -1;
+	*uid = cr.uid;
+	return 0;
+#else
+	gid_t gid;
+
+	return getpeereid(fd, uid, &gid);
+#endif
 }
 
 int sock_tcp_connect(const struct sockaddr *sa, socklen_t len, int timeout_ms,

@@ -64,6 +64,13 @@ int sock_accept(int lfd, struct sockaddr_storage *peer, socklen_t *len);
 /* sock_accept() of a non-blocking connection, in one system call where
  * accept4() exists (a daemon's accept path: no fcntl() per client). */
 int sock_accept_nonblock(int lfd);
+/* The user ID of the process at the other end of a connected UNIX-domain
+ * socket, as the kernel recorded it at connect time (SO_PEERCRED, or
+ * getpeereid() where that is missing): what a daemon checks before it
+ * serves a local client.  0 with *uid set, or -1 with errno (ENOTSOCK
+ * for a descriptor that is no socket, EBADF, ...).  Only meaningful on a
+ * connected socket. */
+int sock_peer_uid(int fd, uid_t *uid);
 
 /* Non-blocking TCP connect with a timeout (0 = no limit).  Returns 0 with
  * *fdp set, or an errno value: ECONNREFUSED, ETIMEDOUT, ENETUNREACH, ...

@@ -1,6 +1,5 @@
 /* qmgr's side of the control channel; see qmgr_control.h and
  * doc/protocol-qmgr-control.md. */
-#define _GNU_SOURCE		/* struct ucred (SO_PEERCRED) on glibc */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -960,23 +959,6 @@ int qmgr_control_attach(qmgr_control_t *c, int fd)
 	return 0;
 }
 
-static int peer_uid(int fd, uid_t *uid)
-{
-#if defined(SO_PEERCRED)
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
-		return -1;
-	*uid = cr.uid;
-	return 0;
-#else
-	gid_t gid;
-
-	return getpeereid(fd, uid, &gid);
-#endif
-}
-
 static void accept_event(int fd, int events, void *ctx)
 {
 	qmgr_control_t *c = ctx;
@@ -991,7 +973,7 @@ static void accept_event(int fd, int events, void *ctx)
 	}
 	/* The socket sits in the private directory already; this also
 	 * keeps out a process that got hold of it some other way. */
-	if (peer_uid(cfd, &uid) < 0) {
+	if (sock_peer_uid(cfd, &uid) < 0) {
 		log_warning("control channel: peer credentials: %s; closing",
 		    strerror(errno));
 		close(cfd);

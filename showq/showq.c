@@ -1,9 +1,8 @@
 /* showq: the queue listing for local users who cannot read the queue
  * directories (postq runs as the user; showq as mail_owner).  One client
- * at a time: read the request line, check the peer's uid (SO_PEERCRED)
+ * at a time: read the request line, check the peer's uid (sock_peer_uid)
  * against authorized_mailq_users (root and mail_owner always pass), write
  * the listing postq prints, close.  doc/postq.md has the protocol. */
-#define _GNU_SOURCE		/* struct ucred */
 #include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -17,23 +16,7 @@
 #include "queue_path.h"
 #include "server.h"
 #include "showq.h"
-
-static int peer_uid(int fd, uid_t *uid)
-{
-#ifdef SO_PEERCRED
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
-		return -1;
-	*uid = cr.uid;
-	return 0;
-#else
-	gid_t gid;
-
-	return getpeereid(fd, uid, &gid);
-#endif
-}
+#include "sock.h"
 
 /* 1 allowed; 0 refused or the list could not be checked (why says). */
 static int allowed(uid_t uid, str_t *why)
@@ -68,7 +51,7 @@ static void serve(stream_t *st, void *ctx)
 	(void)ctx;
 
 	stream_set_timeouts(st, 10000, 60000);
-	if (peer_uid(stream_fd(st), &uid) < 0) {
+	if (sock_peer_uid(stream_fd(st), &uid) < 0) {
 		log_warning("cannot get the client's credentials: %s",
 		    strerror(errno));
 		goto out;

@@ -637,8 +637,33 @@ ATF_TC_BODY(blocking_timeout, tc)
 	close(sv[1]);
 }
 
+/* sock_peer_uid: both ends of a socketpair see this process's user; a
+ * descriptor that is no socket is refused. */
+ATF_TC_WITHOUT_HEAD(peer_uid);
+ATF_TC_BODY(peer_uid, tc)
+{
+	int sv[2], fd;
+	uid_t uid;
+
+	ATF_REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	uid = (uid_t)-1;
+	ATF_CHECK_EQ(sock_peer_uid(sv[0], &uid), 0);
+	ATF_CHECK_EQ(uid, geteuid());
+	uid = (uid_t)-1;
+	ATF_CHECK_EQ(sock_peer_uid(sv[1], &uid), 0);
+	ATF_CHECK_EQ(uid, geteuid());
+	close(sv[0]);
+	close(sv[1]);
+
+	ATF_REQUIRE((fd = open("/dev/null", O_RDONLY)) >= 0);
+	ATF_CHECK_EQ(sock_peer_uid(fd, &uid), -1);
+	ATF_CHECK_EQ(errno, ENOTSOCK);
+	close(fd);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
+	ATF_TP_ADD_TC(tp, peer_uid);
 	ATF_TP_ADD_TC(tp, blocking_timeout);
 	ATF_TP_ADD_TC(tp, tcp4_loopback);
 	ATF_TP_ADD_TC(tp, tcp6_loopback);
