@@ -1,4 +1,4 @@
-/* qmgr's side of the control channel (libglobal/qmgr_control.h,
+/* qmgr's side of the control channel (libglobal/qmgr_clnt.h,
  * doc/protocol-qmgr-control.md): a listener on private/qmgr-control in
  * qmgr's event loop, serving the scheduler view, the destination status
  * cache, its clearing, destination suspension, and the delete / hold /
