@@ -1,4 +1,4 @@
-/* Internal structures of the scheduler core, shared by qmgr/sched*.c.
+/* Internal structures of the scheduler core, shared by libsched/sched*.c.
  * Nothing outside those files includes this. */
 #ifndef PETREL_QMGR_SCHED_INT_H
 #define PETREL_QMGR_SCHED_INT_H

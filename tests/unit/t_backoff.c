@@ -1,4 +1,4 @@
-/* Unit tests for qmgr/backoff: the five back-off functions of
+/* Unit tests for libsched/backoff: the five back-off functions of
  * SCHEDULER.md section 8 against the seed's formulas, clamping, jitter
  * with a fixed random source, parsing and queue lifetimes. */
 #include <atf-c.h>

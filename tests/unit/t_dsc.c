@@ -1,4 +1,4 @@
-/* Unit tests for qmgr/dsc: the destination status cache of SCHEDULER.md
+/* Unit tests for libsched/dsc: the destination status cache of SCHEDULER.md
  * section 7 (suspension, one probe at the retry time, growing intervals,
  * LRU bound, admin listing and clearing). */
 #include <atf-c.h>

@@ -1,4 +1,4 @@
-/* Unit tests for qmgr/feedback: the Postfix 2.5 concurrency feedback of
+/* Unit tests for libsched/feedback: the Postfix 2.5 concurrency feedback of
  * SCHEDULER.md section 4, followed step by step for the three feedback
  * styles, plus dead destinations, probes, the rate delay and parsing. */
 #include <atf-c.h>

@@ -1,6 +1,6 @@
 /* qmgr's control channel (qmgr/qmgr_control.c) against the scheduler
  * core and a real queue directory, with the client side of
- * libglobal/qmgr_control.c: every request, its replies, the message
+ * libglobal/qmgr_clnt.c: every request, its replies, the message
  * actions on the active queue (stop, wait for the pass to end, act), the
  * suspended destinations' state file, and malformed requests. */
 #include <errno.h>

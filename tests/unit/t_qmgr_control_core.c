@@ -1,5 +1,5 @@
 /* The scheduler core's administrative hooks used by qmgr's control
- * channel (qmgr/sched_admin.c): stopping one message's pass, suspending
+ * channel (libsched/sched_admin.c): stopping one message's pass, suspending
  * and resuming a destination. */
 #include "t_sched_harness.h"
 

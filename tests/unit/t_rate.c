@@ -1,6 +1,6 @@
 /* Unit tests for shaping (doc/scheduler.md section 8a): rates and token
  * buckets (libutil/tbucket), the rate table value syntax
- * (qmgr/sched_rate.c), and the scheduler core holding a limited
+ * (libsched/sched_rate.c), and the scheduler core holding a limited
  * destination's mail in the active queue on a virtual clock. */
 #include "t_sched_harness.h"
 #include "tbucket.h"
