@@ -12,6 +12,16 @@
 /* Message actions waiting for deliveries in flight, all clients. */
 #define QMGR_PENDING_MAX	100000
 
+/* Frees a request (its deadline cancelled) and its results. */
+static void req_free(qmgr_pending_req_t *r)
+{
+	event_timer_cancel(&r->deadline);
+	for (size_t i = 0; i < r->n; i++)
+		free(r->res[i].reason);
+	free(r->res);
+	free(r);
+}
+
 /* Sends the results.  resume: called when the results came in later (not
  * from inside the request's own handling), so the connection goes on
  * with the requests that follow. */
@@ -35,10 +45,7 @@ static void req_reply(qmgr_pending_req_t *r, bool resume)
 	}
 	attr_put_end(out);
 	k->waiting = NULL;
-	for (size_t i = 0; i < r->n; i++)
-		free(r->res[i].reason);
-	free(r->res);
-	free(r);
+	req_free(r);
 	if (resume)
 		qmgr_control_conn_process(k);
 }
@@ -263,11 +270,7 @@ void qmgr_pending_abandon(qmgr_control_conn_t *k)
 		if (p->req == k->waiting)
 			p->req = NULL;
 	}
-	event_timer_cancel(&k->waiting->deadline);
-	for (size_t i = 0; i < k->waiting->n; i++)
-		free(k->waiting->res[i].reason);
-	free(k->waiting->res);
-	free(k->waiting);
+	req_free(k->waiting);
 	k->waiting = NULL;
 }
 
