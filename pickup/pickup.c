@@ -24,7 +24,7 @@
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"
-#include "postdrop/submit.h"
+#include "submit.h"
 #include "qfile.h"
 #include "queue_path.h"
 #include "server.h"

@@ -13,7 +13,7 @@
  * man/postalias.1, man/aliases.5. */
 #include <string.h>
 #include "dict.h"
-#include "local/aliases.h"
+#include "aliases.h"
 #include "mapcmd.h"
 
 static int entry(char *line, const char *file, int lineno, void *ctx,

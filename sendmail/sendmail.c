@@ -34,7 +34,7 @@
 #include "server.h"
 #include "str.h"
 #include "stream.h"
-#include "postdrop/submit.h"
+#include "submit.h"
 
 enum mode {
 	MODE_SEND,		/* -bm, the default */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include "attr.h"
 #include "pconfig.h"
-#include "postdrop/submit.h"
+#include "submit.h"
 #include "qfile.h"
 #include "str.h"
 
