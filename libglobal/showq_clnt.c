@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
-#include "showq.h"
+#include "showq/showq.h"
 #include "sock.h"
 #include "stream.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include "log.h"
 #include "mem.h"
-#include "pq.h"
+#include "postq/pq.h"
 
 /* Lookups of one ID that lost a race against qmgr before giving up. */
 #define PQ_ADMIN_TRIES	5

@@ -9,7 +9,7 @@
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"
-#include "pq.h"
+#include "postq/pq.h"
 #include "user_list.h"
 
 /* Root may always look; everyone else as the list parameter says. */

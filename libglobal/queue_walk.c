@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "mem.h"
-#include "pq.h"
+#include "postq/pq.h"
 
 const char *const pq_list_queues[] = { QUEUE_MAILDROP, QUEUE_INCOMING,
     QUEUE_ACTIVE, QUEUE_DEFERRED, QUEUE_HOLD, NULL };

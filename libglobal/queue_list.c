@@ -2,7 +2,7 @@
  * The formats are in doc/postq.md and postq(1). */
 #include <errno.h>
 #include <string.h>
-#include "pq.h"
+#include "postq/pq.h"
 
 /* Column widths of the mailq layout. */
 #define W_ID	17		/* queue ID (longer ones push the line) */

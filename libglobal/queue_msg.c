@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "mem.h"
-#include "pq.h"
+#include "postq/pq.h"
 #include "statuslog.h"
 
 /* Recipients read at a time; defer-log records kept at most. */

@@ -10,7 +10,7 @@
 #include "file.h"
 #include "log.h"
 #include "pconfig.h"
-#include "pq.h"
+#include "postq/pq.h"
 
 static bool is_log_queue(const char *q)
 {
