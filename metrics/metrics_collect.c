@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "metrics/metrics.h"
-#include "postq/pq.h"
+#include "queue_walk.h"
 #include "qmgr_control.h"
 
 const char *const metrics_queues[METRICS_NQUEUES + 1] = {
@@ -260,11 +260,12 @@ struct count {
 	long n;
 };
 
-static int count_one(const pq_dirent_t *d, void *ctx)
+static int count_one(const queue_walk_ent_t *d, void *ctx)
 {
 	struct count *c = ctx;
 
-	if (d->kind == PQ_MSG || (c->every_file && d->kind == PQ_STRAY_FILE))
+	if (d->kind == QUEUE_WALK_MSG
+	    || (c->every_file && d->kind == QUEUE_WALK_STRAY_FILE))
 		c->n++;
 	return 0;
 }
@@ -274,7 +275,7 @@ int metrics_count_queue(const queue_layout_t *ql, const char *queue, long *n,
 {
 	struct count c = { strcmp(queue, QUEUE_CORRUPT) == 0, 0 };
 
-	if (pq_walk(ql, queue, count_one, &c, err) < 0)
+	if (queue_walk_each(ql, queue, count_one, &c, err) < 0)
 		return -1;
 	*n = c.n;
 	return 0;
