@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "attr.h"
 #include "pconfig.h"
+#include "postdrop/hdr_scan.h"
 #include "submit.h"
 #include "qfile.h"
 #include "str.h"
