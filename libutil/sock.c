@@ -798,7 +798,9 @@ int sock_unix_dgram_listen(const char *path, mode_t mode)
 	return fd;
 }
 
-int sock_unix_dgram_connect(const char *path, int *fdp)
+/* A non-blocking socket of type connected, or connecting, to path:
+ * sock_unix_connect_start's answers. */
+static int unix_connect_type(const char *path, int type, int *fdp)
 {
 	struct sockaddr_un sun;
 	socklen_t len;
@@ -806,15 +808,33 @@ int sock_unix_dgram_connect(const char *path, int *fdp)
 
 	if (sock_unix_addr(path, &sun, &len) < 0)
 		return errno;
-	if ((fd = sock_new(AF_UNIX, SOCK_DGRAM, true)) < 0)
+	if ((fd = sock_new(AF_UNIX, type, true)) < 0)
 		return errno;
-	if (connect(fd, (struct sockaddr *)&sun, len) < 0) {
-		err = errno;
-		close(fd);
-		return err;
+	if (connect(fd, (struct sockaddr *)&sun, len) == 0) {
+		*fdp = fd;
+		return 0;
 	}
-	*fdp = fd;
-	return 0;
+	err = errno;
+	/* EINTR: the connection goes on in the background. */
+	if (err == EINPROGRESS || err == EINTR) {
+		*fdp = fd;
+		return EINPROGRESS;
+	}
+	close(fd);
+	return err;
+}
+
+int sock_unix_dgram_connect(const char *path, int *fdp)
+{
+	int err = unix_connect_type(path, SOCK_DGRAM, fdp);
+
+	/* A UNIX datagram connect never waits; an interrupted one is an
+	 * error like any other. */
+	if (err == EINPROGRESS) {
+		close(*fdp);
+		err = EINTR;
+	}
+	return err;
 }
 
 ssize_t sock_unix_sendto(int fd, const char *path, const void *buf,
@@ -830,26 +850,7 @@ ssize_t sock_unix_sendto(int fd, const char *path, const void *buf,
 
 int sock_unix_connect_start(const char *path, int *fdp)
 {
-	struct sockaddr_un sun;
-	socklen_t len;
-	int fd, err;
-
-	if (sock_unix_addr(path, &sun, &len) < 0)
-		return errno;
-	if ((fd = sock_new(AF_UNIX, SOCK_STREAM, true)) < 0)
-		return errno;
-	if (connect(fd, (struct sockaddr *)&sun, len) == 0) {
-		*fdp = fd;
-		return 0;
-	}
-	err = errno;
-	/* EINTR: the connection goes on in the background. */
-	if (err == EINPROGRESS || err == EINTR) {
-		*fdp = fd;
-		return EINPROGRESS;
-	}
-	close(fd);
-	return err;
+	return unix_connect_type(path, SOCK_STREAM, fdp);
 }
 
 int sock_connect_error(int fd)
