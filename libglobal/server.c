@@ -23,6 +23,7 @@
 #include "mastercf.h"
 #include "mem.h"
 #include "pconfig.h"
+#include "selfpipe.h"
 #include "server.h"
 #include "sock.h"
 #include "str.h"
@@ -65,14 +66,12 @@ static struct {
 	bool check_only;	/* -C: check the configuration, exit */
 	bool jailed;		/* chroots (or did) into queue_directory */
 	bool log_relay;		/* -l: log lines go to master over fd 2 */
-	int sig_pipe[2];
 	int last_status;
 	int32_t pid;		/* for status reports */
 	bool watchdog_armed;	/* alarm() set since the last alarm(0) */
 	time_t watchdog_sec;	/* when (coarse monotonic seconds) */
-} S = { .sig_pipe = { -1, -1 } };
+} S;
 
-static volatile sig_atomic_t got_hup, got_term;
 /* Set once the daemon is stopping (SIGTERM from master, or master gone);
  * streams given it with stream_set_cancel() stop waiting for input. */
 static volatile sig_atomic_t stop_flag;
@@ -254,13 +253,15 @@ static void accept_lock_wait(void)
 	sa.sa_flags &= ~SA_RESTART;
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGTERM, &sa, &oldterm);
-	r = got_hup || got_term ? -1 : flock(accept_lock_fd, LOCK_EX);
+	r = selfpipe_raised(SIGHUP) || selfpipe_raised(SIGTERM) ? -1
+	    : flock(accept_lock_fd, LOCK_EX);
 	sigaction(SIGHUP, &old, NULL);
 	sigaction(SIGTERM, &oldterm, NULL);
 	if (r == 0) {
 		accept_lock_held = true;
 		listen_on();
-	} else if (errno != EINTR && !got_hup && !got_term) {
+	} else if (errno != EINTR && !selfpipe_raised(SIGHUP)
+	    && !selfpipe_raised(SIGTERM)) {
 		log_fatal("accept lock: %s", strerror(errno));
 	}
 }
@@ -353,14 +354,10 @@ static void stop(const char *why)
 
 static void signals_pending(void)
 {
-	if (got_term) {
-		got_term = 0;
+	if (selfpipe_take(SIGTERM))
 		stop("SIGTERM from master");
-	}
-	if (got_hup) {
-		got_hup = 0;
+	if (selfpipe_take(SIGHUP))
 		retire("SIGHUP from master");
-	}
 	if (table_changed) {
 		table_changed = false;
 		retire("a lookup table changed (chroot)");
@@ -393,26 +390,12 @@ static void check_exit(void)
 
 /* ---- signals ---- */
 
-static void on_signal(int sig)
-{
-	int saved = errno;
-	if (sig == SIGTERM)
-		got_term = 1;
-	else
-		got_hup = 1;
-	if (S.sig_pipe[1] >= 0 && write(S.sig_pipe[1], "H", 1) < 0) {
-		/* full pipe: a wakeup is pending anyway */
-	}
-	errno = saved;
-}
-
 static void sig_pipe_event(int fd, int events, void *ctx)
 {
-	char buf[64];
+	(void)fd;
 	(void)events;
 	(void)ctx;
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
+	selfpipe_drain();
 	signals_pending();
 }
 
@@ -430,7 +413,7 @@ static void status_event(int fd, int events, void *ctx)
 	if (events & EVENT_ERROR) {
 		event_remove(S.loop, fd);
 		stream_watch_remove(fd);
-		if (getppid() == S.master_pid && (got_hup || S.retiring))
+		if (getppid() == S.master_pid && (selfpipe_raised(SIGHUP) || S.retiring))
 			retire("master disconnected");
 		else
 			stop("master is gone");
@@ -446,7 +429,7 @@ static void stream_watch_event(int fd, short revents, void *ctx)
 	if ((int32_t)getpid() != S.pid) {
 		/* A child of ours (forked, not yet executed) shares our event
 		 * loop's kernel object and our status pipe: not its business. */
-		stream_watch_remove(S.sig_pipe[0]);
+		stream_watch_remove(selfpipe_fd());
 		stream_watch_remove(SERVER_STATUS_FD);
 		return;
 	}
@@ -981,18 +964,13 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	 * (petrel start-fg, make run): master turns it into a stop, which
 	 * reaches us as SIGTERM, drained. */
 	signal(SIGINT, SIG_IGN);
-	if (pipe(S.sig_pipe) < 0)
+	if (selfpipe_open() < 0)
 		log_fatal("pipe: %s", strerror(errno));
-	for (int i = 0; i < 2; i++) {
-		sock_set_cloexec(S.sig_pipe[i], true);
-		sock_set_nonblock(S.sig_pipe[i], true);
-	}
+	selfpipe_catch(SIGHUP, SA_RESTART);
+	selfpipe_catch(SIGTERM, SA_RESTART);
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
-	sa.sa_handler = on_signal;
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = watchdog_fire;
 	sigaction(SIGALRM, &sa, NULL);
 
@@ -1000,7 +978,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 		log_fatal("event loop: %s", strerror(errno));
 	event_timer_init(&S.idle_timer, idle_expired, NULL);
 	event_timer_init(&S.keepalive_timer, keepalive, NULL);
-	event_add(S.loop, S.sig_pipe[0], EVENT_READ, sig_pipe_event, NULL);
+	event_add(S.loop, selfpipe_fd(), EVENT_READ, sig_pipe_event, NULL);
 
 	if (spec->post_jail)
 		spec->post_jail(spec->ctx);
@@ -1018,7 +996,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	accept_lock_decide();
 	listen_on();
 	event_add(S.loop, SERVER_STATUS_FD, EVENT_READ, status_event, NULL);
-	stream_watch_add(S.sig_pipe[0], POLLIN, stream_watch_event, NULL);
+	stream_watch_add(selfpipe_fd(), POLLIN, stream_watch_event, NULL);
 	stream_watch_add(SERVER_STATUS_FD, 0, stream_watch_event, NULL);
 	/* Master may have died before we watched: then the status pipe has
 	 * no reader and the first round notices. */

@@ -114,19 +114,11 @@ static int wake_fifo(const char *path, char req)
 
 int trigger_wakeup(const char *path, char req)
 {
-	struct sockaddr_un sun;
-	socklen_t slen;
 	struct stat st;
 
-	if (sock_unix_addr(path, &sun, &slen) < 0)
+	if (wake_fd < 0 && (wake_fd = sock_new(AF_UNIX, SOCK_DGRAM, true)) < 0)
 		return -1;
-	if (wake_fd < 0) {
-		wake_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (wake_fd < 0)
-			return -1;
-	}
-	if (sendto(wake_fd, &req, 1, MSG_DONTWAIT, (struct sockaddr *)&sun,
-	    slen) == 1)
+	if (sock_unix_sendto(wake_fd, path, &req, 1) == 1)
 		return 0;
 	switch (errno) {
 	case EAGAIN:
@@ -153,18 +145,14 @@ int trigger_wakeup(const char *path, char req)
 static int send_dgram(const char *path, const char *buf, size_t len,
     int64_t deadline)
 {
-	struct sockaddr_un sun;
-	socklen_t slen;
-	int fd;
+	int fd, e;
 
-	if (sock_unix_addr(path, &sun, &slen) < 0)
-		return -1;
-	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-		return -1;
 	/* Connected, a datagram socket polls writable only when the
 	 * receiver's queue has room. */
-	if (connect(fd, (struct sockaddr *)&sun, slen) < 0)
-		return close_keep(fd);
+	if ((e = sock_unix_dgram_connect(path, &fd)) != 0) {
+		errno = e;
+		return -1;
+	}
 	for (;;) {
 		if (send(fd, buf, len, MSG_DONTWAIT) >= 0)
 			break;

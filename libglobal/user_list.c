@@ -1,4 +1,5 @@
 #include <ctype.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,5 +90,23 @@ int user_list_match(const char *param, const char *user, str_t *why)
 		}
 	}
 	free(copy);
+	return result;
+}
+
+/* Root may always look; everyone else as the list parameter says. */
+int user_list_uid_allowed(const char *param, uid_t uid, str_t *why)
+{
+	struct passwd *pw;
+	const char *user;
+	int result;
+
+	if (uid == 0)
+		return 1;
+	pw = getpwuid(uid);
+	user = pw ? pw->pw_name : "";
+	result = user_list_match(param, user, why);
+	if (result == 0)
+		str_setf(why, "user %s (uid %ld) is not allowed by %s", *user ? user
+		    : "?", (long)uid, param);
 	return result;
 }

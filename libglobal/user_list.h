@@ -5,10 +5,17 @@
  * the first item that matches decides. */
 #ifndef PETREL_USER_LIST_H
 #define PETREL_USER_LIST_H
+#include <sys/types.h>
 #include "str.h"
 
 /* 1: an item allows user; 0: none matched or a negated item matched;
  * -1: a table could not be read (why says which). */
 int user_list_match(const char *param, const char *user, str_t *why);
+
+/* The same for a uid, as the administration tools check their caller
+ * against authorized_mailq_users or authorized_flush_users: root is
+ * always allowed; a uid without a passwd entry is the user "".  When
+ * the list refuses, why says who is not allowed by which parameter. */
+int user_list_uid_allowed(const char *param, uid_t uid, str_t *why);
 
 #endif

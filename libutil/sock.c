@@ -111,8 +111,7 @@ static void close_keep_errno(int fd)
 static int finish_connect(int fd, int64_t deadline)
 {
 	struct pollfd pfd;
-	int r, err = 0;
-	socklen_t len = sizeof(err);
+	int r;
 
 	pfd.fd = fd;
 	pfd.events = POLLOUT;
@@ -126,9 +125,7 @@ static int finish_connect(int fd, int64_t deadline)
 		if (errno != EINTR)
 			return errno;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-		return errno;
-	return err;
+	return sock_connect_error(fd);
 }
 
 /* ---- UNIX domain ---- */
@@ -194,23 +191,20 @@ int sock_unix_connect(const char *path, int timeout_ms, int *fdp)
 
 /* Is someone listening on the socket file at path?  1 yes, 0 no (stale
  * or gone), -1 with errno if that cannot be told. */
-static int unix_alive(const struct sockaddr_un *sun, socklen_t len)
+static int unix_alive(const char *path)
 {
-	int fd = sock_new(AF_UNIX, SOCK_STREAM, true);
-	int r;
+	int fd, err = sock_unix_connect_start(path, &fd);
 
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (const struct sockaddr *)sun, len) == 0)
-		r = 1;
-	else if (errno == EAGAIN || errno == EINPROGRESS)
-		r = 1;		/* queue full, or in progress: alive */
-	else if (errno == ECONNREFUSED || errno == ENOENT)
-		r = 0;
-	else
-		r = -1;
-	close_keep_errno(fd);
-	return r;
+	if (err == 0 || err == EINPROGRESS) {
+		close(fd);
+		return 1;
+	}
+	if (err == EAGAIN)
+		return 1;	/* queue full: alive */
+	if (err == ECONNREFUSED || err == ENOENT)
+		return 0;
+	errno = err;
+	return -1;
 }
 
 int sock_unix_listen(const char *path, int backlog, mode_t mode)
@@ -229,7 +223,7 @@ int sock_unix_listen(const char *path, int backlog, mode_t mode)
 			errno = EEXIST;
 			return -1;
 		}
-		r = unix_alive(&sun, len);
+		r = unix_alive(path);
 		if (r < 0)
 			return -1;
 		if (r > 0) {
@@ -800,4 +794,88 @@ int sock_tcp_connect_str(const char *spec, int timeout_ms, int *fdp)
 	if (sock_addr_parse(spec, -1, &ss, &len) < 0)
 		return EINVAL;
 	return sock_tcp_connect((struct sockaddr *)&ss, len, timeout_ms, fdp);
+}
+
+/* ---- UNIX-domain datagrams, connections in an event loop ---- */
+
+int sock_unix_dgram_listen(const char *path, mode_t mode)
+{
+	struct sockaddr_un sun;
+	socklen_t len;
+	int fd;
+
+	if (sock_unix_addr(path, &sun, &len) < 0)
+		return -1;
+	if ((fd = sock_new(AF_UNIX, SOCK_DGRAM, false)) < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sun, len) < 0 || chmod(path, mode) < 0) {
+		close_keep_errno(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A non-blocking socket of type connected, or connecting, to path:
+ * sock_unix_connect_start's answers. */
+static int unix_connect_type(const char *path, int type, int *fdp)
+{
+	struct sockaddr_un sun;
+	socklen_t len;
+	int fd, err;
+
+	if (sock_unix_addr(path, &sun, &len) < 0)
+		return errno;
+	if ((fd = sock_new(AF_UNIX, type, true)) < 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&sun, len) == 0) {
+		*fdp = fd;
+		return 0;
+	}
+	err = errno;
+	/* EINTR: the connection goes on in the background. */
+	if (err == EINPROGRESS || err == EINTR) {
+		*fdp = fd;
+		return EINPROGRESS;
+	}
+	close(fd);
+	return err;
+}
+
+int sock_unix_dgram_connect(const char *path, int *fdp)
+{
+	int err = unix_connect_type(path, SOCK_DGRAM, fdp);
+
+	/* A UNIX datagram connect never waits; an interrupted one is an
+	 * error like any other. */
+	if (err == EINPROGRESS) {
+		close(*fdp);
+		err = EINTR;
+	}
+	return err;
+}
+
+ssize_t sock_unix_sendto(int fd, const char *path, const void *buf,
+    size_t len)
+{
+	struct sockaddr_un sun;
+	socklen_t slen;
+
+	if (sock_unix_addr(path, &sun, &slen) < 0)
+		return -1;
+	return sendto(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&sun, slen);
+}
+
+int sock_unix_connect_start(const char *path, int *fdp)
+{
+	return unix_connect_type(path, SOCK_STREAM, fdp);
+}
+
+int sock_connect_error(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		return errno;
+	return err;
 }

@@ -131,4 +131,36 @@ bool sock_addr_port_str(const struct sockaddr *sa, char *buf, size_t size);
  * included. */
 bool sock_addr_is_loopback(const struct sockaddr *sa);
 
+/* UNIX-domain datagrams and connections driven by an event loop. */
+
+/* A datagram socket bound at path (which must not exist: the caller
+ * clears it), its file given permissions mode with chmod (so the
+ * umask's bits count until then).  Blocking.  Returns the descriptor, or
+ * -1 with errno (ENAMETOOLONG if path does not fit). */
+int sock_unix_dgram_listen(const char *path, mode_t mode);
+/* A datagram socket connected to the one at path: send() then fails
+ * at once with ECONNREFUSED when nobody has it bound any more, and the
+ * socket polls writable only when the receiver's queue has room.
+ * Returns 0 with *fdp set, or an errno value (ENOENT, ECONNREFUSED,
+ * EPROTOTYPE for a stream socket...). */
+int sock_unix_dgram_connect(const char *path, int *fdp);
+/* One datagram to the socket at path from an unconnected datagram
+ * socket fd (sock_new(AF_UNIX, SOCK_DGRAM, ...)), never waiting
+ * (MSG_DONTWAIT).  Returns the bytes sent, or -1 with errno: EAGAIN or
+ * ENOBUFS when the receiver's queue is full, ECONNREFUSED (nobody bound,
+ * or a fifo), EPROTOTYPE (a stream socket), EINVAL/ENAMETOOLONG for a
+ * bad path. */
+ssize_t sock_unix_sendto(int fd, const char *path, const void *buf,
+    size_t len);
+/* Starts connecting a non-blocking stream socket to path, for a caller
+ * that waits in its own event loop.  Returns 0 with *fdp set (connected
+ * at once), EINPROGRESS with *fdp set (wait until the socket is
+ * writable, then ask sock_connect_error), or another errno value with
+ * nothing open: EAGAIN (the listener's queue is full: try again later),
+ * ENOENT, ECONNREFUSED, ENAMETOOLONG... */
+int sock_unix_connect_start(const char *path, int *fdp);
+/* How a non-blocking connect that has finished (the socket polled
+ * writable) ended: 0 connected, or its errno value. */
+int sock_connect_error(int fd);
+
 #endif

@@ -23,80 +23,43 @@
 #include "pconfig.h"
 #include "postfix_compat.h"
 #include "pidfile.h"
+#include "selfpipe.h"
 #include "sock.h"
 
 struct master_state master;
 
-static int sig_pipe[2] = { -1, -1 };
-static volatile sig_atomic_t got_hup, got_term, got_quit, got_chld, got_usr1;
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-
-	switch (sig) {
-	case SIGHUP: got_hup = 1; break;
-	case SIGTERM: case SIGINT: got_term = 1; break;
-	case SIGQUIT: got_quit = 1; break;
-	case SIGCHLD: got_chld = 1; break;
-	case SIGUSR1: got_usr1 = 1; break;
-	}
-	if (write(sig_pipe[1], "", 1) < 0) {
-		/* full: a wakeup is pending anyway */
-	}
-	errno = saved;
-}
-
 static void signal_event(int fd, int events, void *ctx)
 {
-	char buf[64];
+	bool term;
+	(void)fd;
 	(void)events;
 	(void)ctx;
 
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-	if (got_chld) {
-		got_chld = 0;
+	selfpipe_drain();
+	if (selfpipe_take(SIGCHLD))
 		master_reap();
-	}
-	if (got_quit) {
-		got_quit = 0;
+	if (selfpipe_take(SIGQUIT))
 		master_stop(true);
-	}
-	if (got_term) {
-		got_term = 0;
+	/* Both taken: one stop for either or both. */
+	term = selfpipe_take(SIGTERM);
+	if (selfpipe_take(SIGINT) || term)
 		master_stop(false);
-	}
-	if (got_usr1) {
-		got_usr1 = 0;
+	if (selfpipe_take(SIGUSR1))
 		master_log_reopen("logrotate");
-	}
-	if (got_hup) {
-		got_hup = 0;
-		if (!master.stopping)
-			master_reload();
-	}
+	if (selfpipe_take(SIGHUP) && !master.stopping)
+		master_reload();
 }
 
 static void setup_signals(void)
 {
-	struct sigaction sa;
 	static const int sigs[] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGCHLD, SIGUSR1 };
 
-	if (pipe(sig_pipe) < 0)
+	if (selfpipe_open() < 0)
 		log_fatal("pipe: %s", strerror(errno));
-	for (int i = 0; i < 2; i++) {
-		sock_set_cloexec(sig_pipe[i], true);
-		sock_set_nonblock(sig_pipe[i], true);
-	}
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-	sa.sa_handler = on_signal;
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+		selfpipe_catch(sigs[i], SA_RESTART | SA_NOCLDSTOP);
 	signal(SIGPIPE, SIG_IGN);
-	event_add(master.loop, sig_pipe[0], EVENT_READ, signal_event, NULL);
+	event_add(master.loop, selfpipe_fd(), EVENT_READ, signal_event, NULL);
 }
 
 static void usage(void)

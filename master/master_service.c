@@ -164,30 +164,6 @@ static int clear_path(const char *path, bool fifo_ok)
 	return -1;
 }
 
-static int listen_dgram(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd;
-
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    chmod(path, 0666) < 0) {
-		int saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	return fd;
-}
-
 /* Fills s->endpoint (and path) without opening anything. */
 static int endpoint_identity(master_service_t *s, struct sockaddr_storage **addrs,
     int *naddr, bool *wildcard, int *port, str_t *err)
@@ -300,7 +276,8 @@ static int open_endpoint(master_service_t *s, struct sockaddr_storage *addrs,
 		add_fd(s, fd);
 		return 0;
 	case MCF_UNIX_DGRAM:
-		if (clear_path(s->path, false) < 0 || (fd = listen_dgram(s->path)) < 0)
+		if (clear_path(s->path, false) < 0 || (fd = sock_unix_dgram_listen(s->path,
+		    0666)) < 0)
 			break;
 		add_fd(s, fd);
 		return 0;

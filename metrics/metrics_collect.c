@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "metrics.h"
-#include "pq.h"
+#include "queue_walk.h"
 #include "qmgr_clnt.h"
 
 const char *const metrics_queues[METRICS_NQUEUES + 1] = {
@@ -224,8 +224,7 @@ static void render_qmgr(str_t *out, const attr_msg_t *m)
 
 void metrics_render(str_t *out, const metrics_input_t *in)
 {
-	bool up = in->status != NULL &&
-	    qmgr_clnt_reply_status(in->status) == QMGR_CLNT_OK;
+	bool up = in->status != NULL && qmgr_clnt_reply_status(in->status) == QMGR_CLNT_OK;
 	bool scan_error = false;
 
 	expo_family(out, "petrel_qmgr_up",
@@ -261,11 +260,12 @@ struct count {
 	long n;
 };
 
-static int count_one(const pq_dirent_t *d, void *ctx)
+static int count_one(const queue_walk_ent_t *d, void *ctx)
 {
 	struct count *c = ctx;
 
-	if (d->kind == PQ_MSG || (c->every_file && d->kind == PQ_STRAY_FILE))
+	if (d->kind == QUEUE_WALK_MSG
+	    || (c->every_file && d->kind == QUEUE_WALK_STRAY_FILE))
 		c->n++;
 	return 0;
 }
@@ -275,7 +275,7 @@ int metrics_count_queue(const queue_layout_t *ql, const char *queue, long *n,
 {
 	struct count c = { strcmp(queue, QUEUE_CORRUPT) == 0, 0 };
 
-	if (pq_walk(ql, queue, count_one, &c, err) < 0)
+	if (queue_walk_each(ql, queue, count_one, &c, err) < 0)
 		return -1;
 	*n = c.n;
 	return 0;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "addr.h"
 #include "attr.h"
+#include "hdr_scan.h"
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"

@@ -24,8 +24,11 @@
 #include "pconfig.h"
 #include "pq.h"
 #include "qmgr_clnt.h"
+#include "queue_flush.h"
+#include "queue_list.h"
 #include "server.h"
-#include "showq.h"
+#include "showq_clnt.h"
+#include "user_list.h"
 
 static const char *config_dir;
 
@@ -78,7 +81,7 @@ static void check_user(const char *param)
 {
 	str_t why = STR_INIT;
 
-	if (pq_user_allowed(param, getuid(), &why) != 1)
+	if (user_list_uid_allowed(param, getuid(), &why) != 1)
 		log_fatal("permission denied: %s", str_cstr(&why));
 	str_release(&why);
 }
@@ -110,7 +113,7 @@ static int list_direct(const queue_layout_t *ql, bool json, const char *no_showq
 	/* root and mail_owner always; others as the list says. */
 	if (!privileged())
 		check_user("authorized_mailq_users");
-	if (pq_list(ql, stdout, json ? PQ_LIST_JSON : 0, &err) < 0) {
+	if (queue_list_print(ql, stdout, json ? QUEUE_LIST_JSON : 0, &err) < 0) {
 		if (strstr(str_cstr(&err), "Permission denied") != NULL)
 			log_error("cannot read the mail queue: %s (only root and "
 			    "mail_owner can read %s directly); cannot connect to "
@@ -136,7 +139,7 @@ static int do_list(bool json)
 	layout(&ql);
 	if (privileged()) {
 		rc = list_direct(&ql, json, NULL);
-	} else if ((rc = showq_client(ql.dir, json, stdout, stderr, &err)) < 0) {
+	} else if ((rc = showq_clnt_list(ql.dir, json, stdout, stderr, &err)) < 0) {
 		if (errno == ENOENT || errno == ECONNREFUSED || errno == EACCES
 		    || errno == ENOTDIR)
 			rc = list_direct(&ql, json, str_cstr(&err));
@@ -159,7 +162,7 @@ static int do_flush(void)
 	int rc = 0;
 
 	check_user("authorized_flush_users");
-	if (pq_qmgr_trigger(config_dir, TRIGGER_FLUSH_REQUEST, &err) < 0) {
+	if (queue_flush_trigger(config_dir, TRIGGER_FLUSH_REQUEST, &err) < 0) {
 		log_error("cannot flush: %s", str_cstr(&err));
 		rc = 1;
 	}
@@ -176,7 +179,7 @@ static int do_flush_site(const char *site)
 
 	check_user("authorized_flush_users");
 	layout(&ql);
-	if ((n = pq_flush_site(&ql, site, &err)) < 0) {
+	if ((n = queue_flush_site(&ql, site, &err)) < 0) {
 		log_error("%s", str_cstr(&err));
 		rc = 1;
 		goto out;
@@ -184,12 +187,11 @@ static int do_flush_site(const char *site)
 	/* A dead destination would defer its mail again at once: forget it
 	 * (when qmgr runs; otherwise there is nothing to forget). */
 	str_reset(&err);
-	if (qmgr_clnt_request_simple(ql.dir, QMGR_CLNT_REQ_DSC_CLEAR, site, NULL,
-	    &cleared, 10000, &err) == QMGR_CLNT_FAIL && errno != ENOENT &&
-	    errno != ECONNREFUSED)
+	if (qmgr_clnt_request_simple(ql.dir, QMGR_CLNT_REQ_DSC_CLEAR, site, NULL, &cleared,
+	    10000, &err) == QMGR_CLNT_FAIL && errno != ENOENT && errno != ECONNREFUSED)
 		log_warning("%s", str_cstr(&err));
 	str_reset(&err);
-	if (pq_qmgr_trigger(config_dir, "D", &err) < 0) {
+	if (queue_flush_trigger(config_dir, "D", &err) < 0) {
 		log_error("%s", str_cstr(&err));
 		rc = 1;
 	}
@@ -217,7 +219,7 @@ static int do_flush_id(const char *id)
 		fprintf(stderr, "postq: %s: already being delivered\n", id);
 	} else if (strcmp(queue, QUEUE_MAILDROP) == 0) {
 		fprintf(stderr, "postq: %s: waiting for pickup\n", id);
-	} else if (pq_qmgr_trigger(config_dir, strcmp(queue, QUEUE_INCOMING) == 0
+	} else if (queue_flush_trigger(config_dir, strcmp(queue, QUEUE_INCOMING) == 0
 	    ? "I" : "D", &err) < 0) {
 		log_error("%s", str_cstr(&err));
 		rc = 1;

@@ -3,6 +3,7 @@
  * control protocol's attribute names (doc/protocol-qmgr-control.md). */
 #include <string.h>
 #include "pq.h"
+#include "queue_list.h"
 
 static long long L(const attr_msg_t *m, const char *name)
 {
@@ -61,7 +62,7 @@ void pq_sched_text(str_t *out, const attr_msg_t *m, bool verbose)
 
 	str_catf(out, "qmgr at %s: %lld message%s in the active queue, %lld "
 	    "recipient%s in memory (peak %lld), %lld administrator request%s "
-	    "waiting\n", pq_time_text(now, tbuf), L(m, "messages"),
+	    "waiting\n", queue_list_time_text(now, tbuf), L(m, "messages"),
 	    L(m, "messages") == 1 ? "" : "s", L(m, "rcpt_in_core"),
 	    L(m, "rcpt_in_core") == 1 ? "" : "s", L(m, "rcpt_peak"),
 	    L(m, "pending_actions"), L(m, "pending_actions") == 1 ? "" : "s");
@@ -115,7 +116,7 @@ void pq_sched_text(str_t *out, const attr_msg_t *m, bool verbose)
 			str_cat(out, "suspended by administrator");
 		else if (L(q, "suspended"))
 			str_catf(out, "dead until %s",
-			    pq_time_text((time_t)L(q, "retry_at"), tbuf));
+			    queue_list_time_text((time_t)L(q, "retry_at"), tbuf));
 		else if (L(q, "probing"))
 			str_cat(out, "probing");
 		else if (L(q, "dead"))
@@ -154,7 +155,7 @@ void pq_sched_text(str_t *out, const attr_msg_t *m, bool verbose)
 		const attr_msg_t *h = group(m, "held", i);
 		str_cat(out, "  ");
 		safe(out, S(h, "nexthop"));
-		str_catf(out, " since %s (", pq_time_text((time_t)L(h, "since"),
+		str_catf(out, " since %s (", queue_list_time_text((time_t)L(h, "since"),
 		    tbuf));
 		safe(out, S(h, "reason"));
 		str_cat(out, ")\n");

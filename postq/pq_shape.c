@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "json.h"
 #include "mem.h"
 #include "pq.h"
+#include "queue_msg.h"
 
 static const char *const shape_queues[] = { QUEUE_INCOMING, QUEUE_ACTIVE,
     QUEUE_DEFERRED, QUEUE_HOLD, NULL };
@@ -90,7 +92,7 @@ static int cmp_rows(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static void count_message(const pq_shape_opts_t *o, table_t *t, pq_msg_t *m)
+static void count_message(const pq_shape_opts_t *o, table_t *t, queue_msg_t *m)
 {
 	double age = ((double)o->now - (double)m->arrival.tv_sec) / 60.0;
 	int b = bucket_of(o, age < 0 ? 0 : age);
@@ -107,7 +109,7 @@ static void count_message(const pq_shape_opts_t *o, table_t *t, pq_msg_t *m)
 			str_set(&dom, "MAILER-DAEMON");
 		htable_add(seen, str_cstr(&dom), NULL);
 	} else {
-		while (pq_msg_next_rcpt(m, &addr, &reason) > 0) {
+		while (queue_msg_next_rcpt(m, &addr, &reason) > 0) {
 			domain_of(addr, &dom);
 			if (!htable_find(seen, str_cstr(&dom)))
 				htable_add(seen, str_cstr(&dom), NULL);
@@ -180,13 +182,13 @@ static void print_json(str_t *out, const pq_shape_opts_t *o, const char *queue,
 	for (size_t k = 0; k <= nrows; k++) {
 		row_t *r = k == 0 ? &t->total : rows[k - 1];
 		str_cat(out, "{\"queue_name\":");
-		pq_json_str(out, queue);
+		json_str(out, queue);
 		str_catf(out, ",\"%s\":", o->by_sender ? "sender_domain"
 		    : "recipient_domain");
 		if (k == 0)
 			str_cat(out, "null");
 		else
-			pq_json_str(out, r->name);
+			json_str(out, r->name);
 		str_catf(out, ",\"total\":%ld,\"buckets\":[", r->total);
 		for (int i = 0; i < o->buckets; i++)
 			str_catf(out, "%s%ld", i ? "," : "", r->n[i]);
@@ -210,7 +212,7 @@ int pq_shape(const queue_layout_t *ql, const pq_shape_opts_t *o, FILE *out,
 		return -1;
 	}
 	for (int q = 0; queues[q] != NULL && rc == 0; q++) {
-		pq_files_t files = PQ_FILES_INIT;
+		queue_walk_files_t files = QUEUE_WALK_FILES_INIT;
 		table_t t;
 		row_t **rows;
 		size_t n;
@@ -220,15 +222,15 @@ int pq_shape(const queue_layout_t *ql, const pq_shape_opts_t *o, FILE *out,
 		t.nb = o->buckets;
 		t.rows = htable_new(64, 0);
 		t.total.n = xcalloc((size_t)t.nb, sizeof(long));
-		if (pq_collect(ql, queues[q], &files, err) < 0)
+		if (queue_walk_collect(ql, queues[q], &files, err) < 0)
 			rc = -1;
 		for (size_t i = 0; rc == 0 && i < files.n; i++) {
-			pq_msg_t m;
-			if (pq_msg_open(ql, &files.v[i], &m) == 0)
+			queue_msg_t m;
+			if (queue_msg_open(ql, &files.v[i], &m) == 0)
 				count_message(o, &t, &m);
-			pq_msg_close(&m);
+			queue_msg_close(&m);
 		}
-		pq_files_free(&files);
+		queue_walk_files_free(&files);
 		if (rc == 0) {
 			v = htable_list(t.rows, &n);
 			rows = xcalloc(n ? n : 1, sizeof(*rows));

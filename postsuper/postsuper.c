@@ -23,7 +23,8 @@
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"
-#include "pq.h"
+#include "queue_flush.h"
+#include "super.h"
 #include "qmgr_clnt.h"
 #include "server.h"
 
@@ -56,7 +57,7 @@ static void add(arglist_t *l, char *v)
 	l->v[l->n++] = v;
 }
 
-static void summary(qmgr_clnt_action_t act, const pq_admin_stats_t *st)
+static void summary(qmgr_clnt_action_t act, const super_admin_stats_t *st)
 {
 	static const char *const what[] = { "Deleted", "Placed on hold",
 	    "Released from hold", "Requeued" };
@@ -72,7 +73,7 @@ static void summary(qmgr_clnt_action_t act, const pq_admin_stats_t *st)
 
 /* Queue IDs from standard input: white space separated (one a line in
  * practice, as postq prints them; a trailing * or ! is dropped). */
-static void read_stdin(pq_admin_t *a)
+static void read_stdin(super_admin_t *a)
 {
 	str_t word = STR_INIT;
 	int ch;
@@ -88,7 +89,7 @@ static void read_stdin(pq_admin_t *a)
 				if (str_cstr(&word)[n - 1] == '*'
 				    || str_cstr(&word)[n - 1] == '!')
 					str_truncate(&word, n - 1);
-				pq_admin_id(a, str_cstr(&word));
+				super_admin_id(a, str_cstr(&word));
 				str_reset(&word);
 			}
 			if (ch == EOF)
@@ -103,33 +104,33 @@ static void read_stdin(pq_admin_t *a)
 static int run_action(const queue_layout_t *ql, qmgr_clnt_action_t act,
     const arglist_t *l, char **queues, int wait)
 {
-	pq_admin_t *a;
-	pq_admin_stats_t st;
+	super_admin_t *a;
+	super_admin_stats_t st;
 	str_t err = STR_INIT;
 	int rc = 0;
 
 	if (l->n == 0)
 		return 0;
-	a = pq_admin_new(ql, act, (const char *const *)queues, wait);
+	a = super_admin_new(ql, act, (const char *const *)queues, wait);
 	for (int i = 0; i < l->n; i++) {
 		if (strcmp(l->v[i], "ALL") == 0) {
-			if (pq_admin_all(a, &err) < 0) {
+			if (super_admin_all(a, &err) < 0) {
 				log_error("%s", str_cstr(&err));
 				rc = 1;
 			}
 		} else if (strcmp(l->v[i], "-") == 0) {
 			read_stdin(a);
 		} else {
-			pq_admin_id(a, l->v[i]);
+			super_admin_id(a, l->v[i]);
 		}
 	}
-	pq_admin_finish(a, &st);
-	pq_admin_free(a);
+	super_admin_finish(a, &st);
+	super_admin_free(a);
 	summary(act, &st);
 	/* Tell qmgr about mail it should look at now (when it runs). */
 	if (st.released_deferred || st.requeued_incoming) {
 		str_reset(&err);
-		if (pq_qmgr_trigger(config_dir, st.requeued_incoming ? "I" : "D",
+		if (queue_flush_trigger(config_dir, st.requeued_incoming ? "I" : "D",
 		    &err) < 0 && log_verbose)
 			log_info("%s", str_cstr(&err));
 	}
@@ -149,8 +150,8 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 	bool all = strcmp(request, QMGR_CLNT_REQ_DSC_CLEAR) == 0
 	    && strcmp(dest, "ALL") == 0;
 
-	st = qmgr_clnt_request_simple(ql->dir, request, all ? NULL : dest, NULL,
-	    &count, 10000, &err);
+	st = qmgr_clnt_request_simple(ql->dir, request, all ? NULL : dest, NULL, &count,
+	    10000, &err);
 	if (st == QMGR_CLNT_FAIL) {
 		log_error("%s", str_cstr(&err));
 		rc = 1;
@@ -168,7 +169,7 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 		 * while it was suspended; make it due now. */
 		long n;
 		str_reset(&err);
-		n = pq_flush_site(ql, dest, &err);
+		n = queue_flush_site(ql, dest, &err);
 		if (n < 0) {
 			log_error("%s", str_cstr(&err));
 			rc = 1;
@@ -176,7 +177,7 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 		fprintf(stderr, "postsuper: delivery to %s resumed; %ld deferred "
 		    "message%s due now\n", dest, n < 0 ? 0 : n, n == 1 ? "" : "s");
 		str_reset(&err);
-		if (n > 0 && pq_qmgr_trigger(config_dir, "D", &err) < 0) {
+		if (n > 0 && queue_flush_trigger(config_dir, "D", &err) < 0) {
 			log_error("%s", str_cstr(&err));
 			rc = 1;
 		}
@@ -264,12 +265,12 @@ int main(int argc, char **argv)
 		config_dir = DEF_CONFIG_DIR;
 	if (config_load(config_dir) < 0)
 		log_fatal("%s", config_errors());
-	pq_log_setup(verbose > 0);
+	super_log_setup(verbose > 0);
 	if (queue_layout_from_config(&ql, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 
 	if (structure) {
-		pq_repair_stats_t st = { 0 };
+		super_repair_stats_t st = { 0 };
 		/* qmgr owns active/ while it runs. */
 		qmgr_clnt_t *qc = qmgr_clnt_connect(ql.dir, 5000, &err);
 		bool running = qc != NULL || (errno != ENOENT
@@ -279,7 +280,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "postsuper: qmgr is running: the active "
 			    "queue is left alone\n");
 		str_reset(&err);
-		if (pq_structure(&ql, running, &st, &err) < 0) {
+		if (super_repair_structure(&ql, running, &st, &err) < 0) {
 			log_error("%s", str_cstr(&err));
 			rc = 1;
 		}
@@ -291,9 +292,9 @@ int main(int argc, char **argv)
 			rc = 1;
 	}
 	if (purge) {
-		pq_repair_stats_t st = { 0 };
+		super_repair_stats_t st = { 0 };
 		str_reset(&err);
-		if (pq_purge(&ql, PURGE_MIN_AGE, &st, &err) < 0) {
+		if (super_repair_purge(&ql, PURGE_MIN_AGE, &st, &err) < 0) {
 			log_error("%s", str_cstr(&err));
 			rc = 1;
 		}
@@ -301,8 +302,8 @@ int main(int argc, char **argv)
 		    st.purged, st.purged == 1 ? "" : "s");
 	}
 	for (int a = 0; a < 4; a++)
-		rc |= run_action(&ql, (qmgr_clnt_action_t)a, &lists[a],
-		    argc ? argv : NULL, wait);
+		rc |= run_action(&ql, (qmgr_clnt_action_t)a, &lists[a], argc ? argv : NULL,
+		    wait);
 	for (int i = 0; i < x.n; i++)
 		rc |= run_dest(&ql, QMGR_CLNT_REQ_DSC_CLEAR, x.v[i]);
 	for (int i = 0; i < P.n; i++)

@@ -12,11 +12,12 @@
 #include <unistd.h>
 #include "log.h"
 #include "pconfig.h"
-#include "pq.h"
+#include "queue_list.h"
 #include "queue_path.h"
 #include "server.h"
 #include "showq.h"
 #include "sock.h"
+#include "user_list.h"
 
 /* 1 allowed; 0 refused or the list could not be checked (why says). */
 static int allowed(uid_t uid, str_t *why)
@@ -29,7 +30,7 @@ static int allowed(uid_t uid, str_t *why)
 	if ((pw = getpwuid(uid)) != NULL
 	    && strcmp(pw->pw_name, config_get_str("mail_owner")) == 0)
 		return 1;
-	r = pq_user_allowed("authorized_mailq_users", uid, why);
+	r = user_list_uid_allowed("authorized_mailq_users", uid, why);
 	if (r < 0)
 		log_warning("authorized_mailq_users: %s", str_cstr(why));
 	return r == 1;
@@ -80,8 +81,8 @@ static void serve(stream_t *st, void *ctx)
 		reply_line(st, "error", &why);
 		goto out;
 	}
-	/* pq_list writes to a stdio stream: give it its own descriptor so
-	 * that fclose leaves the skeleton's stream intact. */
+	/* queue_list_print writes to a stdio stream: give it its own
+	 * descriptor so that fclose leaves the skeleton's stream intact. */
 	if (stream_flush(st) < 0 || (fd = dup(stream_fd(st))) < 0
 	    || (out = fdopen(fd, "w")) == NULL) {
 		log_error("cannot set up the reply: %s", strerror(errno));
@@ -89,7 +90,7 @@ static void serve(stream_t *st, void *ctx)
 		goto out;
 	}
 	str_reset(&why);
-	if (pq_list(&ql, out, flags, &why) < 0) {
+	if (queue_list_print(&ql, out, flags, &why) < 0) {
 		log_error("listing for uid %ld: %s", (long)uid, str_cstr(&why));
 		fprintf(out, "postq: error: %s\n", str_cstr(&why));
 	}

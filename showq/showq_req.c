@@ -1,6 +1,6 @@
 /* The showq request line. */
 #include <string.h>
-#include "pq.h"
+#include "queue_list.h"
 #include "showq.h"
 
 int showq_parse_request(const char *line, int *flags, str_t *err)
@@ -10,7 +10,7 @@ int showq_parse_request(const char *line, int *flags, str_t *err)
 		return 0;
 	}
 	if (strcmp(line, "json") == 0) {
-		*flags = PQ_LIST_JSON;
+		*flags = QUEUE_LIST_JSON;
 		return 0;
 	}
 	str_set(err, "expected \"text\" or \"json\", got \"");

@@ -27,6 +27,7 @@
 #include "file.h"
 #include "log.h"
 #include "mem.h"
+#include "selfpipe.h"
 #include "sock.h"
 #include "str.h"
 
@@ -584,16 +585,6 @@ static void serve_tcp(int fd, const char *from, struct answer *a)
 	}
 }
 
-static int sig_pipe[2] = { -1, -1 };
-
-static void on_signal(int sig)
-{
-	char c = sig == SIGHUP ? 'H' : 'T';
-	int saved = errno;
-	(void)!write(sig_pipe[1], &c, 1);
-	errno = saved;
-}
-
 /* "[addr]:port", "addr:port" (IPv4) or just "port" (127.0.0.1). */
 static bool parse_endpoint(const char *text, struct sockaddr_storage *ss,
     socklen_t *len)
@@ -691,17 +682,11 @@ int main(int argc, char **argv)
 	if (ufd < 0)
 		log_fatal("no port free for both UDP and TCP");
 
-	if (pipe(sig_pipe) < 0)
+	if (selfpipe_open() < 0)
 		log_fatal("pipe: %s", strerror(errno));
-	fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	selfpipe_catch(SIGTERM, SA_RESTART);
+	selfpipe_catch(SIGINT, SA_RESTART);
+	selfpipe_catch(SIGHUP, SA_RESTART);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (portfile != NULL) {
@@ -717,7 +702,7 @@ int main(int argc, char **argv)
 		struct pollfd pfd[3] = {
 			{ .fd = ufd, .events = POLLIN },
 			{ .fd = tfd, .events = POLLIN },
-			{ .fd = sig_pipe[0], .events = POLLIN },
+			{ .fd = selfpipe_fd(), .events = POLLIN },
 		};
 		if (poll(pfd, 3, -1) < 0) {
 			if (errno == EINTR)
@@ -725,9 +710,9 @@ int main(int argc, char **argv)
 			log_fatal("poll: %s", strerror(errno));
 		}
 		if (pfd[2].revents & POLLIN) {
-			char sig;
-			if (read(sig_pipe[0], &sig, 1) == 1) {
-				if (sig == 'T')
+			int sig = selfpipe_read();
+			if (sig > 0) {
+				if (sig != SIGHUP)
 					break;
 				struct zone nz;
 				if (load_zone(zone_path, &nz)) {

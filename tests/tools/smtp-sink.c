@@ -36,6 +36,7 @@
 #include "list.h"
 #include "log.h"
 #include "mem.h"
+#include "selfpipe.h"
 #include "sock.h"
 #include "str.h"
 
@@ -1127,16 +1128,6 @@ static void *session_thread(void *arg)
 
 /* ---- listening, signals, main ---- */
 
-static int sig_pipe[2] = { -1, -1 };
-
-static void on_signal(int sig)
-{
-	char c = sig == SIGUSR1 ? 'U' : sig == SIGHUP ? 'H' : 'T';
-	int saved = errno;
-	(void)!write(sig_pipe[1], &c, 1);
-	errno = saved;
-}
-
 /* --limit-file: the session limit is the number in the file (0: none),
  * read at start and on SIGHUP.  A file that cannot be read or holds
  * anything else leaves the limit as it was, with a warning. */
@@ -1477,20 +1468,12 @@ int main(int argc, char **argv)
 	if (listen(lfd, 1024) < 0)
 		log_fatal("listen: %s", strerror(errno));
 
-	if (pipe(sig_pipe) < 0)
+	if (selfpipe_open() < 0)
 		log_fatal("pipe: %s", strerror(errno));
-	fcntl(sig_pipe[0], F_SETFD, FD_CLOEXEC);
-	fcntl(sig_pipe[1], F_SETFD, FD_CLOEXEC);
-	fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	selfpipe_catch(SIGTERM, SA_RESTART);
+	selfpipe_catch(SIGINT, SA_RESTART);
+	selfpipe_catch(SIGUSR1, SA_RESTART);
+	selfpipe_catch(SIGHUP, SA_RESTART);
 	signal(SIGPIPE, SIG_IGN);
 	read_limit_file();
 
@@ -1507,7 +1490,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		struct pollfd pfd[2] = {
 			{ .fd = lfd, .events = POLLIN },
-			{ .fd = sig_pipe[0], .events = POLLIN },
+			{ .fd = selfpipe_fd(), .events = POLLIN },
 		};
 		int n = poll(pfd, 2, -1);
 
@@ -1516,19 +1499,15 @@ int main(int argc, char **argv)
 		if (n <= 0)
 			continue;
 		if (pfd[1].revents & POLLIN) {
-			char sig;
+			int sig;
 			bool stop = false;
-			while (read(sig_pipe[0], &sig, 1) == 1) {
-				if (sig == 'U')
+			while ((sig = selfpipe_read()) > 0) {
+				if (sig == SIGUSR1)
 					print_stats();
-				else if (sig == 'H')
+				else if (sig == SIGHUP)
 					read_limit_file();
 				else
 					stop = true;
-				/* more signals pending? */
-				struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
-				if (poll(&p, 1, 0) <= 0)
-					break;
 			}
 			if (stop)
 				break;

@@ -2,7 +2,7 @@
 #include <atf-c.h>
 #include <stdlib.h>
 #include <string.h>
-#include "local/aliases.h"
+#include "aliases.h"
 
 static void entry_ok(const char *line, const char *name, const char *value)
 {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include "dict.h"
 #include "file.h"
-#include "local/aliases.h"
+#include "aliases.h"
 #include "local/local.h"
 #include "pconfig.h"
 #include "testutil.h"

@@ -9,7 +9,8 @@
 #include <unistd.h>
 #include "attr.h"
 #include "pconfig.h"
-#include "postdrop/submit.h"
+#include "postdrop/hdr_scan.h"
+#include "submit.h"
 #include "qfile.h"
 #include "str.h"
 

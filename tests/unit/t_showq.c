@@ -2,7 +2,7 @@
  * with the offending text quoted. */
 #include <atf-c.h>
 #include <string.h>
-#include "postq/pq.h"
+#include "queue_list.h"
 #include "showq/showq.h"
 
 ATF_TC_WITHOUT_HEAD(requests);
@@ -14,7 +14,7 @@ ATF_TC_BODY(requests, tc)
 	ATF_CHECK_EQ(showq_parse_request("text", &flags, &err), 0);
 	ATF_CHECK_EQ(flags, 0);
 	ATF_CHECK_EQ(showq_parse_request("json", &flags, &err), 0);
-	ATF_CHECK_EQ(flags, PQ_LIST_JSON);
+	ATF_CHECK_EQ(flags, QUEUE_LIST_JSON);
 	ATF_CHECK_EQ(showq_parse_request("", &flags, &err), -1);
 	ATF_CHECK_EQ(showq_parse_request("JSON", &flags, &err), -1);
 	ATF_CHECK_EQ(showq_parse_request("text ", &flags, &err), -1);

@@ -23,8 +23,8 @@
  * unquoted first (\" and \\ inside); a quoted text that is not a command,
  * file or include is an address already in internal form (its local
  * part as is). */
-#ifndef PETREL_LOCAL_ALIASES_H
-#define PETREL_LOCAL_ALIASES_H
+#ifndef PETREL_ALIASES_H
+#define PETREL_ALIASES_H
 #include <stdbool.h>
 #include <stddef.h>
 #include "str.h"

@@ -10,7 +10,9 @@
 #include "file.h"
 #include "log.h"
 #include "pconfig.h"
-#include "pq.h"
+#include "qfile.h"
+#include "queue_walk.h"
+#include "super.h"
 
 static bool is_log_queue(const char *q)
 {
@@ -53,13 +55,13 @@ out:
 
 typedef struct repair {
 	const queue_layout_t *ql;
-	pq_repair_stats_t *st;
+	super_repair_stats_t *st;
 	str_t *err;
 } repair_t;
 
 /* Moves a file that is not a queue file into corrupt/, under its own
  * name (plus .1, .2, ... when taken). */
-static void to_corrupt(repair_t *r, const pq_dirent_t *d, const char *why)
+static void to_corrupt(repair_t *r, const queue_walk_ent_t *d, const char *why)
 {
 	str_t to = STR_INIT;
 	int rc = -1;
@@ -86,7 +88,7 @@ static void to_corrupt(repair_t *r, const pq_dirent_t *d, const char *why)
 
 /* A message whose name does not match its inode gets a new one: the
  * same time part, its own inode.  Its status logs follow it. */
-static void rename_id(repair_t *r, const pq_dirent_t *d)
+static void rename_id(repair_t *r, const queue_walk_ent_t *d)
 {
 	char nid[QUEUE_ID_SIZE];
 	struct timeval tv;
@@ -121,7 +123,7 @@ out:
 	str_release(&from);
 }
 
-static int repair_one(const pq_dirent_t *d, void *ctx)
+static int repair_one(const queue_walk_ent_t *d, void *ctx)
 {
 	repair_t *r = ctx;
 	str_t want = STR_INIT;
@@ -129,21 +131,21 @@ static int repair_one(const pq_dirent_t *d, void *ctx)
 	if (strcmp(d->queue, QUEUE_CORRUPT) == 0)
 		return 0;		/* anything may sit there */
 	switch (d->kind) {
-	case PQ_TMP:
+	case QUEUE_WALK_TMP:
 		break;			/* postsuper -p */
-	case PQ_STRAY_DIR:
+	case QUEUE_WALK_STRAY_DIR:
 		log_warning("%s: unexpected directory in the %s queue; left "
 		    "alone", d->path, d->queue);
 		r->st->left++;
 		break;
-	case PQ_OTHER:
+	case QUEUE_WALK_OTHER:
 		to_corrupt(r, d, "not a regular file");
 		break;
-	case PQ_STRAY_FILE:
+	case QUEUE_WALK_STRAY_FILE:
 		to_corrupt(r, d, is_log_queue(d->queue)
 		    ? "not named by a queue ID" : "not a queue file name");
 		break;
-	case PQ_MSG:
+	case QUEUE_WALK_MSG:
 		if (!is_log_queue(d->queue)
 		    && !queue_id_matches_inode(d->name, d->st->st_ino)) {
 			rename_id(r, d);
@@ -181,8 +183,8 @@ static void own(const char *path)
 		log_warning("chown %s: %s", path, strerror(errno));
 }
 
-int pq_structure(const queue_layout_t *ql, bool skip_active,
-    pq_repair_stats_t *st, str_t *err)
+int super_repair_structure(const queue_layout_t *ql, bool skip_active,
+    super_repair_stats_t *st, str_t *err)
 {
 	repair_t r = { ql, st, err };
 	str_t p = STR_INIT;
@@ -220,7 +222,7 @@ int pq_structure(const queue_layout_t *ql, bool skip_active,
 		str_setf(&p, "%s/%s", ql->dir, queue_names[i]);
 		if (lstat(str_cstr(&p), &sb) < 0 || !S_ISDIR(sb.st_mode))
 			continue;
-		rc = pq_walk(ql, queue_names[i], repair_one, &r, err);
+		rc = queue_walk_each(ql, queue_names[i], repair_one, &r, err);
 	}
 	str_release(&p);
 	return rc;
@@ -228,15 +230,15 @@ int pq_structure(const queue_layout_t *ql, bool skip_active,
 
 typedef struct purge {
 	time_t min_age;
-	pq_repair_stats_t *st;
+	super_repair_stats_t *st;
 } purge_t;
 
-static int purge_one(const pq_dirent_t *d, void *ctx)
+static int purge_one(const queue_walk_ent_t *d, void *ctx)
 {
 	purge_t *pu = ctx;
 	int r;
 
-	if (d->kind != PQ_TMP)
+	if (d->kind != QUEUE_WALK_TMP)
 		return 0;
 	r = qfile_tmp_is_stale(d->path, pu->min_age);
 	if (r < 0) {
@@ -250,18 +252,19 @@ static int purge_one(const pq_dirent_t *d, void *ctx)
 			log_error("remove %s: %s", d->path, strerror(errno));
 		return 0;
 	}
-	pq_log_action("removed stale temporary file %s", d->path);
+	super_log_action("removed stale temporary file %s", d->path);
 	pu->st->purged++;
 	return 0;
 }
 
-int pq_purge(const queue_layout_t *ql, time_t min_age, pq_repair_stats_t *st,
-    str_t *err)
+int super_repair_purge(const queue_layout_t *ql, time_t min_age,
+    super_repair_stats_t *st, str_t *err)
 {
 	purge_t pu = { min_age, st };
 
 	for (int i = 0; queue_message_names[i] != NULL; i++)
-		if (pq_walk(ql, queue_message_names[i], purge_one, &pu, err) < 0)
+		if (queue_walk_each(ql, queue_message_names[i], purge_one, &pu,
+		    err) < 0)
 			return -1;
 	return 0;
 }

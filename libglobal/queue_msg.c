@@ -1,4 +1,4 @@
-/* libpostq: one message read for display. */
+/* One queued message read for display. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -6,21 +6,21 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "mem.h"
-#include "pq.h"
+#include "queue_msg.h"
 #include "statuslog.h"
 
 /* Recipients read at a time; defer-log records kept at most. */
-#define PQ_RCPT_BATCH	1000
-#define PQ_MAX_REASONS	100000
+#define RCPT_BATCH	1000
+#define MAX_REASONS	100000
 
-static void load_reasons(const queue_layout_t *ql, pq_msg_t *m)
+static void load_reasons(const queue_layout_t *ql, queue_msg_t *m)
 {
 	sl_list_t list = SL_LIST_INIT;
 	str_t err = STR_INIT;
 	char key[32];
 
 	/* A missing or unreadable log only means no reasons to show. */
-	if (statuslog_read(ql, QUEUE_DEFER, m->id, &list, PQ_MAX_REASONS,
+	if (statuslog_read(ql, QUEUE_DEFER, m->id, &list, MAX_REASONS,
 	    &err) < 0) {
 		sl_list_free(&list);
 		str_release(&err);
@@ -38,7 +38,8 @@ static void load_reasons(const queue_layout_t *ql, pq_msg_t *m)
 	str_release(&err);
 }
 
-int pq_msg_open(const queue_layout_t *ql, const pq_file_t *f, pq_msg_t *m)
+int queue_msg_open(const queue_layout_t *ql, const queue_walk_file_t *f,
+    queue_msg_t *m)
 {
 	qf_err_t err;
 	struct stat st;
@@ -69,7 +70,7 @@ int pq_msg_open(const queue_layout_t *ql, const pq_file_t *f, pq_msg_t *m)
 	return 0;
 }
 
-int pq_msg_next_rcpt(pq_msg_t *m, const char **addr, const char **reason)
+int queue_msg_next_rcpt(queue_msg_t *m, const char **addr, const char **reason)
 {
 	const qf_rcpt_t *r;
 	char key[32];
@@ -77,7 +78,7 @@ int pq_msg_next_rcpt(pq_msg_t *m, const char **addr, const char **reason)
 	if (m->qf == NULL || m->rcpt_error)
 		return -1;
 	if (m->bpos >= m->batch.count) {
-		long n = qfile_rcpt_read(m->qf, &m->batch, PQ_RCPT_BATCH, 0);
+		long n = qfile_rcpt_read(m->qf, &m->batch, RCPT_BATCH, 0);
 		m->bpos = 0;
 		if (n < 0) {
 			m->rcpt_error = true;
@@ -98,7 +99,7 @@ int pq_msg_next_rcpt(pq_msg_t *m, const char **addr, const char **reason)
 	return 1;
 }
 
-void pq_msg_close(pq_msg_t *m)
+void queue_msg_close(queue_msg_t *m)
 {
 	if (m->qf)
 		qfile_close(m->qf);

@@ -13,17 +13,18 @@
 #include <string.h>
 #include "log.h"
 #include "mem.h"
-#include "pq.h"
+#include "queue_walk.h"
+#include "super.h"
 
 /* Lookups of one ID that lost a race against qmgr before giving up. */
-#define PQ_ADMIN_TRIES	5
+#define ADMIN_TRIES	5
 
-struct pq_admin {
+struct super_admin {
 	const queue_layout_t *ql;
 	qmgr_clnt_action_t act;
 	const char *const *queues;
 	int wait;
-	pq_admin_stats_t st;
+	super_admin_stats_t st;
 	/* qmgr: not asked yet, running (connected), or not running. */
 	enum { QM_UNKNOWN, QM_UP, QM_DOWN, QM_BROKEN } qm;
 	qmgr_clnt_t *qc;
@@ -38,7 +39,7 @@ static const char *const def_hold[] = { QUEUE_INCOMING, QUEUE_ACTIVE,
     QUEUE_DEFERRED, NULL };
 static const char *const def_release[] = { QUEUE_HOLD, NULL };
 
-const char *const *pq_admin_default_queues(qmgr_clnt_action_t act)
+const char *const *super_admin_default_queues(qmgr_clnt_action_t act)
 {
 	switch (act) {
 	case QMGR_CLNT_ACT_HOLD:
@@ -52,21 +53,21 @@ const char *const *pq_admin_default_queues(qmgr_clnt_action_t act)
 	}
 }
 
-pq_admin_t *pq_admin_new(const queue_layout_t *ql, qmgr_clnt_action_t act,
+super_admin_t *super_admin_new(const queue_layout_t *ql, qmgr_clnt_action_t act,
     const char *const *queues, int wait)
 {
-	pq_admin_t *a = xcalloc(1, sizeof(*a));
+	super_admin_t *a = xcalloc(1, sizeof(*a));
 
 	a->ql = ql;
 	a->act = act;
-	a->queues = queues && *queues ? queues : pq_admin_default_queues(act);
+	a->queues = queues && *queues ? queues : super_admin_default_queues(act);
 	a->wait = wait;
 	a->batch = xcalloc(QMGR_CLNT_MAX_IDS, sizeof(*a->batch));
 	return a;
 }
 
 /* Is qmgr there to ask?  Connects once. */
-static int qmgr_state(pq_admin_t *a)
+static int qmgr_state(super_admin_t *a)
 {
 	str_t err = STR_INIT;
 
@@ -86,20 +87,20 @@ static int qmgr_state(pq_admin_t *a)
 	return a->qm;
 }
 
-static void done(pq_admin_t *a, const char *id)
+static void done(super_admin_t *a, const char *id)
 {
-	pq_log_action("%s: %s", id, qmgr_clnt_action_done_text(a->act));
+	super_log_action("%s: %s", id, qmgr_clnt_action_done_text(a->act));
 	a->st.done++;
 }
 
-static void flush_batch(pq_admin_t *a);
+static void flush_batch(super_admin_t *a);
 
 /* One ID: find it in the selected queues and act, or queue it for qmgr. */
-static void one(pq_admin_t *a, const char *id)
+static void one(super_admin_t *a, const char *id)
 {
 	str_t path = STR_INIT, err = STR_INIT;
 
-	for (int tries = 0; tries < PQ_ADMIN_TRIES; tries++) {
+	for (int tries = 0; tries < ADMIN_TRIES; tries++) {
 		const char *q = NULL;
 		int rc;
 
@@ -116,8 +117,7 @@ static void one(pq_admin_t *a, const char *id)
 			} else {
 				/* It was there a moment ago: qmgr finished it. */
 				log_warning("%s: the message left the queue before "
-				    "it could be %s", id,
-				    qmgr_clnt_action_done_text(a->act));
+				    "it could be %s", id, qmgr_clnt_action_done_text(a->act));
 				a->st.gone++;
 			}
 			goto out;
@@ -166,7 +166,7 @@ out:
 	str_release(&err);
 }
 
-void pq_admin_id(pq_admin_t *a, const char *id)
+void super_admin_id(super_admin_t *a, const char *id)
 {
 	if (!queue_id_valid(id)) {
 		log_warning("%s: not a valid queue ID", id);
@@ -176,23 +176,23 @@ void pq_admin_id(pq_admin_t *a, const char *id)
 	one(a, id);
 }
 
-int pq_admin_all(pq_admin_t *a, str_t *err)
+int super_admin_all(super_admin_t *a, str_t *err)
 {
 	for (int i = 0; a->queues[i] != NULL; i++) {
-		pq_files_t f = PQ_FILES_INIT;
-		if (pq_collect(a->ql, a->queues[i], &f, err) < 0) {
-			pq_files_free(&f);
+		queue_walk_files_t f = QUEUE_WALK_FILES_INIT;
+		if (queue_walk_collect(a->ql, a->queues[i], &f, err) < 0) {
+			queue_walk_files_free(&f);
 			return -1;
 		}
 		for (size_t k = 0; k < f.n; k++)
 			one(a, f.v[k].id);
-		pq_files_free(&f);
+		queue_walk_files_free(&f);
 	}
 	return 0;
 }
 
 /* Asks qmgr to act on the active IDs collected so far. */
-static void flush_batch(pq_admin_t *a)
+static void flush_batch(super_admin_t *a)
 {
 	str_t req = STR_INIT, err = STR_INIT;
 	attr_msg_t *rep;
@@ -245,8 +245,7 @@ static void flush_batch(pq_admin_t *a)
 			break;
 		case QMGR_CLNT_MSG_GONE:
 			log_warning("%s: the message left the queue before it "
-			    "could be %s", ids[i],
-			    qmgr_clnt_action_done_text(a->act));
+			    "could be %s", ids[i], qmgr_clnt_action_done_text(a->act));
 			a->st.gone++;
 			break;
 		case QMGR_CLNT_MSG_PENDING:
@@ -269,10 +268,10 @@ out:
 	str_release(&err);
 }
 
-void pq_admin_finish(pq_admin_t *a, pq_admin_stats_t *st)
+void super_admin_finish(super_admin_t *a, super_admin_stats_t *st)
 {
 	/* Bounded: each round handles what the previous one left. */
-	for (int i = 0; i < PQ_ADMIN_TRIES && a->nbatch > 0; i++)
+	for (int i = 0; i < ADMIN_TRIES && a->nbatch > 0; i++)
 		flush_batch(a);
 	if (a->nbatch > 0) {
 		log_error("%zu messages keep moving in and out of the active "
@@ -283,7 +282,7 @@ void pq_admin_finish(pq_admin_t *a, pq_admin_stats_t *st)
 	*st = a->st;
 }
 
-void pq_admin_free(pq_admin_t *a)
+void super_admin_free(super_admin_t *a)
 {
 	if (a == NULL)
 		return;

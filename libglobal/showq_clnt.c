@@ -1,12 +1,12 @@
-/* postq's side of the showq protocol. */
+/* The client side of the showq protocol. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
-#include "showq.h"
+#include "showq_clnt.h"
 #include "sock.h"
 #include "stream.h"
 
-int showq_client(const char *queue_dir, bool json, FILE *out, FILE *errout,
+int showq_clnt_list(const char *queue_dir, bool json, FILE *out, FILE *errout,
     str_t *err)
 {
 	str_t path = STR_INIT, line = STR_INIT;

@@ -1,8 +1,12 @@
-/* libpostq: the queue listing, in the mailq layout and as JSON lines.
- * The formats are in doc/postq.md and postq(1). */
+/* The queue listing, in the mailq layout and as JSON lines.  The
+ * formats are in doc/postq.md and postq(1). */
 #include <errno.h>
 #include <string.h>
-#include "pq.h"
+#include "json.h"
+#include "queue_list.h"
+
+const char *const queue_list_queues[] = { QUEUE_MAILDROP, QUEUE_INCOMING,
+    QUEUE_ACTIVE, QUEUE_DEFERRED, QUEUE_HOLD, NULL };
 
 /* Column widths of the mailq layout. */
 #define W_ID	17		/* queue ID (longer ones push the line) */
@@ -20,7 +24,7 @@ static char queue_flag(const char *queue)
 
 /* "ID*" padded to the column, as mailq does (the mark right after the
  * ID, so "ID*" and "ID!" can be cut out as one word). */
-static void id_column(str_t *out, const pq_msg_t *m)
+static void id_column(str_t *out, const queue_msg_t *m)
 {
 	size_t start = str_len(out);
 	char flag = queue_flag(m->queue);
@@ -44,7 +48,7 @@ static void safe(str_t *out, const char *s)
 	str_quote_printable(out, s, strlen(s));
 }
 
-void pq_msg_text(str_t *out, pq_msg_t *m)
+void queue_list_msg_text(str_t *out, queue_msg_t *m)
 {
 	char tbuf[64];
 	const char *addr, *reason, *last = NULL;
@@ -59,7 +63,7 @@ void pq_msg_text(str_t *out, pq_msg_t *m)
 	}
 	id_column(out, m);
 	str_catf(out, " %*llu %-19s  ", W_SIZE, (unsigned long long)m->size,
-	    pq_time_text(m->arrival.tv_sec, tbuf));
+	    queue_list_time_text(m->arrival.tv_sec, tbuf));
 	if (*m->sender)
 		safe(out, m->sender);
 	else
@@ -67,10 +71,10 @@ void pq_msg_text(str_t *out, pq_msg_t *m)
 	str_putc(out, '\n');
 	if (m->next_retry > 0)
 		str_catf(out, "        [next retry: %s, attempts: %lu]\n",
-		    pq_time_text(m->next_retry, tbuf), m->attempts);
+		    queue_list_time_text(m->next_retry, tbuf), m->attempts);
 	/* Recipients in file order; a reason line before each run of
 	 * recipients with the same reason. */
-	while ((r = pq_msg_next_rcpt(m, &addr, &reason)) > 0) {
+	while ((r = queue_msg_next_rcpt(m, &addr, &reason)) > 0) {
 		if (reason != NULL && (last == NULL || strcmp(reason, last) != 0)) {
 			str_cat(out, "        (");
 			safe(out, reason);
@@ -89,40 +93,40 @@ void pq_msg_text(str_t *out, pq_msg_t *m)
 	str_putc(out, '\n');
 }
 
-void pq_msg_json(str_t *out, pq_msg_t *m)
+void queue_list_msg_json(str_t *out, queue_msg_t *m)
 {
 	const char *addr, *reason;
 	bool first = true;
 	int r;
 
 	str_cat(out, "{\"queue_name\":");
-	pq_json_str(out, m->queue);
+	json_str(out, m->queue);
 	str_cat(out, ",\"queue_id\":");
-	pq_json_str(out, m->id);
+	json_str(out, m->id);
 	if (m->qf == NULL) {
 		str_cat(out, ",\"error\":");
-		pq_json_str(out, str_cstr(&m->error));
+		json_str(out, str_cstr(&m->error));
 		str_cat(out, "}\n");
 		return;
 	}
 	str_catf(out, ",\"arrival_time\":%lld,\"message_size\":%llu,\"sender\":",
 	    (long long)m->arrival.tv_sec, (unsigned long long)m->size);
-	pq_json_str(out, m->sender);
+	json_str(out, m->sender);
 	str_catf(out, ",\"attempts\":%lu,\"next_retry\":", m->attempts);
 	if (m->next_retry > 0)
 		str_catf(out, "%lld", (long long)m->next_retry);
 	else
 		str_cat(out, "null");
 	str_cat(out, ",\"recipients\":[");
-	while ((r = pq_msg_next_rcpt(m, &addr, &reason)) > 0) {
+	while ((r = queue_msg_next_rcpt(m, &addr, &reason)) > 0) {
 		if (!first)
 			str_putc(out, ',');
 		first = false;
 		str_cat(out, "{\"address\":");
-		pq_json_str(out, addr);
+		json_str(out, addr);
 		str_cat(out, ",\"delay_reason\":");
 		if (reason)
-			pq_json_str(out, reason);
+			json_str(out, reason);
 		else
 			str_cat(out, "null");
 		str_putc(out, '}');
@@ -130,7 +134,7 @@ void pq_msg_json(str_t *out, pq_msg_t *m)
 	str_putc(out, ']');
 	if (r < 0) {
 		str_cat(out, ",\"error\":");
-		pq_json_str(out, str_cstr(&m->error));
+		json_str(out, str_cstr(&m->error));
 	}
 	str_cat(out, "}\n");
 }
@@ -146,24 +150,24 @@ static int flush_out(FILE *out, str_t *buf, str_t *err)
 	return 0;
 }
 
-int pq_list(const queue_layout_t *ql, FILE *out, int flags, str_t *err)
+int queue_list_print(const queue_layout_t *ql, FILE *out, int flags, str_t *err)
 {
-	bool json = flags & PQ_LIST_JSON;
+	bool json = flags & QUEUE_LIST_JSON;
 	unsigned long long total = 0;
 	unsigned long count = 0;
 	str_t buf = STR_INIT;
 	int rc = 0;
 
-	for (int q = 0; pq_list_queues[q] != NULL && rc == 0; q++) {
-		pq_files_t files = PQ_FILES_INIT;
-		if (pq_collect(ql, pq_list_queues[q], &files, err) < 0) {
+	for (int q = 0; queue_list_queues[q] != NULL && rc == 0; q++) {
+		queue_walk_files_t files = QUEUE_WALK_FILES_INIT;
+		if (queue_walk_collect(ql, queue_list_queues[q], &files, err) < 0) {
 			rc = -1;
-			pq_files_free(&files);
+			queue_walk_files_free(&files);
 			break;
 		}
 		for (size_t i = 0; i < files.n && rc == 0; i++) {
-			pq_msg_t m;
-			int o = pq_msg_open(ql, &files.v[i], &m);
+			queue_msg_t m;
+			int o = queue_msg_open(ql, &files.v[i], &m);
 			if (o >= 0) {
 				if (!json && count == 0)
 					str_catf(&buf, "%-*s %*s %-19s  %s\n", W_ID + 1,
@@ -173,15 +177,15 @@ int pq_list(const queue_layout_t *ql, FILE *out, int flags, str_t *err)
 				count++;
 				total += m.size;
 				if (json)
-					pq_msg_json(&buf, &m);
+					queue_list_msg_json(&buf, &m);
 				else
-					pq_msg_text(&buf, &m);
+					queue_list_msg_text(&buf, &m);
 			}
-			pq_msg_close(&m);
+			queue_msg_close(&m);
 			if (str_len(&buf) > 65536)
 				rc = flush_out(out, &buf, err);
 		}
-		pq_files_free(&files);
+		queue_walk_files_free(&files);
 	}
 	if (rc == 0 && !json) {
 		if (count == 0)
@@ -198,4 +202,14 @@ int pq_list(const queue_layout_t *ql, FILE *out, int flags, str_t *err)
 		rc = -1;
 	}
 	return rc;
+}
+
+const char *queue_list_time_text(time_t t, char buf[64])
+{
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) == NULL
+	    || strftime(buf, 64, "%a %b %e %H:%M:%S", &tm) == 0)
+		(void)bfmt(buf, 64, "%lld", (long long)t);
+	return buf;
 }

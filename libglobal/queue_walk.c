@@ -1,14 +1,12 @@
-/* libpostq: walking queue directories and collecting their messages. */
+/* Walking queue directories and collecting their messages. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "mem.h"
-#include "pq.h"
-
-const char *const pq_list_queues[] = { QUEUE_MAILDROP, QUEUE_INCOMING,
-    QUEUE_ACTIVE, QUEUE_DEFERRED, QUEUE_HOLD, NULL };
+#include "qfile.h"
+#include "queue_walk.h"
 
 static bool hash_name(const char *name)
 {
@@ -18,7 +16,7 @@ static bool hash_name(const char *name)
 
 typedef struct walk {
 	const char *queue;
-	pq_walk_fn fn;
+	queue_walk_fn fn;
 	void *ctx;
 	str_t *err;
 } walk_t;
@@ -58,7 +56,7 @@ static int walk_dir(walk_t *w, const char *dir, int depth)
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct stat st;
-		pq_dirent_t e;
+		queue_walk_ent_t e;
 
 		str_setf(&path, "%s/%s", dir, names[i]);
 		if (lstat(str_cstr(&path), &st) < 0) {
@@ -81,12 +79,13 @@ static int walk_dir(walk_t *w, const char *dir, int depth)
 				str_release(&sub);
 				continue;
 			}
-			e.kind = PQ_STRAY_DIR;
+			e.kind = QUEUE_WALK_STRAY_DIR;
 		} else if (S_ISREG(st.st_mode)) {
-			e.kind = queue_id_valid(names[i]) ? PQ_MSG
-			    : qfile_tmp_name(names[i]) ? PQ_TMP : PQ_STRAY_FILE;
+			e.kind = queue_id_valid(names[i]) ? QUEUE_WALK_MSG
+			    : qfile_tmp_name(names[i]) ? QUEUE_WALK_TMP
+			    : QUEUE_WALK_STRAY_FILE;
 		} else {
-			e.kind = PQ_OTHER;
+			e.kind = QUEUE_WALK_OTHER;
 		}
 		rc = w->fn(&e, w->ctx);
 	}
@@ -97,8 +96,8 @@ static int walk_dir(walk_t *w, const char *dir, int depth)
 	return rc;
 }
 
-int pq_walk(const queue_layout_t *ql, const char *queue, pq_walk_fn fn,
-    void *ctx, str_t *err)
+int queue_walk_each(const queue_layout_t *ql, const char *queue,
+    queue_walk_fn fn, void *ctx, str_t *err)
 {
 	walk_t w = { queue, fn, ctx, err };
 	str_t dir = STR_INIT;
@@ -111,17 +110,17 @@ int pq_walk(const queue_layout_t *ql, const char *queue, pq_walk_fn fn,
 }
 
 typedef struct collect {
-	pq_files_t *out;
+	queue_walk_files_t *out;
 	const char *queue;
 } collect_t;
 
-static int collect_one(const pq_dirent_t *d, void *ctx)
+static int collect_one(const queue_walk_ent_t *d, void *ctx)
 {
 	collect_t *c = ctx;
-	pq_files_t *f = c->out;
-	pq_file_t *x;
+	queue_walk_files_t *f = c->out;
+	queue_walk_file_t *x;
 
-	if (d->kind != PQ_MSG)
+	if (d->kind != QUEUE_WALK_MSG)
 		return 0;
 	if (f->n == f->cap) {
 		f->cap = f->cap ? f->cap * 2 : 64;
@@ -136,14 +135,14 @@ static int collect_one(const pq_dirent_t *d, void *ctx)
 
 static int cmp_file(const void *a, const void *b)
 {
-	const pq_file_t *x = a, *y = b;
+	const queue_walk_file_t *x = a, *y = b;
 	int r = strcmp(x->id, y->id);
 
 	return r ? r : strcmp(x->path, y->path);
 }
 
-int pq_collect(const queue_layout_t *ql, const char *queue, pq_files_t *out,
-    str_t *err)
+int queue_walk_collect(const queue_layout_t *ql, const char *queue,
+    queue_walk_files_t *out, str_t *err)
 {
 	collect_t c = { out, queue };
 	size_t start = out->n;
@@ -154,14 +153,14 @@ int pq_collect(const queue_layout_t *ql, const char *queue, pq_files_t *out,
 		return -1;
 	}
 	c.queue = queue_names[qi];
-	if (pq_walk(ql, queue, collect_one, &c, err) < 0)
+	if (queue_walk_each(ql, queue, collect_one, &c, err) < 0)
 		return -1;
 	if (out->n - start > 1)
 		qsort(out->v + start, out->n - start, sizeof(*out->v), cmp_file);
 	return 0;
 }
 
-void pq_files_free(pq_files_t *f)
+void queue_walk_files_free(queue_walk_files_t *f)
 {
 	for (size_t i = 0; i < f->n; i++)
 		free(f->v[i].path);
