@@ -134,6 +134,19 @@ static struct cidr_rule *new_rule(dict_cidr_t *c)
 	return &c->rules[c->n++];
 }
 
+/* Ends the word that starts s (NUL over the blank after it) and returns
+ * what follows the blanks after it ("" at the end of the line). */
+static char *first_word(char *s)
+{
+	while (*s && !blank((unsigned char)*s))
+		s++;
+	if (*s)
+		*s++ = 0;
+	while (blank((unsigned char)*s))
+		s++;
+	return s;
+}
+
 static int cidr_line(char *line, const char *file, int lineno, void *ctx,
     str_t *err)
 {
@@ -144,13 +157,7 @@ static int cidr_line(char *line, const char *file, int lineno, void *ctx,
 	char *pat = line, *rest;
 
 	memset(&r, 0, sizeof(r));
-	rest = pat;
-	while (*rest && !blank((unsigned char)*rest))
-		rest++;
-	if (*rest)
-		*rest++ = 0;
-	while (blank((unsigned char)*rest))
-		rest++;
+	rest = first_word(pat);
 	if (strcmp(pat, "endif") == 0) {
 		if (*rest != 0) {
 			str_setf(err, "%s:%d: text after \"endif\"", file, lineno);
@@ -167,13 +174,7 @@ static int cidr_line(char *line, const char *file, int lineno, void *ctx,
 	if (strcmp(pat, "if") == 0) {
 		r.kind = CIDR_IF;
 		pat = rest;
-		rest = pat;
-		while (*rest && !blank((unsigned char)*rest))
-			rest++;
-		if (*rest)
-			*rest++ = 0;
-		while (blank((unsigned char)*rest))
-			rest++;
+		rest = first_word(pat);
 		if (*pat == 0) {
 			str_setf(err, "%s:%d: \"if\" without a network", file, lineno);
 			return -1;
