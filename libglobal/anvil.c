@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "anvil.h"
+#include "attr_clnt.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -150,48 +151,29 @@ int anvil_request_parse(const attr_msg_t *m, anvil_req_t *req, str_t *err)
 /* ---- The client ---- */
 
 struct anvil_clnt {
-	char *path;
-	int fd;
-	int timeout_ms;
-	int64_t down_until;	/* leave anvil alone until then */
+	attr_clnt_t c;		/* the kept connection (attr_clnt.h) */
 	int64_t warned_at;	/* last warning; 0: never */
-	attr_reader_t *r;
-	str_t buf;
 };
 
 anvil_clnt_t *anvil_clnt_new(const char *path, int timeout_ms)
 {
 	anvil_clnt_t *ac = xcalloc(1, sizeof(*ac));
 
-	ac->path = xstrdup(path);
-	ac->fd = -1;
-	ac->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
-	ac->r = anvil_reply_reader_new();
+	attr_clnt_init(&ac->c, path, timeout_ms, anvil_reply_reader_new());
 	return ac;
-}
-
-static void clnt_close(anvil_clnt_t *ac)
-{
-	if (ac->fd >= 0)
-		close(ac->fd);
-	ac->fd = -1;
-	attr_reader_reset(ac->r);
 }
 
 void anvil_clnt_free(anvil_clnt_t *ac)
 {
 	if (ac == NULL)
 		return;
-	clnt_close(ac);
-	attr_reader_free(ac->r);
-	str_release(&ac->buf);
-	free(ac->path);
+	attr_clnt_release(&ac->c);
 	free(ac);
 }
 
 bool anvil_clnt_usable(const anvil_clnt_t *ac)
 {
-	return ac->down_until == 0 || event_now_ms() >= ac->down_until;
+	return attr_clnt_usable(&ac->c);
 }
 
 /* Something went wrong: close, leave anvil alone for a while, and say
@@ -205,8 +187,7 @@ static void clnt_fail(anvil_clnt_t *ac, const char *fmt, ...)
 	str_t why = STR_INIT;
 	va_list ap;
 
-	clnt_close(ac);
-	ac->down_until = now + ANVIL_CLNT_BACKOFF_MS;
+	attr_clnt_down(&ac->c, ANVIL_CLNT_BACKOFF_MS);
 	if (ac->warned_at != 0 && now - ac->warned_at < ANVIL_CLNT_WARN_MS)
 		return;
 	ac->warned_at = now;
@@ -214,39 +195,29 @@ static void clnt_fail(anvil_clnt_t *ac, const char *fmt, ...)
 	str_vcatf(&why, fmt, ap);
 	va_end(ap);
 	log_warning("anvil %s: %s; client connection and rate limits are "
-	    "not enforced for %d s", ac->path, str_cstr(&why),
+	    "not enforced for %d s", ac->c.path, str_cstr(&why),
 	    ANVIL_CLNT_BACKOFF_MS / 1000);
 	str_release(&why);
 }
 
-/* A blocking connection whose every send and receive waits at most the
- * timeout: a request is one send() and its reply one recv(). */
 static bool clnt_connect(anvil_clnt_t *ac)
 {
-	int err;
+	str_t why = STR_INIT;
+	bool ok = attr_clnt_connect(&ac->c, &why);
 
-	err = sock_unix_connect(ac->path, ac->timeout_ms, &ac->fd);
-	if (err != 0) {
-		ac->fd = -1;
-		clnt_fail(ac, "connect: %s", err == ETIMEDOUT ? "timed out" :
-		    strerror(err));
-		return false;
-	}
-	if (sock_set_blocking_timeout(ac->fd, ac->timeout_ms) < 0) {
-		clnt_fail(ac, "socket options: %s", strerror(errno));
-		return false;
-	}
-	attr_reader_reset(ac->r);
-	return true;
+	if (!ok)
+		clnt_fail(ac, "%s", str_cstr(&why));
+	str_release(&why);
+	return ok;
 }
 
-/* All of ac->buf, or -1 with errno. */
+/* All of ac->c.buf, or -1 with errno. */
 static int clnt_send_once(anvil_clnt_t *ac)
 {
 	size_t off = 0;
 
-	while (off < ac->buf.len) {
-		ssize_t n = send(ac->fd, ac->buf.buf + off, ac->buf.len - off,
+	while (off < ac->c.buf.len) {
+		ssize_t n = send(ac->c.fd, ac->c.buf.buf + off, ac->c.buf.len - off,
 		    MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -257,12 +228,12 @@ static int clnt_send_once(anvil_clnt_t *ac)
 	return 0;
 }
 
-/* Connects if needed and sends ac->buf.  A kept connection that anvil
+/* Connects if needed and sends ac->c.buf.  A kept connection that anvil
  * has closed meanwhile (it was restarted) is replaced once.  0, or -1
  * after clnt_fail(). */
 static int clnt_send(anvil_clnt_t *ac)
 {
-	bool fresh = ac->fd < 0;
+	bool fresh = ac->c.fd < 0;
 
 	if (!anvil_clnt_usable(ac))
 		return -1;
@@ -272,7 +243,7 @@ static int clnt_send(anvil_clnt_t *ac)
 		return 0;
 	if (!fresh && (errno == EPIPE || errno == ECONNRESET ||
 	    errno == ENOTCONN)) {
-		clnt_close(ac);
+		attr_clnt_close(&ac->c);
 		if (!clnt_connect(ac))
 			return -1;
 		if (clnt_send_once(ac) == 0)
@@ -286,14 +257,14 @@ static int clnt_send(anvil_clnt_t *ac)
 /* One reply, or NULL after clnt_fail(). */
 static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 {
-	int64_t deadline = event_now_ms() + ac->timeout_ms;
+	int64_t deadline = event_now_ms() + ac->c.timeout_ms;
 	char buf[ANVIL_MSG_MAX];
 	int32_t status;
 
 	for (;;) {
 		size_t used;
 		enum attr_result res;
-		ssize_t n = recv(ac->fd, buf, sizeof(buf), 0);
+		ssize_t n = recv(ac->c.fd, buf, sizeof(buf), 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -306,7 +277,7 @@ static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 			clnt_fail(ac, "connection closed without a reply");
 			return NULL;
 		}
-		res = attr_reader_feed(ac->r, buf, (size_t)n, &used);
+		res = attr_reader_feed(ac->c.r, buf, (size_t)n, &used);
 		if (res == ATTR_DONE) {
 			attr_msg_t *m;
 			if (used != (size_t)n) {
@@ -314,7 +285,7 @@ static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 				    (size_t)n - used);
 				return NULL;
 			}
-			m = attr_reader_take(ac->r);
+			m = attr_reader_take(ac->c.r);
 			if (!attr_get_int(m, "status", &status) ||
 			    status != ANVIL_STAT_OK) {
 				attr_msg_free(m);
@@ -325,7 +296,7 @@ static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 		}
 		if (res == ATTR_ERROR) {
 			clnt_fail(ac, "malformed reply: %s",
-			    attr_reader_error(ac->r));
+			    attr_reader_error(ac->c.r));
 			return NULL;
 		}
 		if (event_now_ms() > deadline) {
@@ -341,8 +312,8 @@ static attr_msg_t *clnt_call(anvil_clnt_t *ac, anvil_op_t op,
 {
 	if (!anvil_clnt_usable(ac))
 		return NULL;
-	str_reset(&ac->buf);
-	anvil_request_encode(&ac->buf, op, ident);
+	str_reset(&ac->c.buf);
+	anvil_request_encode(&ac->c.buf, op, ident);
 	if (clnt_send(ac) < 0)
 		return NULL;
 	return clnt_recv(ac);
@@ -415,10 +386,10 @@ void anvil_clnt_disconnect(anvil_clnt_t *ac, const char *ident)
 {
 	/* Not worth a reconnection: a new anvil does not know the
 	 * connection anyway. */
-	if (ac->fd < 0)
+	if (ac->c.fd < 0)
 		return;
-	str_reset(&ac->buf);
-	anvil_request_encode(&ac->buf, ANVIL_OP_DISCONNECT, ident);
+	str_reset(&ac->c.buf);
+	anvil_request_encode(&ac->c.buf, ANVIL_OP_DISCONNECT, ident);
 	if (clnt_send_once(ac) < 0)
-		clnt_close(ac);
+		attr_clnt_close(&ac->c);
 }
