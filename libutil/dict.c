@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "dict.h"
 #include "htable.h"
@@ -445,6 +446,44 @@ static int text_error(enum lines_error what, int lineno, void *ctx)
 		break;
 	}
 	return -1;
+}
+
+void dict_nest_push(dict_nest_t *n, size_t rule, int lineno)
+{
+	if (n->depth == n->cap) {
+		n->cap = n->cap ? 2 * n->cap : 8;
+		n->rule = xreallocarray(n->rule, n->cap, sizeof(*n->rule));
+		n->line = xreallocarray(n->line, n->cap, sizeof(*n->line));
+	}
+	n->line[n->depth] = lineno;
+	n->rule[n->depth++] = rule;
+}
+
+bool dict_nest_pop(dict_nest_t *n, size_t *rule, const char *file,
+    int lineno, str_t *err)
+{
+	if (n->depth == 0) {
+		str_setf(err, "%s:%d: \"endif\" without \"if\"", file, lineno);
+		return false;
+	}
+	*rule = n->rule[--n->depth];
+	return true;
+}
+
+bool dict_nest_closed(const dict_nest_t *n, const char *file, str_t *err)
+{
+	if (n->depth == 0)
+		return true;
+	str_setf(err, "%s:%d: \"if\" without \"endif\"", file,
+	    n->line[n->depth - 1]);
+	return false;
+}
+
+void dict_nest_free(dict_nest_t *n)
+{
+	free(n->rule);
+	free(n->line);
+	memset(n, 0, sizeof(*n));
 }
 
 int dict_text_lines(const char *path, dict_line_fn fn, void *ctx, str_t *err)

@@ -184,6 +184,25 @@ dict_t *dict_mem_new(const char *spec, int flags);
 int dict_mem_add(dict_t *d, const char *key, const char *value,
     const char *where, str_t *err);
 
+/* The if/endif nesting of the rule tables (cidr:, regexp:, pcre:) while
+ * their file is read: a stack of the open "if" rules, by their index
+ * in the table, with the line each opened on.  Starts zeroed. */
+typedef struct dict_nest {
+	size_t *rule;
+	int *line;
+	size_t depth, cap;
+} dict_nest_t;
+/* An "if" rule (index rule) on line lineno opens. */
+void dict_nest_push(dict_nest_t *n, size_t rule, int lineno);
+/* An "endif" on line lineno of file: true with *rule the index of the
+ * "if" it closes, or false with err "file:line: "endif" without "if"". */
+bool dict_nest_pop(dict_nest_t *n, size_t *rule, const char *file,
+    int lineno, str_t *err);
+/* At the end of file: true when every "if" was closed, else false with
+ * err "file:line: "if" without "endif"" for the innermost open one. */
+bool dict_nest_closed(const dict_nest_t *n, const char *file, str_t *err);
+void dict_nest_free(dict_nest_t *n);
+
 /* Back end constructors, called by dict_open with the part after "type:". */
 dict_t *dict_hash_open(const char *spec, const char *name, int flags, str_t *err);
 dict_t *dict_texthash_open(const char *spec, const char *name, int flags, str_t *err);
