@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "dict.h"
 #include "htable.h"
 #include "lines.h"
@@ -699,6 +700,74 @@ bool dict_same_file(const struct stat *a, const struct stat *b)
 	    && a->st_size == b->st_size
 	    && a->st_mtim.tv_sec == b->st_mtim.tv_sec
 	    && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static time_t now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+void dict_file_init(dict_file_t *f, char *path, const struct stat *st)
+{
+	memset(f, 0, sizeof(*f));
+	f->path = path;
+	f->st = *st;
+	f->checked = now_seconds();
+	f->why = (str_t)STR_INIT;
+}
+
+int dict_file_check(dict_t *d, dict_file_t *f, const dict_file_ops_t *ops,
+    bool force)
+{
+	struct stat st;
+	time_t now;
+	int fd;
+
+	if (f->walking)
+		return 0;
+	now = now_seconds();
+	if (dict_jailed()) {
+		/* The path means nothing after the chroot: look at the open
+		 * file. */
+		if (ops->is_open(d) && (force || now != f->checked) &&
+		    ops->fd(d, &fd) == 0)
+			dict_jail_check(d, fd, &f->st, f->path, &f->changed);
+		f->checked = now;
+	} else if (force || (d->flags & DICT_FLAG_RECHECK_ALWAYS) ||
+	    now != f->checked) {
+		f->checked = now;
+		if (stat(f->path, &st) < 0) {
+			/* Removed: serving stale data would hide the problem;
+			 * deferring mail makes it visible. */
+			str_setf(&f->why, "cannot open %s: %s", f->path,
+			    strerror(errno));
+			ops->close(d);
+		} else if (!ops->is_open(d) || !dict_same_file(&st, &f->st)) {
+			bool was_open = ops->is_open(d);
+
+			if (ops->reopen(d, &st, &f->why)) {
+				if (was_open)
+					log_info("%s: reopened rebuilt file %s",
+					    d->spec, f->path);
+				f->st = st;
+			}
+		}
+	}
+	if (!ops->is_open(d)) {
+		dict_set_error(d, "%s: %s", d->spec, str_cstr(&f->why));
+		return -1;
+	}
+	return 0;
+}
+
+void dict_file_release(dict_file_t *f)
+{
+	free(f->path);
+	str_release(&f->why);
+	memset(f, 0, sizeof(*f));
 }
 
 void dict_jail_check(dict_t *d, int fd, const struct stat *old,

@@ -244,6 +244,39 @@ void dict_jail_check(dict_t *d, int fd, const struct stat *st,
     const char *path, bool *reported);
 bool dict_same_file(const struct stat *a, const struct stat *b);
 
+/* The reopen rule of the tables read from one file (hash:, lmdb:).  At
+ * a lookup or walk the file is looked at (stat) at most once a second,
+ * every time with DICT_FLAG_RECHECK_ALWAYS, and always at dict_refresh()
+ * (force).  A rebuilt file (dict_same_file() false) is opened anew and
+ * replaces the one open ("reopened rebuilt file" is logged); one that
+ * is gone or cannot be opened closes the table, whose lookups then fail
+ * with the reason (why).  Jailed, the open file itself is watched
+ * (dict_jail_check()).  Nothing is reopened while a walk is under way. */
+typedef struct dict_file {
+	char *path;		/* the file; owned */
+	struct stat st;		/* of the file open now */
+	time_t checked;		/* monotonic second of the last look */
+	bool walking;		/* set by the back end around a walk */
+	bool changed;		/* jailed: the change was reported */
+	str_t why;		/* why nothing is open */
+} dict_file_t;
+typedef struct dict_file_ops {
+	bool (*is_open)(dict_t *d);
+	/* The open file's descriptor: 0, or -1. */
+	int (*fd)(dict_t *d, int *fd);
+	/* Opens path anew, *st from the opened file.  Either way closes
+	 * what was open; true when the new one replaced it, false with
+	 * why set (nothing open then). */
+	bool (*reopen)(dict_t *d, struct stat *st, str_t *why);
+	void (*close)(dict_t *d);
+} dict_file_ops_t;
+/* The file was just opened: takes path, st is what it is. */
+void dict_file_init(dict_file_t *f, char *path, const struct stat *st);
+/* 0, or -1 with the table's error set when nothing can be read. */
+int dict_file_check(dict_t *d, dict_file_t *f, const dict_file_ops_t *ops,
+    bool force);
+void dict_file_release(dict_file_t *f);
+
 /* Folds (unless DICT_FLAG_CASE_SENSITIVE) into buf; false for a key that
  * no table can hold (empty or longer than DICT_KEY_MAX). */
 bool dict_fold_key(str_t *buf, const char *key, int flags);
