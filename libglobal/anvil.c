@@ -155,11 +155,28 @@ struct anvil_clnt {
 	int64_t warned_at;	/* last warning; 0: never */
 };
 
+/* Says that anvil failed, unless that was said less than a minute ago
+ * (a pool of smtpd processes would otherwise log it for every
+ * connection). */
+static void clnt_warn(attr_clnt_t *c, const char *why)
+{
+	anvil_clnt_t *ac = (anvil_clnt_t *)c;
+	int64_t now = event_now_ms();
+
+	if (ac->warned_at != 0 && now - ac->warned_at < ANVIL_CLNT_WARN_MS)
+		return;
+	ac->warned_at = now;
+	log_warning("anvil %s: %s; client connection and rate limits are "
+	    "not enforced for %d s", c->path, why,
+	    ANVIL_CLNT_BACKOFF_MS / 1000);
+}
+
 anvil_clnt_t *anvil_clnt_new(const char *path, int timeout_ms)
 {
 	anvil_clnt_t *ac = xcalloc(1, sizeof(*ac));
 
-	attr_clnt_init(&ac->c, path, timeout_ms, anvil_reply_reader_new());
+	attr_clnt_init(&ac->c, path, timeout_ms, anvil_reply_reader_new(),
+	    ANVIL_CLNT_BACKOFF_MS, clnt_warn);
 	return ac;
 }
 
@@ -174,41 +191,6 @@ void anvil_clnt_free(anvil_clnt_t *ac)
 bool anvil_clnt_usable(const anvil_clnt_t *ac)
 {
 	return attr_clnt_usable(&ac->c);
-}
-
-/* Something went wrong: close, leave anvil alone for a while, and say
- * so unless it was said less than a minute ago (a pool of smtpd
- * processes would otherwise log it for every connection). */
-static void clnt_fail(anvil_clnt_t *ac, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void clnt_fail(anvil_clnt_t *ac, const char *fmt, ...)
-{
-	int64_t now = event_now_ms();
-	str_t why = STR_INIT;
-	va_list ap;
-
-	attr_clnt_down(&ac->c, ANVIL_CLNT_BACKOFF_MS);
-	if (ac->warned_at != 0 && now - ac->warned_at < ANVIL_CLNT_WARN_MS)
-		return;
-	ac->warned_at = now;
-	va_start(ap, fmt);
-	str_vcatf(&why, fmt, ap);
-	va_end(ap);
-	log_warning("anvil %s: %s; client connection and rate limits are "
-	    "not enforced for %d s", ac->c.path, str_cstr(&why),
-	    ANVIL_CLNT_BACKOFF_MS / 1000);
-	str_release(&why);
-}
-
-static bool clnt_connect(anvil_clnt_t *ac)
-{
-	str_t why = STR_INIT;
-	bool ok = attr_clnt_connect(&ac->c, &why);
-
-	if (!ok)
-		clnt_fail(ac, "%s", str_cstr(&why));
-	str_release(&why);
-	return ok;
 }
 
 /* All of ac->c.buf, or -1 with errno. */
@@ -230,31 +212,31 @@ static int clnt_send_once(anvil_clnt_t *ac)
 
 /* Connects if needed and sends ac->c.buf.  A kept connection that anvil
  * has closed meanwhile (it was restarted) is replaced once.  0, or -1
- * after clnt_fail(). */
+ * after attr_clnt_fail(). */
 static int clnt_send(anvil_clnt_t *ac)
 {
 	bool fresh = ac->c.fd < 0;
 
 	if (!anvil_clnt_usable(ac))
 		return -1;
-	if (fresh && !clnt_connect(ac))
+	if (fresh && !attr_clnt_connect(&ac->c))
 		return -1;
 	if (clnt_send_once(ac) == 0)
 		return 0;
 	if (!fresh && (errno == EPIPE || errno == ECONNRESET ||
 	    errno == ENOTCONN)) {
 		attr_clnt_close(&ac->c);
-		if (!clnt_connect(ac))
+		if (!attr_clnt_connect(&ac->c))
 			return -1;
 		if (clnt_send_once(ac) == 0)
 			return 0;
 	}
-	clnt_fail(ac, "sending a request: %s", errno == EAGAIN ||
+	attr_clnt_fail(&ac->c, "sending a request: %s", errno == EAGAIN ||
 	    errno == EWOULDBLOCK ? "timed out" : strerror(errno));
 	return -1;
 }
 
-/* One reply, or NULL after clnt_fail(). */
+/* One reply, or NULL after attr_clnt_fail(). */
 static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 {
 	int64_t deadline = event_now_ms() + ac->c.timeout_ms;
@@ -269,19 +251,19 @@ static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			clnt_fail(ac, "%s", errno == EAGAIN || errno == EWOULDBLOCK ?
+			attr_clnt_fail(&ac->c, "%s", errno == EAGAIN || errno == EWOULDBLOCK ?
 			    "timed out waiting for a reply" : strerror(errno));
 			return NULL;
 		}
 		if (n == 0) {
-			clnt_fail(ac, "connection closed without a reply");
+			attr_clnt_fail(&ac->c, "connection closed without a reply");
 			return NULL;
 		}
 		res = attr_reader_feed(ac->c.r, buf, (size_t)n, &used);
 		if (res == ATTR_DONE) {
 			attr_msg_t *m;
 			if (used != (size_t)n) {
-				clnt_fail(ac, "malformed reply: %zu bytes after it",
+				attr_clnt_fail(&ac->c, "malformed reply: %zu bytes after it",
 				    (size_t)n - used);
 				return NULL;
 			}
@@ -289,18 +271,18 @@ static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 			if (!attr_get_int(m, "status", &status) ||
 			    status != ANVIL_STAT_OK) {
 				attr_msg_free(m);
-				clnt_fail(ac, "request failed");
+				attr_clnt_fail(&ac->c, "request failed");
 				return NULL;
 			}
 			return m;
 		}
 		if (res == ATTR_ERROR) {
-			clnt_fail(ac, "malformed reply: %s",
+			attr_clnt_fail(&ac->c, "malformed reply: %s",
 			    attr_reader_error(ac->c.r));
 			return NULL;
 		}
 		if (event_now_ms() > deadline) {
-			clnt_fail(ac, "timed out waiting for a reply");
+			attr_clnt_fail(&ac->c, "timed out waiting for a reply");
 			return NULL;
 		}
 	}
@@ -325,7 +307,7 @@ static bool get_int(anvil_clnt_t *ac, attr_msg_t *m, const char *name,
 	int32_t i;
 
 	if (!attr_get_int(m, name, &i)) {
-		clnt_fail(ac, "malformed reply: no %s", name);
+		attr_clnt_fail(&ac->c, "malformed reply: no %s", name);
 		return false;
 	}
 	*v = i;

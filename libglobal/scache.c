@@ -191,11 +191,20 @@ struct scache_clnt {
 	int64_t last_ms;	/* last request done */
 };
 
+/* Says that the cache failed (every failure: the client then leaves
+ * the cache alone for a minute, so this is at most once a minute). */
+static void clnt_warn(attr_clnt_t *c, const char *why)
+{
+	log_warning("connection cache %s: %s; not used for %d s", c->path,
+	    why, SCACHE_CLNT_BACKOFF_MS / 1000);
+}
+
 scache_clnt_t *scache_clnt_new(const char *path, int timeout_ms, int idle_ms)
 {
 	scache_clnt_t *sc = xcalloc(1, sizeof(*sc));
 
-	attr_clnt_init(&sc->c, path, timeout_ms, scache_reply_reader_new());
+	attr_clnt_init(&sc->c, path, timeout_ms, scache_reply_reader_new(),
+	    SCACHE_CLNT_BACKOFF_MS, clnt_warn);
 	sc->idle_ms = idle_ms;
 	return sc;
 }
@@ -211,35 +220,6 @@ void scache_clnt_free(scache_clnt_t *sc)
 bool scache_clnt_usable(const scache_clnt_t *sc)
 {
 	return attr_clnt_usable(&sc->c);
-}
-
-/* Something went wrong: close, say so once, leave the cache alone for a
- * while (every request fails at once meanwhile). */
-static void clnt_fail(scache_clnt_t *sc, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void clnt_fail(scache_clnt_t *sc, const char *fmt, ...)
-{
-	str_t why = STR_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	str_vcatf(&why, fmt, ap);
-	va_end(ap);
-	attr_clnt_down(&sc->c, SCACHE_CLNT_BACKOFF_MS);
-	log_warning("connection cache %s: %s; not used for %d s", sc->c.path,
-	    str_cstr(&why), SCACHE_CLNT_BACKOFF_MS / 1000);
-	str_release(&why);
-}
-
-static bool clnt_connect(scache_clnt_t *sc)
-{
-	str_t why = STR_INIT;
-	bool ok = attr_clnt_connect(&sc->c, &why);
-
-	if (!ok)
-		clnt_fail(sc, "%s", str_cstr(&why));
-	str_release(&why);
-	return ok;
 }
 
 /* Sends sc->c.buf with fd (-1: none) on its first byte.  0: sent; -1:
@@ -275,28 +255,28 @@ static int clnt_send(scache_clnt_t *sc, int fd)
 	bool fresh = sc->c.fd < 0;
 	int rc;
 
-	if (fresh && !clnt_connect(sc))
+	if (fresh && !attr_clnt_connect(&sc->c))
 		return -1;
 	rc = clnt_send_once(sc, fd);
 	if (rc == -1 && !fresh && (errno == EPIPE || errno == ECONNRESET ||
 	    errno == ENOTCONN)) {
 		attr_clnt_close(&sc->c);
-		if (!clnt_connect(sc))
+		if (!attr_clnt_connect(&sc->c))
 			return -1;
 		rc = clnt_send_once(sc, fd);
 	}
 	if (rc == -1)
-		clnt_fail(sc, "sending a request: %s", errno == EAGAIN ||
+		attr_clnt_fail(&sc->c, "sending a request: %s", errno == EAGAIN ||
 		    errno == EWOULDBLOCK ? "timed out" : strerror(errno));
 	else if (rc == -2)
-		clnt_fail(sc, "sending a request: %s", errno == EAGAIN ||
+		attr_clnt_fail(&sc->c, "sending a request: %s", errno == EAGAIN ||
 		    errno == EWOULDBLOCK || errno == 0 ? "timed out" :
 		    strerror(errno));
 	return rc;
 }
 
 /* Reads one reply: its message and the descriptor that came with it (-1:
- * none).  0, or -1 after clnt_fail(). */
+ * none).  0, or -1 after attr_clnt_fail(). */
 static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 {
 	int64_t deadline = event_now_ms() + sc->c.timeout_ms;
@@ -314,9 +294,9 @@ static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				clnt_fail(sc, "timed out waiting for a reply");
+				attr_clnt_fail(&sc->c, "timed out waiting for a reply");
 			else
-				clnt_fail(sc, "reading a reply: %s",
+				attr_clnt_fail(&sc->c, "reading a reply: %s",
 				    strerror(errno));
 			break;
 		}
@@ -329,17 +309,17 @@ static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 			}
 		}
 		if (extra) {
-			clnt_fail(sc, "malformed reply: more than one descriptor");
+			attr_clnt_fail(&sc->c, "malformed reply: more than one descriptor");
 			break;
 		}
 		if (n == 0) {
-			clnt_fail(sc, "connection closed without a reply");
+			attr_clnt_fail(&sc->c, "connection closed without a reply");
 			break;
 		}
 		res = attr_reader_feed(sc->c.r, buf, (size_t)n, &used);
 		if (res == ATTR_DONE) {
 			if (used != (size_t)n) {
-				clnt_fail(sc, "malformed reply: %zu bytes after it",
+				attr_clnt_fail(&sc->c, "malformed reply: %zu bytes after it",
 				    (size_t)n - used);
 				break;
 			}
@@ -348,12 +328,12 @@ static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 			return 0;
 		}
 		if (res == ATTR_ERROR) {
-			clnt_fail(sc, "malformed reply: %s",
+			attr_clnt_fail(&sc->c, "malformed reply: %s",
 			    attr_reader_error(sc->c.r));
 			break;
 		}
 		if (event_now_ms() > deadline) {
-			clnt_fail(sc, "timed out waiting for a reply");
+			attr_clnt_fail(&sc->c, "timed out waiting for a reply");
 			break;
 		}
 	}
@@ -384,7 +364,7 @@ enum scache_save_result scache_clnt_save(scache_clnt_t *sc, const char *dest,
 		if (rfd >= 0)
 			close(rfd);
 		attr_msg_free(msg);
-		clnt_fail(sc, "unexpected reply to a save request");
+		attr_clnt_fail(&sc->c, "unexpected reply to a save request");
 		return SCACHE_UNKNOWN;
 	}
 	attr_msg_free(msg);
@@ -418,7 +398,7 @@ int scache_clnt_find(scache_clnt_t *sc, scache_op_t op, const char *label,
 		if (rfd >= 0)
 			close(rfd);
 		attr_msg_free(msg);
-		clnt_fail(sc, "unexpected reply to a find request");
+		attr_clnt_fail(&sc->c, "unexpected reply to a find request");
 		return -1;
 	}
 	str_set(props, p);
