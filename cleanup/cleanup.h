@@ -159,7 +159,8 @@ bool cln_hdr_is_sender(enum cln_hdr_kind k);
 bool cln_hdr_is_address(enum cln_hdr_kind k);
 
 /* RFC 5322 date-time of t in local time, e.g.
- * "Tue, 3 Jun 2025 14:05:09 +0200 (CEST)"; appended to out. */
+ * "Tue, 3 Jun 2025 14:05:09 +0200 (CEST)" (mail_date_format() with the
+ * zone name); appended to out. */
 void cln_rfc5322_date(time_t t, str_t *out);
 /* "<YYYYMMDDHHMMSS.QUEUEID@host>" (UTC), appended. */
 void cln_message_id(time_t t, const char *queue_id, const char *host,

@@ -5,6 +5,7 @@
 #include <time.h>
 #include "base64.h"
 #include "cleanup.h"
+#include "mail_date.h"
 
 long cln_hdr_name_len(const char *line, size_t len, bool complete)
 {
@@ -77,34 +78,9 @@ bool cln_hdr_is_address(enum cln_hdr_kind k)
 	}
 }
 
-/* Names in English whatever the locale (RFC 5322 wants these). */
-static const char *const wday[] = {
-	"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
-static const char *const month[] = {
-	"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-
 void cln_rfc5322_date(time_t t, str_t *out)
 {
-	struct tm tm;
-	long off;
-	char sign = '+';
-
-	localtime_r(&t, &tm);
-	off = tm.tm_gmtoff / 60;
-	if (off < 0) {
-		sign = '-';
-		off = -off;
-	}
-	str_catf(out, "%s, %d %s %d %02d:%02d:%02d %c%02ld%02ld",
-	    wday[tm.tm_wday % 7], tm.tm_mday, month[tm.tm_mon % 12],
-	    tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec, sign,
-	    off / 60, off % 60);
-	/* The zone name is a comment for people; only a plain one. */
-	if (tm.tm_zone != NULL && tm.tm_zone[0] != '\0' &&
-	    strspn(tm.tm_zone, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789+-") == strlen(tm.tm_zone))
-		str_catf(out, " (%s)", tm.tm_zone);
+	mail_date_format(t, MAIL_DATE_ZONE_NAME, out);
 }
 
 void cln_message_id(time_t t, const char *queue_id, const char *host,

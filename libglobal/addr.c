@@ -316,11 +316,34 @@ static addr_status_t ctl_err(addr_err_t *err, unsigned char c,
 	    c == 0 ? "NUL byte" : "control character", where);
 }
 
+/* What quoted and dot strings of a local part both refuse, at u[0]
+ * (left bytes there): control characters and bad UTF-8.  The length of
+ * the character (above 1 for UTF-8, which marks mb eight-bit), or 0
+ * with err set. */
+static size_t local_char(const unsigned char *u, size_t left,
+    addr_mbox_t *mb, addr_err_t *err)
+{
+	size_t n;
+
+	if (u[0] < 32 || u[0] == 127) {
+		ctl_err(err, u[0], "local part");
+		return 0;
+	}
+	if (u[0] < 0x80)
+		return 1;
+	if ((n = addr_utf8_len(u, left)) == 0) {
+		addr_seterr(err, ADDR_ERR_SYNTAX, "invalid UTF-8 in local part");
+		return 0;
+	}
+	mb->eightbit = true;
+	return n;
+}
+
 addr_status_t addr_parse_mailbox(const char *s, size_t len, size_t *pos,
     const char *stop, int flags, addr_mbox_t *mb, addr_err_t *err)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t p = *pos, start = p, dstart;
+	size_t p = *pos, start = p, dstart, w;
 	const char *why;
 	char nb[8];
 	addr_err_t dummy;
@@ -347,50 +370,22 @@ addr_status_t addr_parse_mailbox(const char *s, size_t len, size_t *pos,
 				p++;
 				break;
 			}
-			if (c == '\\') {
-				if (++p >= len)
-					goto unterminated;
-				c = u[p];
-			}
-			if (c < 32 || c == 127) {
-				ctl_err(err, c, "local part");
+			if (c == '\\' && ++p >= len)
+				goto unterminated;
+			if ((w = local_char(u + p, len - p, mb, err)) == 0)
 				goto fail;
-			}
-			if (c >= 0x80) {
-				size_t n = addr_utf8_len(u + p, len - p);
-
-				if (n == 0) {
-					addr_seterr(err, ADDR_ERR_SYNTAX,
-					    "invalid UTF-8 in local part");
-					goto fail;
-				}
-				mb->eightbit = true;
-				str_append(&mb->local, s + p, n);
-				p += n;
-				continue;
-			}
-			str_putc(&mb->local, c);
-			p++;
+			str_append(&mb->local, s + p, w);
+			p += w;
 		}
 	} else {
 		/* Dot-string, checked byte by byte for a precise reason. */
 		while (p < len && s[p] != '@' && !is_stop(stop, u[p])) {
 			unsigned char c = u[p];
 
-			if (c < 32 || c == 127) {
-				ctl_err(err, c, "local part");
+			if ((w = local_char(u + p, len - p, mb, err)) == 0)
 				goto fail;
-			}
-			if (c >= 0x80) {
-				size_t n = addr_utf8_len(u + p, len - p);
-
-				if (n == 0) {
-					addr_seterr(err, ADDR_ERR_SYNTAX,
-					    "invalid UTF-8 in local part");
-					goto fail;
-				}
-				mb->eightbit = true;
-				p += n;
+			if (w > 1) {
+				p += w;
 				continue;
 			}
 			if (c != '.' && !addr_is_atext(c)) {

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "anvil.h"
+#include "attr_clnt.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -150,103 +151,55 @@ int anvil_request_parse(const attr_msg_t *m, anvil_req_t *req, str_t *err)
 /* ---- The client ---- */
 
 struct anvil_clnt {
-	char *path;
-	int fd;
-	int timeout_ms;
-	int64_t down_until;	/* leave anvil alone until then */
+	attr_clnt_t c;		/* the kept connection (attr_clnt.h) */
 	int64_t warned_at;	/* last warning; 0: never */
-	attr_reader_t *r;
-	str_t buf;
 };
+
+/* Says that anvil failed, unless that was said less than a minute ago
+ * (a pool of smtpd processes would otherwise log it for every
+ * connection). */
+static void clnt_warn(attr_clnt_t *c, const char *why)
+{
+	anvil_clnt_t *ac = (anvil_clnt_t *)c;
+	int64_t now = event_now_ms();
+
+	if (ac->warned_at != 0 && now - ac->warned_at < ANVIL_CLNT_WARN_MS)
+		return;
+	ac->warned_at = now;
+	log_warning("anvil %s: %s; client connection and rate limits are "
+	    "not enforced for %d s", c->path, why,
+	    ANVIL_CLNT_BACKOFF_MS / 1000);
+}
 
 anvil_clnt_t *anvil_clnt_new(const char *path, int timeout_ms)
 {
 	anvil_clnt_t *ac = xcalloc(1, sizeof(*ac));
 
-	ac->path = xstrdup(path);
-	ac->fd = -1;
-	ac->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
-	ac->r = anvil_reply_reader_new();
+	attr_clnt_init(&ac->c, path, timeout_ms, anvil_reply_reader_new(),
+	    ANVIL_CLNT_BACKOFF_MS, clnt_warn);
 	return ac;
-}
-
-static void clnt_close(anvil_clnt_t *ac)
-{
-	if (ac->fd >= 0)
-		close(ac->fd);
-	ac->fd = -1;
-	attr_reader_reset(ac->r);
 }
 
 void anvil_clnt_free(anvil_clnt_t *ac)
 {
 	if (ac == NULL)
 		return;
-	clnt_close(ac);
-	attr_reader_free(ac->r);
-	str_release(&ac->buf);
-	free(ac->path);
+	attr_clnt_release(&ac->c);
 	free(ac);
 }
 
 bool anvil_clnt_usable(const anvil_clnt_t *ac)
 {
-	return ac->down_until == 0 || event_now_ms() >= ac->down_until;
+	return attr_clnt_usable(&ac->c);
 }
 
-/* Something went wrong: close, leave anvil alone for a while, and say
- * so unless it was said less than a minute ago (a pool of smtpd
- * processes would otherwise log it for every connection). */
-static void clnt_fail(anvil_clnt_t *ac, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void clnt_fail(anvil_clnt_t *ac, const char *fmt, ...)
-{
-	int64_t now = event_now_ms();
-	str_t why = STR_INIT;
-	va_list ap;
-
-	clnt_close(ac);
-	ac->down_until = now + ANVIL_CLNT_BACKOFF_MS;
-	if (ac->warned_at != 0 && now - ac->warned_at < ANVIL_CLNT_WARN_MS)
-		return;
-	ac->warned_at = now;
-	va_start(ap, fmt);
-	str_vcatf(&why, fmt, ap);
-	va_end(ap);
-	log_warning("anvil %s: %s; client connection and rate limits are "
-	    "not enforced for %d s", ac->path, str_cstr(&why),
-	    ANVIL_CLNT_BACKOFF_MS / 1000);
-	str_release(&why);
-}
-
-/* A blocking connection whose every send and receive waits at most the
- * timeout: a request is one send() and its reply one recv(). */
-static bool clnt_connect(anvil_clnt_t *ac)
-{
-	int err;
-
-	err = sock_unix_connect(ac->path, ac->timeout_ms, &ac->fd);
-	if (err != 0) {
-		ac->fd = -1;
-		clnt_fail(ac, "connect: %s", err == ETIMEDOUT ? "timed out" :
-		    strerror(err));
-		return false;
-	}
-	if (sock_set_blocking_timeout(ac->fd, ac->timeout_ms) < 0) {
-		clnt_fail(ac, "socket options: %s", strerror(errno));
-		return false;
-	}
-	attr_reader_reset(ac->r);
-	return true;
-}
-
-/* All of ac->buf, or -1 with errno. */
+/* All of ac->c.buf, or -1 with errno. */
 static int clnt_send_once(anvil_clnt_t *ac)
 {
 	size_t off = 0;
 
-	while (off < ac->buf.len) {
-		ssize_t n = send(ac->fd, ac->buf.buf + off, ac->buf.len - off,
+	while (off < ac->c.buf.len) {
+		ssize_t n = send(ac->c.fd, ac->c.buf.buf + off, ac->c.buf.len - off,
 		    MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -257,79 +210,79 @@ static int clnt_send_once(anvil_clnt_t *ac)
 	return 0;
 }
 
-/* Connects if needed and sends ac->buf.  A kept connection that anvil
+/* Connects if needed and sends ac->c.buf.  A kept connection that anvil
  * has closed meanwhile (it was restarted) is replaced once.  0, or -1
- * after clnt_fail(). */
+ * after attr_clnt_fail(). */
 static int clnt_send(anvil_clnt_t *ac)
 {
-	bool fresh = ac->fd < 0;
+	bool fresh = ac->c.fd < 0;
 
 	if (!anvil_clnt_usable(ac))
 		return -1;
-	if (fresh && !clnt_connect(ac))
+	if (fresh && !attr_clnt_connect(&ac->c))
 		return -1;
 	if (clnt_send_once(ac) == 0)
 		return 0;
 	if (!fresh && (errno == EPIPE || errno == ECONNRESET ||
 	    errno == ENOTCONN)) {
-		clnt_close(ac);
-		if (!clnt_connect(ac))
+		attr_clnt_close(&ac->c);
+		if (!attr_clnt_connect(&ac->c))
 			return -1;
 		if (clnt_send_once(ac) == 0)
 			return 0;
 	}
-	clnt_fail(ac, "sending a request: %s", errno == EAGAIN ||
+	attr_clnt_fail(&ac->c, "sending a request: %s", errno == EAGAIN ||
 	    errno == EWOULDBLOCK ? "timed out" : strerror(errno));
 	return -1;
 }
 
-/* One reply, or NULL after clnt_fail(). */
+/* One reply, or NULL after attr_clnt_fail(). */
 static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 {
-	int64_t deadline = event_now_ms() + ac->timeout_ms;
+	int64_t deadline = event_now_ms() + ac->c.timeout_ms;
 	char buf[ANVIL_MSG_MAX];
 	int32_t status;
 
 	for (;;) {
 		size_t used;
 		enum attr_result res;
-		ssize_t n = recv(ac->fd, buf, sizeof(buf), 0);
+		ssize_t n = recv(ac->c.fd, buf, sizeof(buf), 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			clnt_fail(ac, "%s", errno == EAGAIN || errno == EWOULDBLOCK ?
+			attr_clnt_fail(&ac->c, "%s", errno == EAGAIN || errno == EWOULDBLOCK ?
 			    "timed out waiting for a reply" : strerror(errno));
 			return NULL;
 		}
 		if (n == 0) {
-			clnt_fail(ac, "connection closed without a reply");
+			attr_clnt_fail(&ac->c, "connection closed without a reply");
 			return NULL;
 		}
-		res = attr_reader_feed(ac->r, buf, (size_t)n, &used);
+		res = attr_reader_feed(ac->c.r, buf, (size_t)n, &used);
 		if (res == ATTR_DONE) {
 			attr_msg_t *m;
 			if (used != (size_t)n) {
-				clnt_fail(ac, "malformed reply: %zu bytes after it",
+				attr_clnt_fail(&ac->c, "malformed reply: %zu bytes after it",
 				    (size_t)n - used);
 				return NULL;
 			}
-			m = attr_reader_take(ac->r);
+			m = attr_reader_take(ac->c.r);
 			if (!attr_get_int(m, "status", &status) ||
 			    status != ANVIL_STAT_OK) {
 				attr_msg_free(m);
-				clnt_fail(ac, "request failed");
+				attr_clnt_fail(&ac->c, "request failed");
 				return NULL;
 			}
 			return m;
 		}
 		if (res == ATTR_ERROR) {
-			clnt_fail(ac, "malformed reply: %s",
-			    attr_reader_error(ac->r));
+			attr_clnt_fail(&ac->c, "malformed reply: %s",
+			    attr_reader_error(ac->c.r));
 			return NULL;
 		}
 		if (event_now_ms() > deadline) {
-			clnt_fail(ac, "timed out waiting for a reply");
+			attr_clnt_fail(&ac->c, "timed out waiting for a reply");
 			return NULL;
 		}
 	}
@@ -341,8 +294,8 @@ static attr_msg_t *clnt_call(anvil_clnt_t *ac, anvil_op_t op,
 {
 	if (!anvil_clnt_usable(ac))
 		return NULL;
-	str_reset(&ac->buf);
-	anvil_request_encode(&ac->buf, op, ident);
+	str_reset(&ac->c.buf);
+	anvil_request_encode(&ac->c.buf, op, ident);
 	if (clnt_send(ac) < 0)
 		return NULL;
 	return clnt_recv(ac);
@@ -354,7 +307,7 @@ static bool get_int(anvil_clnt_t *ac, attr_msg_t *m, const char *name,
 	int32_t i;
 
 	if (!attr_get_int(m, name, &i)) {
-		clnt_fail(ac, "malformed reply: no %s", name);
+		attr_clnt_fail(&ac->c, "malformed reply: no %s", name);
 		return false;
 	}
 	*v = i;
@@ -415,10 +368,10 @@ void anvil_clnt_disconnect(anvil_clnt_t *ac, const char *ident)
 {
 	/* Not worth a reconnection: a new anvil does not know the
 	 * connection anyway. */
-	if (ac->fd < 0)
+	if (ac->c.fd < 0)
 		return;
-	str_reset(&ac->buf);
-	anvil_request_encode(&ac->buf, ANVIL_OP_DISCONNECT, ident);
+	str_reset(&ac->c.buf);
+	anvil_request_encode(&ac->c.buf, ANVIL_OP_DISCONNECT, ident);
 	if (clnt_send_once(ac) < 0)
-		clnt_close(ac);
+		attr_clnt_close(&ac->c);
 }

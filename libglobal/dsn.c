@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 #include "dsn.h"
+#include "mail_date.h"
 
 /* 1..3 digits, no leading zero unless the number is 0. */
 static size_t number_len(const char *s, size_t len)
@@ -85,23 +86,5 @@ const char *dsn_status_for_smtp(int code)
 
 void dsn_rfc822_date(time_t t, str_t *out)
 {
-	static const char *const day[] = { "Sun", "Mon", "Tue", "Wed", "Thu",
-		"Fri", "Sat" };
-	static const char *const mon[] = { "Jan", "Feb", "Mar", "Apr", "May",
-		"Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-	struct tm tm;
-	long off;
-	char sign = '+';
-
-	if (!localtime_r(&t, &tm))
-		gmtime_r(&t, &tm);
-	off = tm.tm_gmtoff / 60;
-	if (off < 0) {
-		sign = '-';
-		off = -off;
-	}
-	str_catf(out, "%s, %d %s %d %02d:%02d:%02d %c%02ld%02ld",
-	    day[tm.tm_wday % 7], tm.tm_mday, mon[tm.tm_mon % 12],
-	    tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec, sign,
-	    off / 60, off % 60);
+	mail_date_format(t, 0, out);
 }

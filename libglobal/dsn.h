@@ -28,7 +28,8 @@ size_t dsn_status_in_reply(const char *text, char out[DSN_STATUS_SIZE]);
  * not understand is not a reason to bounce). */
 const char *dsn_status_for_smtp(int code);
 
-/* RFC 5322 date-time of t in local time: "Tue, 3 Feb 2026 14:05:09 +0100". */
+/* RFC 5322 date-time of t in local time: "Tue, 3 Feb 2026 14:05:09 +0100"
+ * (mail_date_format() without the zone name); appended to out. */
 void dsn_rfc822_date(time_t t, str_t *out);
 
 #endif

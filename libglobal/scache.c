@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "attr_clnt.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -185,107 +186,57 @@ int scache_request_parse(const attr_msg_t *m, scache_req_t *req, str_t *err)
 /* ---- The client ---- */
 
 struct scache_clnt {
-	char *path;
-	int fd;
-	int timeout_ms;
+	attr_clnt_t c;		/* the kept connection (attr_clnt.h) */
 	int idle_ms;
 	int64_t last_ms;	/* last request done */
-	int64_t down_until;	/* leave the cache alone until then */
-	attr_reader_t *r;
-	str_t buf;
 };
+
+/* Says that the cache failed (every failure: the client then leaves
+ * the cache alone for a minute, so this is at most once a minute). */
+static void clnt_warn(attr_clnt_t *c, const char *why)
+{
+	log_warning("connection cache %s: %s; not used for %d s", c->path,
+	    why, SCACHE_CLNT_BACKOFF_MS / 1000);
+}
 
 scache_clnt_t *scache_clnt_new(const char *path, int timeout_ms, int idle_ms)
 {
 	scache_clnt_t *sc = xcalloc(1, sizeof(*sc));
 
-	sc->path = xstrdup(path);
-	sc->fd = -1;
-	sc->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+	attr_clnt_init(&sc->c, path, timeout_ms, scache_reply_reader_new(),
+	    SCACHE_CLNT_BACKOFF_MS, clnt_warn);
 	sc->idle_ms = idle_ms;
-	sc->r = scache_reply_reader_new();
 	return sc;
-}
-
-static void clnt_close(scache_clnt_t *sc)
-{
-	if (sc->fd >= 0)
-		close(sc->fd);
-	sc->fd = -1;
-	attr_reader_reset(sc->r);
 }
 
 void scache_clnt_free(scache_clnt_t *sc)
 {
 	if (sc == NULL)
 		return;
-	clnt_close(sc);
-	attr_reader_free(sc->r);
-	str_release(&sc->buf);
-	free(sc->path);
+	attr_clnt_release(&sc->c);
 	free(sc);
 }
 
 bool scache_clnt_usable(const scache_clnt_t *sc)
 {
-	return sc->down_until == 0 || event_now_ms() >= sc->down_until;
+	return attr_clnt_usable(&sc->c);
 }
 
-/* Something went wrong: close, say so once, leave the cache alone for a
- * while (every request fails at once meanwhile). */
-static void clnt_fail(scache_clnt_t *sc, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void clnt_fail(scache_clnt_t *sc, const char *fmt, ...)
-{
-	str_t why = STR_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	str_vcatf(&why, fmt, ap);
-	va_end(ap);
-	clnt_close(sc);
-	sc->down_until = event_now_ms() + SCACHE_CLNT_BACKOFF_MS;
-	log_warning("connection cache %s: %s; not used for %d s", sc->path,
-	    str_cstr(&why), SCACHE_CLNT_BACKOFF_MS / 1000);
-	str_release(&why);
-}
-
-/* A blocking connection whose every send and receive waits at most the
- * timeout: a request is then one sendmsg() and one recvmsg(). */
-static bool clnt_connect(scache_clnt_t *sc)
-{
-	int err;
-
-	err = sock_unix_connect(sc->path, sc->timeout_ms, &sc->fd);
-	if (err != 0) {
-		sc->fd = -1;
-		clnt_fail(sc, "connect: %s", err == ETIMEDOUT ?
-		    "timed out" : strerror(err));
-		return false;
-	}
-	if (sock_set_blocking_timeout(sc->fd, sc->timeout_ms) < 0) {
-		clnt_fail(sc, "socket options: %s", strerror(errno));
-		return false;
-	}
-	attr_reader_reset(sc->r);
-	return true;
-}
-
-/* Sends sc->buf with fd (-1: none) on its first byte.  0: sent; -1:
+/* Sends sc->c.buf with fd (-1: none) on its first byte.  0: sent; -1:
  * nothing sent (errno); -2: sent in part (the descriptor went). */
 static int clnt_send_once(scache_clnt_t *sc, int fd)
 {
-	int64_t deadline = event_now_ms() + sc->timeout_ms;
+	int64_t deadline = event_now_ms() + sc->c.timeout_ms;
 	size_t off;
 	ssize_t n;
 
-	n = sock_send_with_fd(sc->fd, sc->buf.buf, sc->buf.len, fd, 0);
+	n = sock_send_with_fd(sc->c.fd, sc->c.buf.buf, sc->c.buf.len, fd, 0);
 	if (n <= 0)
 		return -1;
-	for (off = (size_t)n; off < sc->buf.len; off += (size_t)n) {
+	for (off = (size_t)n; off < sc->c.buf.len; off += (size_t)n) {
 		if (event_now_ms() > deadline)
 			return -2;
-		n = send(sc->fd, sc->buf.buf + off, sc->buf.len - off,
+		n = send(sc->c.fd, sc->c.buf.buf + off, sc->c.buf.len - off,
 		    MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR) {
 			n = 0;
@@ -301,34 +252,34 @@ static int clnt_send_once(scache_clnt_t *sc, int fd)
  * meanwhile (it exited after max_idle, say) is replaced once. */
 static int clnt_send(scache_clnt_t *sc, int fd)
 {
-	bool fresh = sc->fd < 0;
+	bool fresh = sc->c.fd < 0;
 	int rc;
 
-	if (fresh && !clnt_connect(sc))
+	if (fresh && !attr_clnt_connect(&sc->c))
 		return -1;
 	rc = clnt_send_once(sc, fd);
 	if (rc == -1 && !fresh && (errno == EPIPE || errno == ECONNRESET ||
 	    errno == ENOTCONN)) {
-		clnt_close(sc);
-		if (!clnt_connect(sc))
+		attr_clnt_close(&sc->c);
+		if (!attr_clnt_connect(&sc->c))
 			return -1;
 		rc = clnt_send_once(sc, fd);
 	}
 	if (rc == -1)
-		clnt_fail(sc, "sending a request: %s", errno == EAGAIN ||
+		attr_clnt_fail(&sc->c, "sending a request: %s", errno == EAGAIN ||
 		    errno == EWOULDBLOCK ? "timed out" : strerror(errno));
 	else if (rc == -2)
-		clnt_fail(sc, "sending a request: %s", errno == EAGAIN ||
+		attr_clnt_fail(&sc->c, "sending a request: %s", errno == EAGAIN ||
 		    errno == EWOULDBLOCK || errno == 0 ? "timed out" :
 		    strerror(errno));
 	return rc;
 }
 
 /* Reads one reply: its message and the descriptor that came with it (-1:
- * none).  0, or -1 after clnt_fail(). */
+ * none).  0, or -1 after attr_clnt_fail(). */
 static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 {
-	int64_t deadline = event_now_ms() + sc->timeout_ms;
+	int64_t deadline = event_now_ms() + sc->c.timeout_ms;
 	char buf[SCACHE_MSG_MAX];
 
 	*rfd = -1;
@@ -338,14 +289,14 @@ static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 		bool extra;
 		size_t used;
 		enum attr_result res;
-		ssize_t n = sock_recv_with_fds(sc->fd, buf, sizeof(buf), fds, 1,
+		ssize_t n = sock_recv_with_fds(sc->c.fd, buf, sizeof(buf), fds, 1,
 		    &nfds, &extra, 0);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				clnt_fail(sc, "timed out waiting for a reply");
+				attr_clnt_fail(&sc->c, "timed out waiting for a reply");
 			else
-				clnt_fail(sc, "reading a reply: %s",
+				attr_clnt_fail(&sc->c, "reading a reply: %s",
 				    strerror(errno));
 			break;
 		}
@@ -358,31 +309,31 @@ static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 			}
 		}
 		if (extra) {
-			clnt_fail(sc, "malformed reply: more than one descriptor");
+			attr_clnt_fail(&sc->c, "malformed reply: more than one descriptor");
 			break;
 		}
 		if (n == 0) {
-			clnt_fail(sc, "connection closed without a reply");
+			attr_clnt_fail(&sc->c, "connection closed without a reply");
 			break;
 		}
-		res = attr_reader_feed(sc->r, buf, (size_t)n, &used);
+		res = attr_reader_feed(sc->c.r, buf, (size_t)n, &used);
 		if (res == ATTR_DONE) {
 			if (used != (size_t)n) {
-				clnt_fail(sc, "malformed reply: %zu bytes after it",
+				attr_clnt_fail(&sc->c, "malformed reply: %zu bytes after it",
 				    (size_t)n - used);
 				break;
 			}
-			*msg = attr_reader_take(sc->r);
+			*msg = attr_reader_take(sc->c.r);
 			sc->last_ms = event_now_ms();
 			return 0;
 		}
 		if (res == ATTR_ERROR) {
-			clnt_fail(sc, "malformed reply: %s",
-			    attr_reader_error(sc->r));
+			attr_clnt_fail(&sc->c, "malformed reply: %s",
+			    attr_reader_error(sc->c.r));
 			break;
 		}
 		if (event_now_ms() > deadline) {
-			clnt_fail(sc, "timed out waiting for a reply");
+			attr_clnt_fail(&sc->c, "timed out waiting for a reply");
 			break;
 		}
 	}
@@ -401,8 +352,8 @@ enum scache_save_result scache_clnt_save(scache_clnt_t *sc, const char *dest,
 
 	if (!scache_clnt_usable(sc) || ttl_ms <= 0 || fd < 0)
 		return SCACHE_UNSENT;
-	str_reset(&sc->buf);
-	scache_save_encode(&sc->buf, dest, endpoint, ttl_ms, props);
+	str_reset(&sc->c.buf);
+	scache_save_encode(&sc->c.buf, dest, endpoint, ttl_ms, props);
 	rc = clnt_send(sc, fd);
 	if (rc == -1)
 		return SCACHE_UNSENT;
@@ -413,7 +364,7 @@ enum scache_save_result scache_clnt_save(scache_clnt_t *sc, const char *dest,
 		if (rfd >= 0)
 			close(rfd);
 		attr_msg_free(msg);
-		clnt_fail(sc, "unexpected reply to a save request");
+		attr_clnt_fail(&sc->c, "unexpected reply to a save request");
 		return SCACHE_UNKNOWN;
 	}
 	attr_msg_free(msg);
@@ -430,8 +381,8 @@ int scache_clnt_find(scache_clnt_t *sc, scache_op_t op, const char *label,
 
 	if (!scache_clnt_usable(sc))
 		return -1;
-	str_reset(&sc->buf);
-	scache_find_encode(&sc->buf, op, label);
+	str_reset(&sc->c.buf);
+	scache_find_encode(&sc->c.buf, op, label);
 	if (clnt_send(sc, -1) != 0 || clnt_recv(sc, &msg, &rfd) < 0)
 		return -1;
 	if (!attr_get_int(msg, "status", &status))
@@ -447,7 +398,7 @@ int scache_clnt_find(scache_clnt_t *sc, scache_op_t op, const char *label,
 		if (rfd >= 0)
 			close(rfd);
 		attr_msg_free(msg);
-		clnt_fail(sc, "unexpected reply to a find request");
+		attr_clnt_fail(&sc->c, "unexpected reply to a find request");
 		return -1;
 	}
 	str_set(props, p);
@@ -457,13 +408,13 @@ int scache_clnt_find(scache_clnt_t *sc, scache_op_t op, const char *label,
 
 void scache_clnt_idle(scache_clnt_t *sc, int64_t now_ms)
 {
-	if (sc->fd >= 0 && sc->idle_ms > 0 && now_ms - sc->last_ms >= sc->idle_ms)
-		clnt_close(sc);
+	if (sc->c.fd >= 0 && sc->idle_ms > 0 && now_ms - sc->last_ms >= sc->idle_ms)
+		attr_clnt_close(&sc->c);
 }
 
 int64_t scache_clnt_deadline(const scache_clnt_t *sc)
 {
-	if (sc->fd < 0 || sc->idle_ms <= 0)
+	if (sc->c.fd < 0 || sc->idle_ms <= 0)
 		return -1;
 	return sc->last_ms + sc->idle_ms;
 }

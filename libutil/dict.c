@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "dict.h"
 #include "htable.h"
 #include "lines.h"
@@ -447,6 +449,44 @@ static int text_error(enum lines_error what, int lineno, void *ctx)
 	return -1;
 }
 
+void dict_nest_push(dict_nest_t *n, size_t rule, int lineno)
+{
+	if (n->depth == n->cap) {
+		n->cap = n->cap ? 2 * n->cap : 8;
+		n->rule = xreallocarray(n->rule, n->cap, sizeof(*n->rule));
+		n->line = xreallocarray(n->line, n->cap, sizeof(*n->line));
+	}
+	n->line[n->depth] = lineno;
+	n->rule[n->depth++] = rule;
+}
+
+bool dict_nest_pop(dict_nest_t *n, size_t *rule, const char *file,
+    int lineno, str_t *err)
+{
+	if (n->depth == 0) {
+		str_setf(err, "%s:%d: \"endif\" without \"if\"", file, lineno);
+		return false;
+	}
+	*rule = n->rule[--n->depth];
+	return true;
+}
+
+bool dict_nest_closed(const dict_nest_t *n, const char *file, str_t *err)
+{
+	if (n->depth == 0)
+		return true;
+	str_setf(err, "%s:%d: \"if\" without \"endif\"", file,
+	    n->line[n->depth - 1]);
+	return false;
+}
+
+void dict_nest_free(dict_nest_t *n)
+{
+	free(n->rule);
+	free(n->line);
+	memset(n, 0, sizeof(*n));
+}
+
 int dict_text_lines(const char *path, dict_line_fn fn, void *ctx, str_t *err)
 {
 	struct text_walk w = { fn, ctx, path, err, 0 };
@@ -660,6 +700,74 @@ bool dict_same_file(const struct stat *a, const struct stat *b)
 	    && a->st_size == b->st_size
 	    && a->st_mtim.tv_sec == b->st_mtim.tv_sec
 	    && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static time_t now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+void dict_file_init(dict_file_t *f, char *path, const struct stat *st)
+{
+	memset(f, 0, sizeof(*f));
+	f->path = path;
+	f->st = *st;
+	f->checked = now_seconds();
+	f->why = (str_t)STR_INIT;
+}
+
+int dict_file_check(dict_t *d, dict_file_t *f, const dict_file_ops_t *ops,
+    bool force)
+{
+	struct stat st;
+	time_t now;
+	int fd;
+
+	if (f->walking)
+		return 0;
+	now = now_seconds();
+	if (dict_jailed()) {
+		/* The path means nothing after the chroot: look at the open
+		 * file. */
+		if (ops->is_open(d) && (force || now != f->checked) &&
+		    ops->fd(d, &fd) == 0)
+			dict_jail_check(d, fd, &f->st, f->path, &f->changed);
+		f->checked = now;
+	} else if (force || (d->flags & DICT_FLAG_RECHECK_ALWAYS) ||
+	    now != f->checked) {
+		f->checked = now;
+		if (stat(f->path, &st) < 0) {
+			/* Removed: serving stale data would hide the problem;
+			 * deferring mail makes it visible. */
+			str_setf(&f->why, "cannot open %s: %s", f->path,
+			    strerror(errno));
+			ops->close(d);
+		} else if (!ops->is_open(d) || !dict_same_file(&st, &f->st)) {
+			bool was_open = ops->is_open(d);
+
+			if (ops->reopen(d, &st, &f->why)) {
+				if (was_open)
+					log_info("%s: reopened rebuilt file %s",
+					    d->spec, f->path);
+				f->st = st;
+			}
+		}
+	}
+	if (!ops->is_open(d)) {
+		dict_set_error(d, "%s: %s", d->spec, str_cstr(&f->why));
+		return -1;
+	}
+	return 0;
+}
+
+void dict_file_release(dict_file_t *f)
+{
+	free(f->path);
+	str_release(&f->why);
+	memset(f, 0, sizeof(*f));
 }
 
 void dict_jail_check(dict_t *d, int fd, const struct stat *old,

@@ -184,6 +184,25 @@ dict_t *dict_mem_new(const char *spec, int flags);
 int dict_mem_add(dict_t *d, const char *key, const char *value,
     const char *where, str_t *err);
 
+/* The if/endif nesting of the rule tables (cidr:, regexp:, pcre:) while
+ * their file is read: a stack of the open "if" rules, by their index
+ * in the table, with the line each opened on.  Starts zeroed. */
+typedef struct dict_nest {
+	size_t *rule;
+	int *line;
+	size_t depth, cap;
+} dict_nest_t;
+/* An "if" rule (index rule) on line lineno opens. */
+void dict_nest_push(dict_nest_t *n, size_t rule, int lineno);
+/* An "endif" on line lineno of file: true with *rule the index of the
+ * "if" it closes, or false with err "file:line: "endif" without "if"". */
+bool dict_nest_pop(dict_nest_t *n, size_t *rule, const char *file,
+    int lineno, str_t *err);
+/* At the end of file: true when every "if" was closed, else false with
+ * err "file:line: "if" without "endif"" for the innermost open one. */
+bool dict_nest_closed(const dict_nest_t *n, const char *file, str_t *err);
+void dict_nest_free(dict_nest_t *n);
+
 /* Back end constructors, called by dict_open with the part after "type:". */
 dict_t *dict_hash_open(const char *spec, const char *name, int flags, str_t *err);
 dict_t *dict_texthash_open(const char *spec, const char *name, int flags, str_t *err);
@@ -224,6 +243,39 @@ int dict_writer_install(const char *tmp, const char *final, str_t *err);
 void dict_jail_check(dict_t *d, int fd, const struct stat *st,
     const char *path, bool *reported);
 bool dict_same_file(const struct stat *a, const struct stat *b);
+
+/* The reopen rule of the tables read from one file (hash:, lmdb:).  At
+ * a lookup or walk the file is looked at (stat) at most once a second,
+ * every time with DICT_FLAG_RECHECK_ALWAYS, and always at dict_refresh()
+ * (force).  A rebuilt file (dict_same_file() false) is opened anew and
+ * replaces the one open ("reopened rebuilt file" is logged); one that
+ * is gone or cannot be opened closes the table, whose lookups then fail
+ * with the reason (why).  Jailed, the open file itself is watched
+ * (dict_jail_check()).  Nothing is reopened while a walk is under way. */
+typedef struct dict_file {
+	char *path;		/* the file; owned */
+	struct stat st;		/* of the file open now */
+	time_t checked;		/* monotonic second of the last look */
+	bool walking;		/* set by the back end around a walk */
+	bool changed;		/* jailed: the change was reported */
+	str_t why;		/* why nothing is open */
+} dict_file_t;
+typedef struct dict_file_ops {
+	bool (*is_open)(dict_t *d);
+	/* The open file's descriptor: 0, or -1. */
+	int (*fd)(dict_t *d, int *fd);
+	/* Opens path anew, *st from the opened file.  Either way closes
+	 * what was open; true when the new one replaced it, false with
+	 * why set (nothing open then). */
+	bool (*reopen)(dict_t *d, struct stat *st, str_t *why);
+	void (*close)(dict_t *d);
+} dict_file_ops_t;
+/* The file was just opened: takes path, st is what it is. */
+void dict_file_init(dict_file_t *f, char *path, const struct stat *st);
+/* 0, or -1 with the table's error set when nothing can be read. */
+int dict_file_check(dict_t *d, dict_file_t *f, const dict_file_ops_t *ops,
+    bool force);
+void dict_file_release(dict_file_t *f);
 
 /* Folds (unless DICT_FLAG_CASE_SENSITIVE) into buf; false for a key that
  * no table can hold (empty or longer than DICT_KEY_MAX). */

@@ -43,9 +43,7 @@ typedef struct dict_cidr {
 
 struct cidr_parse {
 	dict_cidr_t *c;
-	size_t *open;		/* stack of open if rules */
-	size_t depth, opencap;
-	int *openline;
+	dict_nest_t nest;	/* the open if rules */
 };
 
 static bool blank(int c)
@@ -134,6 +132,19 @@ static struct cidr_rule *new_rule(dict_cidr_t *c)
 	return &c->rules[c->n++];
 }
 
+/* Ends the word that starts s (NUL over the blank after it) and returns
+ * what follows the blanks after it ("" at the end of the line). */
+static char *first_word(char *s)
+{
+	while (*s && !blank((unsigned char)*s))
+		s++;
+	if (*s)
+		*s++ = 0;
+	while (blank((unsigned char)*s))
+		s++;
+	return s;
+}
+
 static int cidr_line(char *line, const char *file, int lineno, void *ctx,
     str_t *err)
 {
@@ -142,38 +153,25 @@ static int cidr_line(char *line, const char *file, int lineno, void *ctx,
 	struct cidr_rule r;
 	str_t why = STR_INIT;
 	char *pat = line, *rest;
+	size_t open;
 
 	memset(&r, 0, sizeof(r));
-	rest = pat;
-	while (*rest && !blank((unsigned char)*rest))
-		rest++;
-	if (*rest)
-		*rest++ = 0;
-	while (blank((unsigned char)*rest))
-		rest++;
+	rest = first_word(pat);
 	if (strcmp(pat, "endif") == 0) {
 		if (*rest != 0) {
 			str_setf(err, "%s:%d: text after \"endif\"", file, lineno);
 			return -1;
 		}
-		if (p->depth == 0) {
-			str_setf(err, "%s:%d: \"endif\" without \"if\"", file, lineno);
+		if (!dict_nest_pop(&p->nest, &open, file, lineno, err))
 			return -1;
-		}
-		c->rules[p->open[--p->depth]].endif = c->n;
+		c->rules[open].endif = c->n;
 		new_rule(c)->kind = CIDR_ENDIF;
 		return 0;
 	}
 	if (strcmp(pat, "if") == 0) {
 		r.kind = CIDR_IF;
 		pat = rest;
-		rest = pat;
-		while (*rest && !blank((unsigned char)*rest))
-			rest++;
-		if (*rest)
-			*rest++ = 0;
-		while (blank((unsigned char)*rest))
-			rest++;
+		rest = first_word(pat);
 		if (*pat == 0) {
 			str_setf(err, "%s:%d: \"if\" without a network", file, lineno);
 			return -1;
@@ -205,14 +203,7 @@ static int cidr_line(char *line, const char *file, int lineno, void *ctx,
 		}
 		r.result = xstrdup(rest);
 	} else {
-		if (p->depth == p->opencap) {
-			p->opencap = p->opencap ? 2 * p->opencap : 8;
-			p->open = xreallocarray(p->open, p->opencap, sizeof(*p->open));
-			p->openline = xreallocarray(p->openline, p->opencap,
-			    sizeof(*p->openline));
-		}
-		p->openline[p->depth] = lineno;
-		p->open[p->depth++] = c->n;
+		dict_nest_push(&p->nest, c->n, lineno);
 	}
 	*new_rule(c) = r;
 	return 0;
@@ -283,13 +274,9 @@ dict_t *dict_cidr_open(const char *spec, const char *name, int flags,
 	c->d.free = cidr_free;
 	c->d.raw_key = true;
 	rc = dict_text_lines(name, cidr_line, &p, &why);
-	if (rc == 0 && p.depth > 0) {
-		str_setf(&why, "%s:%d: \"if\" without \"endif\"", name,
-		    p.openline[p.depth - 1]);
+	if (rc == 0 && !dict_nest_closed(&p.nest, name, &why))
 		rc = -1;
-	}
-	free(p.open);
-	free(p.openline);
+	dict_nest_free(&p.nest);
 	if (rc < 0) {
 		str_setf(err, "%s: %s", spec, str_cstr(&why));
 		str_release(&why);

@@ -49,26 +49,13 @@ static void bdb_error(str_t *why, const char *what, int ret, str_t *detail)
 		str_catf(why, " (%s)", str_cstr(detail));
 }
 
-static time_t now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
-
 /* ---- Reader ---- */
 
 typedef struct dict_hash {
 	dict_t d;
-	char *path;		/* name + ".db" */
+	dict_file_t f;		/* name + ".db", and when to reopen it */
 	DB *db;			/* NULL while the file cannot be opened */
-	struct stat st;		/* of the file db reads */
-	time_t checked;		/* monotonic second of the last check */
-	bool walking;		/* no reopen under a cursor */
-	bool changed;		/* jailed: the change was reported */
 	int nul;		/* keys end in NUL: 0 no, 1 yes, -1 unknown */
-	str_t why;		/* why db is NULL */
 	str_t val;		/* lookup result */
 	str_t wkey, wval;	/* walk results */
 } dict_hash_t;
@@ -146,58 +133,53 @@ static DB *open_db(const char *path, struct stat *st, int *nul, str_t *why)
 	return db;
 }
 
-/* Reopens the file if it changed; -1 (with the error set) when the table
- * cannot be read.  Unless forced, looks at the file at most once a
- * second. */
+static bool hash_is_open(dict_t *d)
+{
+	return ((dict_hash_t *)d)->db != NULL;
+}
+
+static int hash_fd(dict_t *d, int *fd)
+{
+	dict_hash_t *h = (dict_hash_t *)d;
+
+	return h->db != NULL && h->db->fd(h->db, fd) == 0 ? 0 : -1;
+}
+
+static bool hash_reopen(dict_t *d, struct stat *st, str_t *why)
+{
+	dict_hash_t *h = (dict_hash_t *)d;
+	int nul;
+	DB *db = open_db(h->f.path, st, &nul, why);
+
+	if (h->db)
+		close_db(h->db);
+	h->db = db;
+	if (db != NULL)
+		h->nul = nul;
+	return db != NULL;
+}
+
+static void hash_close(dict_t *d)
+{
+	dict_hash_t *h = (dict_hash_t *)d;
+
+	if (h->db) {
+		close_db(h->db);
+		h->db = NULL;
+	}
+}
+
+static const dict_file_ops_t hash_file_ops = {
+	.is_open = hash_is_open,
+	.fd = hash_fd,
+	.reopen = hash_reopen,
+	.close = hash_close,
+};
+
+/* Reopens the file if it changed (dict_file_check()). */
 static int hash_check(dict_hash_t *h, bool force)
 {
-	struct stat st;
-	time_t now;
-	DB *db;
-	int nul;
-
-	if (h->walking)
-		return 0;
-	now = now_seconds();
-	if (dict_jailed()) {
-		/* The path means nothing after the chroot: look at the open
-		 * file. */
-		int fd;
-		if (h->db != NULL && (force || now != h->checked) &&
-		    h->db->fd(h->db, &fd) == 0)
-			dict_jail_check(&h->d, fd, &h->st, h->path, &h->changed);
-		h->checked = now;
-	} else if (force || (h->d.flags & DICT_FLAG_RECHECK_ALWAYS) || now != h->checked) {
-		h->checked = now;
-		if (stat(h->path, &st) < 0) {
-			/* Removed: serving stale data would hide the problem;
-			 * deferring mail makes it visible. */
-			str_setf(&h->why, "cannot open %s: %s", h->path, strerror(errno));
-			if (h->db) {
-				close_db(h->db);
-				h->db = NULL;
-			}
-		} else if (h->db == NULL || !dict_same_file(&st, &h->st)) {
-			if ((db = open_db(h->path, &st, &nul, &h->why)) != NULL) {
-				if (h->db) {
-					close_db(h->db);
-					log_info("%s: reopened rebuilt file %s",
-					    h->d.spec, h->path);
-				}
-				h->db = db;
-				h->st = st;
-				h->nul = nul;
-			} else if (h->db) {
-				close_db(h->db);
-				h->db = NULL;
-			}
-		}
-	}
-	if (h->db == NULL) {
-		dict_set_error(&h->d, "%s: %s", h->d.spec, str_cstr(&h->why));
-		return -1;
-	}
-	return 0;
+	return dict_file_check(&h->d, &h->f, &hash_file_ops, force);
 }
 
 /* A stored key or value is checked before use: a damaged or foreign file
@@ -244,7 +226,7 @@ static enum dict_status hash_get(dict_t *d, const char *key, const char **value)
 	if (ret != 0) {
 		str_t why = STR_INIT;
 		bdb_error(&why, "lookup error", ret, &detail);
-		dict_set_error(d, "%s: %s: %s", d->spec, h->path, str_cstr(&why));
+		dict_set_error(d, "%s: %s: %s", d->spec, h->f.path, str_cstr(&why));
 		str_release(&why);
 		str_release(&detail);
 		return DICT_STAT_ERROR;
@@ -256,7 +238,7 @@ static enum dict_status hash_get(dict_t *d, const char *key, const char **value)
 		str_t q = STR_INIT;
 		str_quote_printable(&q, key, strlen(key) > 100 ? 100 : strlen(key));
 		dict_set_error(d, "%s: %s: damaged value for key \"%s\" (%u bytes%s)",
-		    d->spec, h->path, str_cstr(&q), (unsigned)v.size,
+		    d->spec, h->f.path, str_cstr(&q), (unsigned)v.size,
 		    v.size > DICT_VALUE_MAX ? ", too long" : ", NUL byte");
 		str_release(&q);
 		return DICT_STAT_ERROR;
@@ -281,11 +263,11 @@ static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 	if ((ret = h->db->cursor(h->db, NULL, &c, 0)) != 0) {
 		bdb_sink = NULL;
 		bdb_error(&why, "cannot read", ret, &detail);
-		dict_set_error(d, "%s: %s: %s", d->spec, h->path, str_cstr(&why));
+		dict_set_error(d, "%s: %s: %s", d->spec, h->f.path, str_cstr(&why));
 		rc = -1;
 		goto out;
 	}
-	h->walking = true;
+	h->f.walking = true;
 	for (;;) {
 		memset(&k, 0, sizeof(k));
 		memset(&v, 0, sizeof(v));
@@ -296,7 +278,7 @@ static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 			break;
 		if (ret != 0) {
 			bdb_error(&why, "read error", ret, &detail);
-			dict_set_error(d, "%s: %s: %s", d->spec, h->path, str_cstr(&why));
+			dict_set_error(d, "%s: %s: %s", d->spec, h->f.path, str_cstr(&why));
 			rc = -1;
 			break;
 		}
@@ -304,7 +286,7 @@ static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 		strip_nul(&v);
 		if (!record_ok(&k, DICT_KEY_MAX, false) || !record_ok(&v, DICT_VALUE_MAX, true)) {
 			dict_set_error(d, "%s: %s: damaged record (key %u bytes, value %u bytes)",
-			    d->spec, h->path, (unsigned)k.size, (unsigned)v.size);
+			    d->spec, h->f.path, (unsigned)k.size, (unsigned)v.size);
 			rc = -1;
 			break;
 		}
@@ -317,7 +299,7 @@ static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 			break;
 		}
 	}
-	h->walking = false;
+	h->f.walking = false;
 	c->close(c);
 out:
 	bdb_sink = NULL;
@@ -337,8 +319,7 @@ static void hash_free(dict_t *d)
 
 	if (h->db)
 		close_db(h->db);
-	free(h->path);
-	str_release(&h->why);
+	dict_file_release(&h->f);
 	str_release(&h->val);
 	str_release(&h->wkey);
 	str_release(&h->wval);
@@ -370,11 +351,9 @@ dict_t *dict_hash_open(const char *spec, const char *name, int flags,
 	}
 	str_release(&why);
 	h = (dict_hash_t *)dict_alloc(sizeof(*h), spec, flags);
-	h->path = path;
+	dict_file_init(&h->f, path, &st);
 	h->db = db;
-	h->st = st;
 	h->nul = nul;
-	h->checked = now_seconds();
 	h->d.get = hash_get;
 	h->d.walk = hash_walk;
 	h->d.refresh = hash_refresh;

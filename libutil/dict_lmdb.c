@@ -56,14 +56,6 @@ dict_writer_t *dict_lmdb_writer_open(const char *spec, const char *name,
  * as records are added). */
 #define LMDB_MAPSIZE ((size_t)(sizeof(size_t) >= 8 ? (size_t)1 << 30 : (size_t)1 << 28))
 
-static time_t now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
-
 static char *lmdb_path(const char *name)
 {
 	str_t p = STR_INIT;
@@ -83,13 +75,8 @@ struct lmdb_handle {
 
 typedef struct dict_lmdb {
 	dict_t d;
-	char *path;
+	dict_file_t f;		/* name + ".lmdb", and when to reopen it */
 	struct lmdb_handle h;	/* env NULL while the file cannot be opened */
-	struct stat st;
-	time_t checked;
-	bool walking;
-	bool changed;		/* jailed: the change was reported */
-	str_t why;
 	str_t val, wkey, wval;
 } dict_lmdb_t;
 
@@ -149,44 +136,46 @@ fail:
 	return -1;
 }
 
+static bool lmdb_is_open(dict_t *d)
+{
+	return ((dict_lmdb_t *)d)->h.env != NULL;
+}
+
+static int lmdb_fd(dict_t *d, int *fd)
+{
+	dict_lmdb_t *l = (dict_lmdb_t *)d;
+
+	return l->h.env != NULL && mdb_env_get_fd(l->h.env, fd) == 0 ? 0 : -1;
+}
+
+static bool lmdb_reopen(dict_t *d, struct stat *st, str_t *why)
+{
+	dict_lmdb_t *l = (dict_lmdb_t *)d;
+	struct lmdb_handle h;
+	bool ok = open_handle(l->f.path, &h, st, why) == 0;
+
+	close_handle(&l->h);
+	if (ok)
+		l->h = h;
+	return ok;
+}
+
+static void lmdb_close(dict_t *d)
+{
+	close_handle(&((dict_lmdb_t *)d)->h);
+}
+
+static const dict_file_ops_t lmdb_file_ops = {
+	.is_open = lmdb_is_open,
+	.fd = lmdb_fd,
+	.reopen = lmdb_reopen,
+	.close = lmdb_close,
+};
+
+/* Reopens the file if it changed (dict_file_check()). */
 static int lmdb_check(dict_lmdb_t *l, bool force)
 {
-	struct stat st;
-	struct lmdb_handle h;
-	time_t now;
-	int fd;
-
-	if (l->walking)
-		return 0;
-	now = now_seconds();
-	if (dict_jailed()) {
-		if (l->h.env != NULL && (force || now != l->checked)
-		    && mdb_env_get_fd(l->h.env, &fd) == 0)
-			dict_jail_check(&l->d, fd, &l->st, l->path, &l->changed);
-		l->checked = now;
-	} else if (force || (l->d.flags & DICT_FLAG_RECHECK_ALWAYS) || now != l->checked) {
-		l->checked = now;
-		if (stat(l->path, &st) < 0) {
-			str_setf(&l->why, "cannot open %s: %s", l->path, strerror(errno));
-			close_handle(&l->h);
-		} else if (l->h.env == NULL || !dict_same_file(&st, &l->st)) {
-			if (open_handle(l->path, &h, &st, &l->why) == 0) {
-				if (l->h.env)
-					log_info("%s: reopened rebuilt file %s",
-					    l->d.spec, l->path);
-				close_handle(&l->h);
-				l->h = h;
-				l->st = st;
-			} else {
-				close_handle(&l->h);
-			}
-		}
-	}
-	if (l->h.env == NULL) {
-		dict_set_error(&l->d, "%s: %s", l->d.spec, str_cstr(&l->why));
-		return -1;
-	}
-	return 0;
+	return dict_file_check(&l->d, &l->f, &lmdb_file_ops, force);
 }
 
 static void strip_nul(MDB_val *t)
@@ -210,7 +199,7 @@ static enum dict_status lmdb_get(dict_t *d, const char *key, const char **value)
 	if (lmdb_check(l, false) < 0)
 		return DICT_STAT_ERROR;
 	if ((ret = mdb_txn_renew(l->h.txn)) != 0) {
-		dict_set_error(d, "%s: %s: %s", d->spec, l->path, mdb_strerror(ret));
+		dict_set_error(d, "%s: %s: %s", d->spec, l->f.path, mdb_strerror(ret));
 		return DICT_STAT_ERROR;
 	}
 	k.mv_data = (void *)key;
@@ -228,11 +217,11 @@ static enum dict_status lmdb_get(dict_t *d, const char *key, const char **value)
 			*value = str_cstr(&l->val);
 		} else {
 			dict_set_error(d, "%s: %s: damaged value (%zu bytes)",
-			    d->spec, l->path, v.mv_size);
+			    d->spec, l->f.path, v.mv_size);
 			ret = -1;
 		}
 	} else if (ret != MDB_NOTFOUND) {
-		dict_set_error(d, "%s: %s: lookup error: %s", d->spec, l->path,
+		dict_set_error(d, "%s: %s: lookup error: %s", d->spec, l->f.path,
 		    mdb_strerror(ret));
 	}
 	mdb_txn_reset(l->h.txn);
@@ -253,18 +242,18 @@ static int lmdb_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 		return -1;
 	if ((ret = mdb_txn_renew(l->h.txn)) != 0
 	    || (ret = mdb_cursor_open(l->h.txn, l->h.dbi, &c)) != 0) {
-		dict_set_error(d, "%s: %s: %s", d->spec, l->path, mdb_strerror(ret));
+		dict_set_error(d, "%s: %s: %s", d->spec, l->f.path, mdb_strerror(ret));
 		mdb_txn_reset(l->h.txn);
 		return -1;
 	}
-	l->walking = true;
+	l->f.walking = true;
 	while ((ret = mdb_cursor_get(c, &k, &v, op)) == 0) {
 		op = MDB_NEXT;
 		strip_nul(&k);
 		strip_nul(&v);
 		if (!record_ok(&k, DICT_KEY_MAX, false) || !record_ok(&v, DICT_VALUE_MAX, true)) {
 			dict_set_error(d, "%s: %s: damaged record (key %zu bytes, value %zu bytes)",
-			    d->spec, l->path, k.mv_size, v.mv_size);
+			    d->spec, l->f.path, k.mv_size, v.mv_size);
 			rc = -1;
 			break;
 		}
@@ -278,11 +267,11 @@ static int lmdb_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 		}
 	}
 	if (rc == 0 && ret != MDB_NOTFOUND) {
-		dict_set_error(d, "%s: %s: read error: %s", d->spec, l->path,
+		dict_set_error(d, "%s: %s: read error: %s", d->spec, l->f.path,
 		    mdb_strerror(ret));
 		rc = -1;
 	}
-	l->walking = false;
+	l->f.walking = false;
 	mdb_cursor_close(c);
 	mdb_txn_reset(l->h.txn);
 	return rc;
@@ -298,8 +287,7 @@ static void lmdb_free(dict_t *d)
 	dict_lmdb_t *l = (dict_lmdb_t *)d;
 
 	close_handle(&l->h);
-	free(l->path);
-	str_release(&l->why);
+	dict_file_release(&l->f);
 	str_release(&l->val);
 	str_release(&l->wkey);
 	str_release(&l->wval);
@@ -322,10 +310,8 @@ dict_t *dict_lmdb_open(const char *spec, const char *name, int flags,
 	}
 	str_release(&why);
 	l = (dict_lmdb_t *)dict_alloc(sizeof(*l), spec, flags);
-	l->path = path;
+	dict_file_init(&l->f, path, &st);
 	l->h = h;
-	l->st = st;
-	l->checked = now_seconds();
 	l->d.get = lmdb_get;
 	l->d.walk = lmdb_walk;
 	l->d.refresh = lmdb_refresh;

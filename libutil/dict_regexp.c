@@ -60,10 +60,7 @@ typedef struct dict_re {
 	struct re_rule *rules;
 	size_t n, cap;
 	str_t out;		/* expansion, reused by every lookup */
-	/* parse state */
-	size_t *open;
-	int *openline;
-	size_t depth, opencap;
+	dict_nest_t nest;	/* parse state: the open if rules */
 #ifdef HAVE_PCRE2
 	pcre2_match_data *md;
 	pcre2_match_context *mctx;
@@ -278,16 +275,15 @@ static int re_line(char *line, const char *file, int lineno, void *ctx,
 	struct re_rule r;
 	str_t why = STR_INIT;
 	char *p = line, *pat, *flags, *rest;
+	size_t open;
 	char delim;
 	unsigned groups = 0;
 
 	memset(&r, 0, sizeof(r));
 	if (strcmp(line, "endif") == 0) {
-		if (t->depth == 0) {
-			str_setf(err, "%s:%d: \"endif\" without \"if\"", file, lineno);
+		if (!dict_nest_pop(&t->nest, &open, file, lineno, err))
 			return -1;
-		}
-		t->rules[t->open[--t->depth]].endif = t->n;
+		t->rules[open].endif = t->n;
 		r.kind = RE_ENDIF;
 		goto add;
 	}
@@ -352,14 +348,7 @@ static int re_line(char *line, const char *file, int lineno, void *ctx,
 		}
 		r.result = xstrdup(rest);
 	} else {
-		if (t->depth == t->opencap) {
-			t->opencap = t->opencap ? 2 * t->opencap : 8;
-			t->open = xreallocarray(t->open, t->opencap, sizeof(*t->open));
-			t->openline = xreallocarray(t->openline, t->opencap,
-			    sizeof(*t->openline));
-		}
-		t->openline[t->depth] = lineno;
-		t->open[t->depth++] = t->n;
+		dict_nest_push(&t->nest, t->n, lineno);
 	}
 add:
 	r.line = lineno;
@@ -502,8 +491,7 @@ static void re_free(dict_t *d)
 #endif
 	}
 	free(t->rules);
-	free(t->open);
-	free(t->openline);
+	dict_nest_free(&t->nest);
 	str_release(&t->out);
 #ifdef HAVE_PCRE2
 	if (t->md)
@@ -525,11 +513,8 @@ static dict_t *re_open(const char *spec, const char *name, int flags,
 	t->d.free = re_free;
 	t->d.raw_key = true;
 	rc = dict_text_lines(name, re_line, t, &why);
-	if (rc == 0 && t->depth > 0) {
-		str_setf(&why, "%s:%d: \"if\" without \"endif\"", name,
-		    t->openline[t->depth - 1]);
+	if (rc == 0 && !dict_nest_closed(&t->nest, name, &why))
 		rc = -1;
-	}
 #ifdef HAVE_PCRE2
 	if (rc == 0 && pcre) {
 		/* One match block for every rule: no allocation per lookup.

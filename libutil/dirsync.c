@@ -14,13 +14,6 @@
 #include "log.h"
 #include "mem.h"
 
-#ifndef O_CLOEXEC
-#define O_CLOEXEC 0
-#endif
-#ifndef O_DIRECTORY
-#define O_DIRECTORY 0
-#endif
-
 unsigned long dirsync_fsync_count;
 int (*dirsync_hook)(enum dirsync_event ev, uint64_t value);
 

@@ -10,13 +10,6 @@
 #include "file.h"
 #include "mem.h"
 
-#ifndef O_CLOEXEC
-#define O_CLOEXEC 0
-#endif
-#ifndef O_DIRECTORY
-#define O_DIRECTORY 0
-#endif
-
 /* Keeps errno across cleanup calls (close, unlink) that may change it. */
 #define KEEP_ERRNO(stmt) do { int saved_ = errno; stmt; errno = saved_; } while (0)
 
