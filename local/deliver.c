@@ -12,87 +12,47 @@
 #include "aliases.h"
 #include "cleanup_client.h"
 #include "command.h"
-#include "dict.h"
 #include "file.h"
 #include "htable.h"
 #include "local.h"
 #include "local_rcpt.h"
 #include "log.h"
 #include "mailbox.h"
+#include "maps.h"
 #include "mem.h"
 #include "user.h"
 
 /* Largest .forward or :include: file read. */
 #define TARGET_FILE_MAX	(1024 * 1024)
 
-/* ---- Lookup table lists, opened when first used ----------------------- */
-
-typedef struct maplist {
-	size_t n;
-	char **spec;
-	dict_t **d;
-} maplist_t;
-
-static void maplist_init(maplist_t *ml, const char *value)
+/* unix:passwd.byname in alias_maps is no alias table: it answers no
+ * key (maps.h's own entry), users are found by deliver_user. */
+static int userdb_get(const char *key, const char **value)
 {
-	char *copy = xstrdup(value), *p = copy, *item;
-
-	memset(ml, 0, sizeof(*ml));
-	while ((item = str_token(&p, ", \t\r\n")) != NULL) {
-		ml->spec = xreallocarray(ml->spec, ml->n + 1, sizeof(*ml->spec));
-		ml->d = xreallocarray(ml->d, ml->n + 1, sizeof(*ml->d));
-		ml->spec[ml->n] = xstrdup(item);
-		ml->d[ml->n] = NULL;
-		ml->n++;
-	}
-	free(copy);
+	(void)key;
+	(void)value;
+	return 0;
 }
 
-static void maplist_free(maplist_t *ml)
-{
-	for (size_t i = 0; i < ml->n; i++) {
-		free(ml->spec[i]);
-		if (ml->d[i] != NULL)
-			dict_close(ml->d[i]);
-	}
-	free(ml->spec);
-	free(ml->d);
-	memset(ml, 0, sizeof(*ml));
-}
+static const maps_own_t userdb = { "unix:passwd.byname", userdb_get };
 
-/* unix:passwd.byname in alias_maps is no alias table: skipped. */
-static bool is_userdb(const char *spec)
+/* Why the last lookup in m failed, as local has always said it: what
+ * dict_open said for a table that does not open, else "spec: reason". */
+static void alias_why(const maps_t *m, str_t *err)
 {
-	return strcmp(spec, "unix:passwd.byname") == 0;
-}
+	const char *reason, *spec = maps_failed(m, &reason);
 
-/* Looks key up in table i. */
-static enum dict_status maplist_get(maplist_t *ml, size_t i, const char *key,
-    const char **value, str_t *err)
-{
-	enum dict_status st;
-
-	if (ml->d[i] == NULL) {
-		str_t why = STR_INIT;
-		ml->d[i] = dict_open(ml->spec[i], 0, &why);
-		if (ml->d[i] == NULL) {
-			str_setf(err, "%s", str_cstr(&why));
-			str_release(&why);
-			return DICT_STAT_ERROR;
-		}
-		str_release(&why);
-	}
-	st = dict_get(ml->d[i], key, value);
-	if (st == DICT_STAT_ERROR)
-		str_setf(err, "%s: %s", ml->spec[i], dict_errmsg(ml->d[i]));
-	return st;
+	if (maps_failed_open(m))
+		str_set(err, reason);
+	else
+		str_setf(err, "%s: %s", spec, reason);
 }
 
 /* ---- Configuration ------------------------------------------------------ */
 
 struct local {
 	local_conf_t conf;
-	maplist_t aliases;
+	maps_t *aliases;	/* alias_maps, opened when first used */
 	local_rcpt_t *recipients;	/* local_recipient_maps */
 	addr_domlist_t *mydest;
 };
@@ -147,7 +107,8 @@ local_t *local_new(const local_conf_t *conf, str_t *err)
 		free(l);
 		return NULL;
 	}
-	maplist_init(&l->aliases, l->conf.alias_maps);
+	l->aliases = maps_open("alias_maps", l->conf.alias_maps, MAPS_FLAG_LAZY,
+	    &userdb, NULL);
 	l->recipients = local_rcpt_new(l->conf.local_recipient_maps,
 	    l->conf.mail_root, l->conf.recipient_delimiter);
 	return l;
@@ -157,24 +118,16 @@ void local_free(local_t *l)
 {
 	if (l == NULL)
 		return;
-	maplist_free(&l->aliases);
+	maps_free(l->aliases);
 	local_rcpt_free(l->recipients);
 	addr_domlist_free(l->mydest);
 	local_conf_free(&l->conf);
 	free(l);
 }
 
-static void maplist_refresh(maplist_t *ml)
-{
-	/* A failure shows at the next lookup, as an error there. */
-	for (size_t i = 0; i < ml->n; i++)
-		if (ml->d[i] != NULL)
-			(void)dict_refresh(ml->d[i]);
-}
-
 void local_refresh(local_t *l)
 {
-	maplist_refresh(&l->aliases);
+	maps_refresh(l->aliases);
 	local_rcpt_refresh(l->recipients);
 }
 
@@ -1071,17 +1024,14 @@ static void owner_alias(dstate_t *s, const char *name)
 	    || strncasecmp(name, "owner-", 6) == 0)
 		return;
 	str_setf(&key, "owner-%s", name);
-	for (size_t i = 0; i < s->l->aliases.n; i++) {
-		if (is_userdb(s->l->aliases.spec[i]))
-			continue;
-		enum dict_status st = maplist_get(&s->l->aliases, i,
-		    str_cstr(&key), &value, &err);
-		if (st == DICT_STAT_ERROR) {
-			log_warning("%s: %s", s->msg->queue_id, str_cstr(&err));
-			break;
-		}
-		if (st != DICT_STAT_FOUND)
-			continue;
+	switch (maps_get(s->l->aliases, str_cstr(&key), &value, NULL)) {
+	case -1:
+		alias_why(s->l->aliases, &err);
+		log_warning("%s: %s", s->msg->queue_id, str_cstr(&err));
+		break;
+	case 0:
+		break;
+	default:
 		if (cf->expand_owner_alias) {
 			alias_list_t t = ALIAS_LIST_INIT;
 			str_t why = STR_INIT;
@@ -1104,42 +1054,39 @@ static void owner_alias(dstate_t *s, const char *name)
 /* alias_maps: true when an alias answered (or the tables failed). */
 static bool try_alias(dstate_t *s)
 {
-	maplist_t *ml = &s->l->aliases;
+	maps_t *m = s->l->aliases;
 	const char *keys[2] = { s->local, s->ext ? s->user : NULL };
 	str_t err = STR_INIT, where = STR_INIT;
-	const char *value;
+	const char *value, *spec;
 
 	for (size_t k = 0; k < 2 && keys[k] != NULL; k++) {
-		for (size_t i = 0; i < ml->n; i++) {
-			if (is_userdb(ml->spec[i]))
-				continue;
-			enum dict_status st = maplist_get(ml, i, keys[k], &value,
-			    &err);
-			if (st == DICT_STAT_ERROR) {
-				fail(s, "4.3.0", "alias database unavailable: %s",
-				    str_cstr(&err));
-				str_release(&err);
-				return true;
-			}
-			if (st != DICT_STAT_FOUND)
-				continue;
-			char *copy = xstrdup(value);
-			ident_t id;
-			luser_t holder = LUSER_INIT;
-			s->expanded = true;
-			if (alias_ident(s, ml->spec[i], &id, &holder)) {
-				owner_alias(s, keys[k]);
-				str_setf(&where, "alias %s in %s", keys[k],
-				    ml->spec[i]);
-				deliver_list(s, LOCAL_CLASS_ALIAS, copy, strlen(copy),
-				    &id, 0, str_cstr(&where));
-			}
-			luser_free(&holder);
-			free(copy);
+		int rc = maps_get(m, keys[k], &value, NULL);
+
+		if (rc < 0) {
+			alias_why(m, &err);
+			fail(s, "4.3.0", "alias database unavailable: %s",
+			    str_cstr(&err));
 			str_release(&err);
-			str_release(&where);
 			return true;
 		}
+		if (rc == 0)
+			continue;
+		char *copy = xstrdup(value);
+		ident_t id;
+		luser_t holder = LUSER_INIT;
+		spec = maps_found(m);	/* an entry's spec: lives as long as m */
+		s->expanded = true;
+		if (alias_ident(s, spec, &id, &holder)) {
+			owner_alias(s, keys[k]);
+			str_setf(&where, "alias %s in %s", keys[k], spec);
+			deliver_list(s, LOCAL_CLASS_ALIAS, copy, strlen(copy),
+			    &id, 0, str_cstr(&where));
+		}
+		luser_free(&holder);
+		free(copy);
+		str_release(&err);
+		str_release(&where);
+		return true;
 	}
 	str_release(&err);
 	return false;
