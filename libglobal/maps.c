@@ -153,6 +153,13 @@ const char *maps_broken(const maps_t *m, size_t i)
 	return m->v[i].broken;
 }
 
+int maps_own_none(const char *key, const char **value)
+{
+	(void)key;
+	(void)value;
+	return 0;
+}
+
 /* One entry: 1 found, 0 not found, -1 failed (m->failed_*). */
 static int entry_get(maps_t *m, maps_entry_t *e, const char *key,
     const char **value)
@@ -185,6 +192,41 @@ static int entry_get(maps_t *m, maps_entry_t *e, const char *key,
 	default:
 		return 0;
 	}
+}
+
+int maps_get_entry(maps_t *m, size_t i, const char *key, const char **value,
+    str_t *why)
+{
+	int rc;
+
+	m->failed_spec = m->failed_reason = m->found_spec = NULL;
+	m->failed_open = false;
+	rc = entry_get(m, &m->v[i], key, value);
+	if (rc > 0)
+		m->found_spec = m->v[i].spec;
+	else if (rc < 0 && why != NULL)
+		str_setf(why, "%s: %s", m->failed_spec, m->failed_reason);
+	return rc;
+}
+
+size_t maps_open_now(maps_t *m, str_t *why)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		maps_entry_t *e = &m->v[i];
+
+		if (e->dict != NULL || e->own != NULL || e->broken != NULL)
+			continue;
+		e->dict = dict_open(e->spec, 0, &m->open_err);
+		if (e->dict == NULL) {
+			if (why != NULL)
+				str_setf(why, "%s: %s", e->spec,
+				    str_cstr(&m->open_err));
+			bad++;
+		}
+	}
+	return bad;
 }
 
 int maps_get(maps_t *m, const char *key, const char **value, str_t *why)

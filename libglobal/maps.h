@@ -43,6 +43,9 @@ typedef struct maps_own {
 	const char *spec;	/* the entry, spelled exactly so */
 	int (*get)(const char *key, const char **value);
 } maps_own_t;
+/* A get for an entry the caller handles outside the lookup (local's
+ * unix:passwd.byname): it answers no key. */
+int maps_own_none(const char *key, const char **value);
 
 enum {
 	/* A table that cannot be opened, or a '{' never closed, makes
@@ -85,6 +88,15 @@ void maps_refresh(maps_t *m);
  * (a lookup error, or a broken table): why, when not NULL, gets "spec:
  * reason", and maps_failed() tells the same in parts. */
 int maps_get(maps_t *m, const char *key, const char **value, str_t *why);
+/* The same in entry i alone (a caller whose keys depend on the entry).
+ * An own entry answers as its get does. */
+int maps_get_entry(maps_t *m, size_t i, const char *key, const char **value,
+    str_t *why);
+/* With MAPS_FLAG_LAZY: opens every table not open yet, now (a daemon
+ * about to chroot).  Returns how many do not open (they are tried again
+ * at their lookups); why, when not NULL, gets "spec: reason" of the
+ * last. */
+size_t maps_open_now(maps_t *m, str_t *why);
 /* After maps_get returned -1: the spec of the table that failed (the
  * last one with MAPS_FLAG_PAST_ERRORS); *reason gets why.  Valid until
  * the next lookup. */

@@ -494,6 +494,16 @@ PRIVATE_TC(inline_braces, "alias_maps: the braces of inline:{ } keep a "
 	ATF_CHECK_EQ(count("spool/bob", "Delivered-To: staff@example.test\n"), 1);
 	ATF_CHECK_EQ(count("spool/bob", "Delivered-To: team@example.test\n"), 1);
 	local_free(l);
+
+	/* local_recipient_maps (local_rcpt.h) the same way. */
+	ov.alias_maps = NULL;
+	ov.local_recipient_maps = "inline:{ x=1, { alice = known, really } }";
+	l = mk(&ov);
+	CHECK_DLV(l, "alice@example.test", DLV_ACT_DELIVERED, "2.0.0",
+	    "delivered to mailbox");
+	CHECK_DLV(l, "bob@example.test", DLV_ACT_FAILED, "5.1.1",
+	    "User unknown in local recipient table");
+	local_free(l);
 }
 
 ATF_TC_WITHOUT_HEAD(expand);
