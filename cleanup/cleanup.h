@@ -17,13 +17,6 @@
 
 /* ---- Configuration ------------------------------------------------------ */
 
-/* The tables of one parameter, searched in order. */
-typedef struct cln_maps {
-	const char *param;
-	dict_t **d;
-	size_t n;
-} cln_maps_t;
-
 typedef struct cln_cfg {
 	char *myhostname;
 	char *myorigin;
@@ -31,10 +24,10 @@ typedef struct cln_cfg {
 	bool append_at_myorigin;
 	char *recipient_delimiter;
 	addr_domlist_t *local_domains;	/* $myorigin and $mydestination */
-	cln_maps_t canonical;
-	cln_maps_t sender_canonical;
-	cln_maps_t recipient_canonical;
-	cln_maps_t virtual_alias;
+	struct maps *canonical;
+	struct maps *sender_canonical;
+	struct maps *recipient_canonical;
+	struct maps *virtual_alias;
 	long message_size_limit;	/* 0 = none */
 	long header_size_limit;
 	long hopcount_limit;
@@ -62,12 +55,6 @@ typedef struct cln_cfg {
 int cln_cfg_load(cln_cfg_t *cfg, str_t *err);
 void cln_cfg_free(cln_cfg_t *cfg);
 
-/* Opens the tables of a "type:name, type:name" list (braces of inline:
- * kept together).  -1 with err. */
-int cln_maps_open(cln_maps_t *m, const char *param, const char *spec,
-    str_t *err);
-void cln_maps_close(cln_maps_t *m);
-
 /* ---- Addresses (cleanup_addr.c) ----------------------------------------- */
 
 /* Result of a rewriting step: ok, or a temporary failure with a reason
@@ -88,7 +75,7 @@ void cln_addr_complete(const cln_cfg_t *cfg, const char *addr, str_t *out);
  * without the extension, then "@domain".  1 with the value in value and
  * the extension to add to results in prop ("+ext", empty when the key
  * included it), 0 not found, -1 table error (err). */
-int cln_maps_find(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
+int cln_maps_find(const cln_cfg_t *cfg, struct maps *maps, const char *addr,
     str_t *value, str_t *prop, str_t *err);
 
 /* Parses a table value: addresses in mail syntax separated by commas
@@ -102,7 +89,7 @@ void cln_list_free(char **list, size_t n);
  * address of the value replaces it ("@domain" keeps the local part,
  * extensions propagate), repeated until nothing changes.  CLN_OK with the
  * result in out (possibly unchanged), CLN_TEMP with err. */
-int cln_canonical(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
+int cln_canonical(const cln_cfg_t *cfg, struct maps *maps, const char *addr,
     str_t *out, str_t *err);
 /* Sender / recipient rewriting: completion, then sender_ (recipient_)
  * canonical_maps, then canonical_maps. */

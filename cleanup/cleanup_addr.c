@@ -4,6 +4,7 @@
 #include <strings.h>
 #include "cleanup.h"
 #include "log.h"
+#include "maps.h"
 #include "mem.h"
 
 /* canonical rewriting repeats while the address changes; a chain longer
@@ -58,29 +59,24 @@ void cln_addr_complete(const cln_cfg_t *cfg, const char *addr, str_t *out)
 /* ---- Table lookups -------------------------------------------------------- */
 
 /* 1 found (value copied), 0 not, -1 error. */
-static int maps_get(cln_maps_t *m, const char *key, str_t *value, str_t *err)
+static int lookup(maps_t *m, const char *key, str_t *value, str_t *err)
 {
-	for (size_t i = 0; i < m->n; i++) {
-		const char *v;
+	const char *v, *reason;
+	int rc = maps_get(m, key, &v, NULL);
 
-		switch (dict_get(m->d[i], key, &v)) {
-		case DICT_STAT_FOUND:
-			str_set(value, v);
-			return 1;
-		case DICT_STAT_ERROR:
-			str_setf(err, "%s lookup error for \"%s\": %s", m->param,
-			    key, dict_errmsg(m->d[i]));
-			return -1;
-		default:
-			break;
-		}
+	if (rc > 0)
+		str_set(value, v);
+	else if (rc < 0) {
+		(void)maps_failed(m, &reason);
+		str_setf(err, "%s lookup error for \"%s\": %s", maps_param(m),
+		    key, reason);
 	}
-	return 0;
+	return rc;
 }
 
 /* The Postfix key order; *prop gets "+ext" to add to a result when the
  * matching key lacked the extension. */
-static int maps_find(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
+static int maps_find(const cln_cfg_t *cfg, maps_t *maps, const char *addr,
     str_t *value, str_t *prop, bool *domain_key, str_t *err)
 {
 	const char *at = strrchr(addr, '@');
@@ -93,17 +89,17 @@ static int maps_find(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
 
 	str_reset(prop);
 	*domain_key = false;
-	if (maps->n == 0)
+	if (maps_count(maps) == 0)
 		return 0;
 	addr_split(addr, cfg->recipient_delimiter != NULL ?
 	    cfg->recipient_delimiter : "", &sp);
 	/* 1. the whole address */
-	if ((rc = maps_get(maps, addr, value, err)) != 0)
+	if ((rc = lookup(maps, addr, value, err)) != 0)
 		goto done;
 	/* 2. without the extension */
 	if (sp.ext != NULL && domain != NULL) {
 		str_setf(&key, "%s@%s", sp.user, domain);
-		if ((rc = maps_get(maps, str_cstr(&key), value, err)) != 0) {
+		if ((rc = lookup(maps, str_cstr(&key), value, err)) != 0) {
 			if (rc > 0)
 				str_setf(prop, "%c%s", sp.delim, sp.ext);
 			goto done;
@@ -122,11 +118,11 @@ static int maps_find(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
 	if (local && domain != NULL) {
 		str_reset(&key);
 		str_append(&key, addr, llen);
-		if ((rc = maps_get(maps, str_cstr(&key), value, err)) != 0)
+		if ((rc = lookup(maps, str_cstr(&key), value, err)) != 0)
 			goto done;
 	}
 	if (local && sp.ext != NULL) {
-		if ((rc = maps_get(maps, sp.user, value, err)) != 0) {
+		if ((rc = lookup(maps, sp.user, value, err)) != 0) {
 			if (rc > 0)
 				str_setf(prop, "%c%s", sp.delim, sp.ext);
 			goto done;
@@ -135,7 +131,7 @@ static int maps_find(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
 	/* 4. the domain */
 	if (domain != NULL && *domain != '\0') {
 		str_setf(&key, "@%s", domain);
-		if ((rc = maps_get(maps, str_cstr(&key), value, err)) != 0) {
+		if ((rc = lookup(maps, str_cstr(&key), value, err)) != 0) {
 			*domain_key = rc > 0;
 			goto done;
 		}
@@ -147,7 +143,7 @@ done:
 	return rc;
 }
 
-int cln_maps_find(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
+int cln_maps_find(const cln_cfg_t *cfg, maps_t *maps, const char *addr,
     str_t *value, str_t *prop, str_t *err)
 {
 	bool dk;
@@ -239,7 +235,7 @@ int cln_parse_value(const cln_cfg_t *cfg, const char *value,
 /* Looks addr up and turns the value into addresses: "@domain" keeps the
  * local part (of a domain-key match: the whole local part), unmatched
  * extensions are added.  1 found, 0 not found, -1 error. */
-static int map_to_list(const cln_cfg_t *cfg, cln_maps_t *maps,
+static int map_to_list(const cln_cfg_t *cfg, maps_t *maps,
     const char *addr, char ***list, size_t *n, str_t *err)
 {
 	str_t value = STR_INIT, prop = STR_INIT;
@@ -269,13 +265,13 @@ static int map_to_list(const cln_cfg_t *cfg, cln_maps_t *maps,
 		goto out;
 	}
 	if (cln_parse_value(cfg, v, list, n, err) < 0) {
-		str_setf(&value, "%s: %s", maps->param, str_cstr(err));
+		str_setf(&value, "%s: %s", maps_param(maps), str_cstr(err));
 		str_set(err, str_cstr(&value));
 		rc = -1;
 		goto out;
 	}
 	if (*n == 0) {
-		str_setf(err, "%s: empty value for \"%s\"", maps->param, addr);
+		str_setf(err, "%s: empty value for \"%s\"", maps_param(maps), addr);
 		rc = -1;
 		goto out;
 	}
@@ -292,11 +288,11 @@ out:
 	return rc;
 }
 
-int cln_canonical(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
+int cln_canonical(const cln_cfg_t *cfg, maps_t *maps, const char *addr,
     str_t *out, str_t *err)
 {
 	str_set(out, addr);
-	if (maps->n == 0 || *addr == '\0')
+	if (maps_count(maps) == 0 || *addr == '\0')
 		return CLN_OK;
 	for (int round = 0; round < CANON_ROUNDS; round++) {
 		char **list;
@@ -309,7 +305,7 @@ int cln_canonical(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
 			return CLN_OK;
 		if (n > 1)
 			log_warning("%s: \"%s\" maps to %zu addresses; only the "
-			    "first is used", maps->param, str_cstr(out), n);
+			    "first is used", maps_param(maps), str_cstr(out), n);
 		if (strcmp(list[0], str_cstr(out)) == 0) {
 			cln_list_free(list, n);
 			return CLN_OK;
@@ -318,11 +314,11 @@ int cln_canonical(const cln_cfg_t *cfg, cln_maps_t *maps, const char *addr,
 		cln_list_free(list, n);
 	}
 	str_setf(err, "%s: mapping loop for \"%s\" (more than %d rewrites)",
-	    maps->param, addr, CANON_ROUNDS);
+	    maps_param(maps), addr, CANON_ROUNDS);
 	return CLN_TEMP;
 }
 
-static int rewrite(const cln_cfg_t *cfg, cln_maps_t *first, const char *addr,
+static int rewrite(const cln_cfg_t *cfg, maps_t *first, const char *addr,
     str_t *out, str_t *err)
 {
 	str_t tmp = STR_INIT;
@@ -334,7 +330,7 @@ static int rewrite(const cln_cfg_t *cfg, cln_maps_t *first, const char *addr,
 		str_set(&tmp, str_cstr(out));
 		/* const: the tables are only read; dict_get updates its
 		 * own state. */
-		rc = cln_canonical(cfg, (cln_maps_t *)&cfg->canonical,
+		rc = cln_canonical(cfg, cfg->canonical,
 		    str_cstr(&tmp), out, err);
 	}
 	str_release(&tmp);
@@ -344,14 +340,14 @@ static int rewrite(const cln_cfg_t *cfg, cln_maps_t *first, const char *addr,
 int cln_rewrite_sender(const cln_cfg_t *cfg, const char *addr, str_t *out,
     str_t *err)
 {
-	return rewrite(cfg, (cln_maps_t *)&cfg->sender_canonical, addr, out,
+	return rewrite(cfg, cfg->sender_canonical, addr, out,
 	    err);
 }
 
 int cln_rewrite_recipient(const cln_cfg_t *cfg, const char *addr,
     str_t *out, str_t *err)
 {
-	return rewrite(cfg, (cln_maps_t *)&cfg->recipient_canonical, addr,
+	return rewrite(cfg, cfg->recipient_canonical, addr,
 	    out, err);
 }
 
@@ -391,7 +387,7 @@ static void out_add(char ***list, size_t *n, size_t *cap, const char *a)
 int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
     char ***list, size_t *n, str_t *err)
 {
-	cln_maps_t *maps = (cln_maps_t *)&cfg->virtual_alias;
+	maps_t *maps = cfg->virtual_alias;
 	htable_t *seen;
 	vframe_t *stack = NULL;
 	size_t depth = 0, cap = 0, ocap = 0;
@@ -401,7 +397,7 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 
 	*list = NULL;
 	*n = 0;
-	if (maps->n == 0) {
+	if (maps_count(maps) == 0) {
 		out_add(list, n, &ocap, addr);
 		return CLN_OK;
 	}

@@ -9,49 +9,12 @@
 #include "mem.h"
 #include "pconfig.h"
 
-int cln_maps_open(cln_maps_t *m, const char *param, const char *spec,
-    str_t *err)
+/* A table list that must open whole: "param: reason" otherwise. */
+static int tables_open(struct maps **m, const char *param, str_t *err)
 {
-	const char *p = spec != NULL ? spec : "", *tok;
-	size_t len;
-	int rc;
-
-	m->param = param;
-	m->d = NULL;
-	m->n = 0;
-	while ((rc = maps_token(&p, &tok, &len)) != 0) {
-		str_t one = STR_INIT, why = STR_INIT;
-		dict_t *d;
-
-		if (rc < 0) {
-			str_setf(err, "%s: missing '}'", param);
-			cln_maps_close(m);
-			return -1;
-		}
-		str_append(&one, tok, len);
-		d = dict_open(str_cstr(&one), 0, &why);
-		if (d == NULL) {
-			str_setf(err, "%s: %s", param, str_cstr(&why));
-			str_release(&one);
-			str_release(&why);
-			cln_maps_close(m);
-			return -1;
-		}
-		str_release(&one);
-		str_release(&why);
-		m->d = xreallocarray(m->d, m->n + 1, sizeof(*m->d));
-		m->d[m->n++] = d;
-	}
-	return 0;
-}
-
-void cln_maps_close(cln_maps_t *m)
-{
-	for (size_t i = 0; i < m->n; i++)
-		dict_close(m->d[i]);
-	free(m->d);
-	m->d = NULL;
-	m->n = 0;
+	*m = maps_open(param, config_get_str(param), MAPS_FLAG_STRICT, NULL,
+	    err);
+	return *m == NULL ? -1 : 0;
 }
 
 static int ms(long seconds)
@@ -165,14 +128,12 @@ int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 	str_release(&spec);
 	if (cfg->local_domains == NULL)
 		goto fail;
-	if (cln_maps_open(&cfg->canonical, "canonical_maps",
-	    config_get_str("canonical_maps"), err) < 0 ||
-	    cln_maps_open(&cfg->sender_canonical, "sender_canonical_maps",
-	    config_get_str("sender_canonical_maps"), err) < 0 ||
-	    cln_maps_open(&cfg->recipient_canonical, "recipient_canonical_maps",
-	    config_get_str("recipient_canonical_maps"), err) < 0 ||
-	    cln_maps_open(&cfg->virtual_alias, "virtual_alias_maps",
-	    config_get_str("virtual_alias_maps"), err) < 0)
+	if (tables_open(&cfg->canonical, "canonical_maps", err) < 0 ||
+	    tables_open(&cfg->sender_canonical, "sender_canonical_maps",
+	    err) < 0 ||
+	    tables_open(&cfg->recipient_canonical,
+	    "recipient_canonical_maps", err) < 0 ||
+	    tables_open(&cfg->virtual_alias, "virtual_alias_maps", err) < 0)
 		goto fail;
 	if (checks_open(&cfg->header_checks, "header_checks", err) < 0 ||
 	    checks_open(&cfg->mime_header_checks, "mime_header_checks",
@@ -200,10 +161,10 @@ void cln_cfg_free(cln_cfg_t *cfg)
 	free(cfg->non_smtpd_milters);
 	if (cfg->local_domains != NULL)
 		addr_domlist_free(cfg->local_domains);
-	cln_maps_close(&cfg->canonical);
-	cln_maps_close(&cfg->sender_canonical);
-	cln_maps_close(&cfg->recipient_canonical);
-	cln_maps_close(&cfg->virtual_alias);
+	maps_free(cfg->canonical);
+	maps_free(cfg->sender_canonical);
+	maps_free(cfg->recipient_canonical);
+	maps_free(cfg->virtual_alias);
 	if (cfg->header_checks != NULL)
 		maps_free(cfg->header_checks);
 	if (cfg->mime_header_checks != NULL)

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "addr.h"
-#include "dict.h"
 #include "local_rcpt.h"
 #include "luser.h"
 #include "maps.h"
@@ -14,11 +13,11 @@
 
 #define USERDB_SPEC	"unix:passwd.byname"
 
+/* Answered by luser.h, not a table: local_rcpt_known asks it. */
+static const maps_own_t userdb = { USERDB_SPEC, maps_own_none };
+
 struct local_rcpt {
-	size_t n;
-	char **spec;
-	dict_t **d;		/* NULL until opened */
-	bool *userdb;		/* unix:passwd.byname */
+	maps_t *maps;		/* opened when first used */
 	char *mail_root;
 	int root_fd;		/* mail_root opened at creation, or -1 */
 	char *delims;
@@ -36,6 +35,11 @@ static bool private_instance(void)
 		return false;
 	return stat(config_get_str("queue_directory"), &st) < 0
 	    || st.st_uid != 0;
+}
+
+static bool is_userdb(const local_rcpt_t *lr, size_t i)
+{
+	return strcmp(maps_spec(lr->maps, i), USERDB_SPEC) == 0;
 }
 
 void local_rcpt_maps_from_config(str_t *alias_maps, str_t *recipient_maps)
@@ -59,20 +63,10 @@ local_rcpt_t *local_rcpt_new(const char *maps, const char *mail_root,
     const char *delims)
 {
 	local_rcpt_t *lr = xcalloc(1, sizeof(*lr));
-	char *copy = xstrdup(maps ? maps : ""), *p = copy, *item;
 
 	/* "inline:{ a=b, c=d }" is one table (maps.h). */
-	while ((item = maps_token_cut(&p)) != NULL) {
-		lr->spec = xreallocarray(lr->spec, lr->n + 1, sizeof(*lr->spec));
-		lr->d = xreallocarray(lr->d, lr->n + 1, sizeof(*lr->d));
-		lr->userdb = xreallocarray(lr->userdb, lr->n + 1,
-		    sizeof(*lr->userdb));
-		lr->spec[lr->n] = xstrdup(item);
-		lr->d[lr->n] = NULL;
-		lr->userdb[lr->n] = strcmp(item, USERDB_SPEC) == 0;
-		lr->n++;
-	}
-	free(copy);
+	lr->maps = maps_open("local_recipient_maps", maps, MAPS_FLAG_LAZY,
+	    &userdb, NULL);
 	lr->mail_root = xstrdup(mail_root ? mail_root : "");
 	/* Opened now, before a chroot (smtpd's), as every table: users are
 	 * looked up through it from inside the jail too. */
@@ -99,14 +93,7 @@ void local_rcpt_free(local_rcpt_t *lr)
 {
 	if (lr == NULL)
 		return;
-	for (size_t i = 0; i < lr->n; i++) {
-		free(lr->spec[i]);
-		if (lr->d[i] != NULL)
-			dict_close(lr->d[i]);
-	}
-	free(lr->spec);
-	free(lr->d);
-	free(lr->userdb);
+	maps_free(lr->maps);
 	free(lr->mail_root);
 	if (lr->root_fd >= 0)
 		close(lr->root_fd);
@@ -117,13 +104,13 @@ void local_rcpt_free(local_rcpt_t *lr)
 
 bool local_rcpt_enabled(const local_rcpt_t *lr)
 {
-	return lr->n > 0;
+	return maps_count(lr->maps) > 0;
 }
 
 const char *local_rcpt_user_source(const local_rcpt_t *lr)
 {
-	for (size_t i = 0; i < lr->n; i++)
-		if (lr->userdb[i]) {
+	for (size_t i = 0; i < maps_count(lr->maps); i++)
+		if (is_userdb(lr, i)) {
 			if (*lr->mail_root == '\0')
 				return "/etc/passwd";
 			/* Opened before the chroot: nothing needed in it. */
@@ -138,51 +125,20 @@ void local_rcpt_passwd_broken(local_rcpt_t *lr, const char *why)
 	lr->userdb_broken = xstrdup(why);
 }
 
-/* Table i, opened if need be; NULL with err when it cannot be. */
-static dict_t *table(local_rcpt_t *lr, size_t i, str_t *err)
-{
-	if (lr->d[i] == NULL) {
-		str_t why = STR_INIT;
-		lr->d[i] = dict_open(lr->spec[i], 0, &why);
-		if (lr->d[i] == NULL)
-			str_setf(err, "%s: %s", lr->spec[i], str_cstr(&why));
-		str_release(&why);
-	}
-	return lr->d[i];
-}
-
 int local_rcpt_open(local_rcpt_t *lr, str_t *err)
 {
-	int bad = 0;
-
-	for (size_t i = 0; i < lr->n; i++)
-		if (!lr->userdb[i] && table(lr, i, err) == NULL)
-			bad++;
-	return bad;
+	return (int)maps_open_now(lr->maps, err);
 }
 
 void local_rcpt_refresh(local_rcpt_t *lr)
 {
-	for (size_t i = 0; i < lr->n; i++)
-		if (lr->d[i] != NULL)
-			(void)dict_refresh(lr->d[i]);
+	maps_refresh(lr->maps);
 }
 
 /* 1 found, 0 not, -1 error (err). */
 static int get(local_rcpt_t *lr, size_t i, const char *key, str_t *err)
 {
-	dict_t *d = table(lr, i, err);
-	const char *value;
-	enum dict_status st;
-
-	if (d == NULL)
-		return -1;
-	st = dict_get(d, key, &value);
-	if (st == DICT_STAT_ERROR) {
-		str_setf(err, "%s: %s", lr->spec[i], dict_errmsg(d));
-		return -1;
-	}
-	return st == DICT_STAT_FOUND;
+	return maps_get_entry(lr->maps, i, key, NULL, err);
 }
 
 int local_rcpt_known(local_rcpt_t *lr, const char *local, const char *domain,
@@ -194,7 +150,7 @@ int local_rcpt_known(local_rcpt_t *lr, const char *local, const char *domain,
 	bool failed = false;
 	int rc = 0;
 
-	if (lr->n == 0)
+	if (maps_count(lr->maps) == 0)
 		return 1;
 	if (local == NULL || *local == 0)
 		return 0;		/* no local part: nobody */
@@ -204,9 +160,9 @@ int local_rcpt_known(local_rcpt_t *lr, const char *local, const char *domain,
 	user = sp.ext != NULL && sp.user != NULL ? sp.user : NULL;
 	/* A table that fails does not hide the others: found in any one is
 	 * known; else a failure is a temporary error (err: the last one). */
-	for (size_t i = 0; i < lr->n && rc <= 0; i++) {
+	for (size_t i = 0; i < maps_count(lr->maps) && rc <= 0; i++) {
 		int r = 0;
-		if (lr->userdb[i]) {
+		if (is_userdb(lr, i)) {
 			if (lr->userdb_broken != NULL) {
 				str_setf(err, "%s: %s", USERDB_SPEC,
 				    lr->userdb_broken);

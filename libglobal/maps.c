@@ -19,6 +19,9 @@ struct maps {
 	size_t n;
 	const char *failed_spec;	/* the last lookup's failure */
 	const char *failed_reason;
+	bool failed_open;
+	const char *found_spec;		/* the last lookup's answer */
+	str_t open_err;			/* why a lazy open failed */
 };
 
 static bool separator(char c)
@@ -95,6 +98,8 @@ maps_t *maps_open(const char *param, const char *spec, int flags,
 			e->own = own;
 			continue;
 		}
+		if (flags & MAPS_FLAG_LAZY)
+			continue;
 		e->dict = dict_open(e->spec, 0, &why);
 		if (e->dict == NULL) {
 			if (flags & MAPS_FLAG_STRICT) {
@@ -124,6 +129,7 @@ void maps_free(maps_t *m)
 	}
 	free(m->v);
 	free(m->param);
+	str_release(&m->open_err);
 	free(m);
 }
 
@@ -147,6 +153,13 @@ const char *maps_broken(const maps_t *m, size_t i)
 	return m->v[i].broken;
 }
 
+int maps_own_none(const char *key, const char **value)
+{
+	(void)key;
+	(void)value;
+	return 0;
+}
+
 /* One entry: 1 found, 0 not found, -1 failed (m->failed_*). */
 static int entry_get(maps_t *m, maps_entry_t *e, const char *key,
     const char **value)
@@ -156,7 +169,17 @@ static int entry_get(maps_t *m, maps_entry_t *e, const char *key,
 	if (e->broken != NULL) {
 		m->failed_spec = e->spec;
 		m->failed_reason = e->broken;
+		m->failed_open = true;
 		return -1;
+	}
+	if (e->dict == NULL) {		/* MAPS_FLAG_LAZY, not open yet */
+		e->dict = dict_open(e->spec, 0, &m->open_err);
+		if (e->dict == NULL) {
+			m->failed_spec = e->spec;
+			m->failed_reason = str_cstr(&m->open_err);
+			m->failed_open = true;
+			return -1;
+		}
 	}
 	switch (dict_get(e->dict, key, value)) {
 	case DICT_STAT_FOUND:
@@ -164,22 +187,61 @@ static int entry_get(maps_t *m, maps_entry_t *e, const char *key,
 	case DICT_STAT_ERROR:
 		m->failed_spec = dict_spec(e->dict);
 		m->failed_reason = dict_errmsg(e->dict);
+		m->failed_open = false;
 		return -1;
 	default:
 		return 0;
 	}
 }
 
+int maps_get_entry(maps_t *m, size_t i, const char *key, const char **value,
+    str_t *why)
+{
+	int rc;
+
+	m->failed_spec = m->failed_reason = m->found_spec = NULL;
+	m->failed_open = false;
+	rc = entry_get(m, &m->v[i], key, value);
+	if (rc > 0)
+		m->found_spec = m->v[i].spec;
+	else if (rc < 0 && why != NULL)
+		str_setf(why, "%s: %s", m->failed_spec, m->failed_reason);
+	return rc;
+}
+
+size_t maps_open_now(maps_t *m, str_t *why)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		maps_entry_t *e = &m->v[i];
+
+		if (e->dict != NULL || e->own != NULL || e->broken != NULL)
+			continue;
+		e->dict = dict_open(e->spec, 0, &m->open_err);
+		if (e->dict == NULL) {
+			if (why != NULL)
+				str_setf(why, "%s: %s", e->spec,
+				    str_cstr(&m->open_err));
+			bad++;
+		}
+	}
+	return bad;
+}
+
 int maps_get(maps_t *m, const char *key, const char **value, str_t *why)
 {
 	bool failed = false;
 
-	m->failed_spec = m->failed_reason = NULL;
+	m->failed_spec = m->failed_reason = m->found_spec = NULL;
+	m->failed_open = false;
 	for (size_t i = 0; i < m->n; i++) {
 		int rc = entry_get(m, &m->v[i], key, value);
 
-		if (rc > 0)
+		if (rc > 0) {
+			m->found_spec = m->v[i].spec;
 			return 1;
+		}
 		if (rc < 0) {
 			if (why != NULL)
 				str_setf(why, "%s: %s", m->failed_spec,
@@ -202,4 +264,22 @@ const char *maps_failed(const maps_t *m, const char **reason)
 struct dict *maps_dict(const maps_t *m, size_t i)
 {
 	return i < m->n ? m->v[i].dict : NULL;
+}
+
+bool maps_failed_open(const maps_t *m)
+{
+	return m->failed_open;
+}
+
+const char *maps_found(const maps_t *m)
+{
+	return m->found_spec;
+}
+
+void maps_refresh(maps_t *m)
+{
+	/* A failure shows at the next lookup, as an error there. */
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].dict != NULL)
+			(void)dict_refresh(m->v[i].dict);
 }

@@ -1,12 +1,21 @@
-/* Lists of lookup tables: the value of a parameter such as
- * smtp_sasl_password_maps or smtpd_sender_login_maps, "type:name"
+/* Lists of lookup tables: the value of a parameter such as alias_maps,
+ * canonical_maps, transport_maps or smtpd_sender_login_maps, "type:name"
  * entries separated by commas and/or white space, each opened with
  * dict_open (dict.h) and asked in turn, the first that finds a key
- * answering.
+ * answering.  This is the one place that splits such a list and asks
+ * its tables; doc/lookup-tables.md describes the syntax and what each
+ * parameter does with a table that cannot be read.
  *
- * maps_token() is the one tokeniser of such lists: the braces of
- * "inline:{ a=x, b=y }" (nested ones too) keep their separators, so
- * that table is one entry. */
+ * maps_token() is the one tokeniser of such lists, and of the lists
+ * that mix tables with other items (mydestination, mynetworks,
+ * restriction lists): the braces of "inline:{ a=x, b=y }" (nested ones
+ * too) keep their separators, so that table is one entry.
+ *
+ * A lookup has three outcomes: found, not found, and failed (a table
+ * could not be read or opened: the caller defers, it never takes a
+ * failure for "not found").  A rebuilt hash: or lmdb: file is reopened
+ * by the table itself (dict.h); maps_refresh() asks every open table to
+ * check now. */
 #ifndef PETREL_MAPS_H
 #define PETREL_MAPS_H
 #include <stdbool.h>
@@ -34,6 +43,9 @@ typedef struct maps_own {
 	const char *spec;	/* the entry, spelled exactly so */
 	int (*get)(const char *key, const char **value);
 } maps_own_t;
+/* A get for an entry the caller handles outside the lookup (local's
+ * unix:passwd.byname): it answers no key. */
+int maps_own_none(const char *key, const char **value);
 
 enum {
 	/* A table that cannot be opened, or a '{' never closed, makes
@@ -45,6 +57,11 @@ enum {
 	 * the key answers, and the lookup fails only when none does.
 	 * Without it the first table that fails ends the lookup. */
 	MAPS_FLAG_PAST_ERRORS = 1 << 1,
+	/* Each table is opened at its first lookup, not by maps_open (which
+	 * then fails for nothing but a '{' never closed, with STRICT).  A
+	 * table that does not open fails that lookup and is tried again at
+	 * the next one. */
+	MAPS_FLAG_LAZY = 1 << 2,
 };
 
 /* Opens the tables that spec (NULL: none) lists, for parameter param.
@@ -59,17 +76,35 @@ size_t maps_count(const maps_t *m);
  * was). */
 const char *maps_spec(const maps_t *m, size_t i);
 const char *maps_broken(const maps_t *m, size_t i);
-/* Entry i's open table; NULL when it is broken or the caller's own. */
+/* Entry i's open table; NULL when it is broken, the caller's own, or
+ * not opened yet (MAPS_FLAG_LAZY). */
 struct dict *maps_dict(const maps_t *m, size_t i);
+/* Asks every open table to check for a rebuilt file now (dict_refresh);
+ * a table that became unreadable fails its next lookup. */
+void maps_refresh(maps_t *m);
 
 /* Looks key up in each table in order: 1 found (*value, when value is
  * not NULL, valid until the next lookup), 0 not found, -1 a table failed
  * (a lookup error, or a broken table): why, when not NULL, gets "spec:
  * reason", and maps_failed() tells the same in parts. */
 int maps_get(maps_t *m, const char *key, const char **value, str_t *why);
+/* The same in entry i alone (a caller whose keys depend on the entry).
+ * An own entry answers as its get does. */
+int maps_get_entry(maps_t *m, size_t i, const char *key, const char **value,
+    str_t *why);
+/* With MAPS_FLAG_LAZY: opens every table not open yet, now (a daemon
+ * about to chroot).  Returns how many do not open (they are tried again
+ * at their lookups); why, when not NULL, gets "spec: reason" of the
+ * last. */
+size_t maps_open_now(maps_t *m, str_t *why);
 /* After maps_get returned -1: the spec of the table that failed (the
  * last one with MAPS_FLAG_PAST_ERRORS); *reason gets why.  Valid until
  * the next lookup. */
 const char *maps_failed(const maps_t *m, const char **reason);
+/* After maps_get returned -1: true when that table could not be opened
+ * (the reason is then what dict_open said), false for a lookup error. */
+bool maps_failed_open(const maps_t *m);
+/* After maps_get returned 1: the spec of the table that answered. */
+const char *maps_found(const maps_t *m);
 
 #endif

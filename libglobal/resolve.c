@@ -46,8 +46,7 @@ struct resolver {
 	addr_domlist_t *relay;
 	addr_domlist_t *virt;	/* virtual_mailbox_domains */
 	addr_domlist_t *valias;	/* virtual_alias_domains */
-	dict_t **tmaps;
-	size_t ntmaps;
+	maps_t *tmaps;		/* transport_maps */
 	route_t local, relayc, deflt, virtc;
 	char *relayhost;
 	char *myhostname;
@@ -230,7 +229,6 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 {
 	resolver_t *res = xcalloc(1, sizeof(*res));
 	str_t def = STR_INIT;
-	char *copy, *cp, *tok;
 
 	list_init(&res->lru);
 	res->myhostname = xstrdup(cfg->myhostname && *cfg->myhostname ?
@@ -271,26 +269,16 @@ resolver_t *resolver_new(const resolve_config_t *cfg, str_t *err)
 	    cfg->default_transport ? cfg->default_transport : "smtp", err))
 		goto fail;
 
-	/* transport_maps: table specs separated by commas or white space,
-	 * braces of inline:{...} kept together. */
-	copy = xstrdup(cfg->transport_maps ? cfg->transport_maps : "");
-	cp = copy;
-	while ((tok = maps_token_cut(&cp)) != NULL) {
-		dict_t *d;
-
-		if (!(d = dict_open(tok, 0, err))) {
-			str_t why = STR_INIT;
-			str_setf(&why, "transport_maps: %s", str_cstr(err));
-			str_set(err, str_cstr(&why));
-			str_release(&why);
-			free(copy);
+	/* transport_maps: every table must open; the first that does not
+	 * fails the resolver with what dict_open said. */
+	res->tmaps = maps_open("transport_maps", cfg->transport_maps, 0, NULL,
+	    err);
+	for (size_t i = 0; i < maps_count(res->tmaps); i++)
+		if (maps_broken(res->tmaps, i) != NULL) {
+			str_setf(err, "transport_maps: %s",
+			    maps_broken(res->tmaps, i));
 			goto fail;
 		}
-		res->tmaps = xreallocarray(res->tmaps, res->ntmaps + 1,
-		    sizeof(*res->tmaps));
-		res->tmaps[res->ntmaps++] = d;
-	}
-	free(copy);
 
 	if (cfg->my_addresses) {
 		if (!myaddr_list(res, cfg->my_addresses, err))
@@ -355,9 +343,7 @@ void resolver_free(resolver_t *res)
 	addr_domlist_free(res->relay);
 	addr_domlist_free(res->virt);
 	addr_domlist_free(res->valias);
-	for (size_t i = 0; i < res->ntmaps; i++)
-		dict_close(res->tmaps[i]);
-	free(res->tmaps);
+	maps_free(res->tmaps);
 	free(res->local.transport);
 	free(res->local.nexthop);
 	free(res->relayc.transport);
@@ -401,19 +387,15 @@ static resolve_status_t finish(resolve_reply_t *out, resolve_status_t st,
 static int tmap_find(resolver_t *res, const char *key, const char **value,
     resolve_reply_t *out)
 {
-	for (size_t i = 0; i < res->ntmaps; i++) {
-		enum dict_status st = dict_get(res->tmaps[i], key, value);
-		if (st == DICT_STAT_FOUND)
-			return 1;
-		if (st == DICT_STAT_ERROR) {
-			finish(out, RESOLVE_RETRY, "4.3.0",
-			    "transport_maps lookup failure: %s: %s",
-			    dict_spec(res->tmaps[i]),
-			    dict_errmsg(res->tmaps[i]));
-			return -1;
-		}
+	const char *spec, *reason;
+	int rc = maps_get(res->tmaps, key, value, NULL);
+
+	if (rc < 0) {
+		spec = maps_failed(res->tmaps, &reason);
+		finish(out, RESOLVE_RETRY, "4.3.0",
+		    "transport_maps lookup failure: %s: %s", spec, reason);
 	}
-	return 0;
+	return rc;
 }
 
 /* transport_maps keys for the address, in order (see resolve.h); 1 with
@@ -425,7 +407,7 @@ static int tmap_lookup(resolver_t *res, const char *address,
 	str_t key = STR_INIT;
 	int r;
 
-	if (res->ntmaps == 0)
+	if (res->tmaps == NULL || maps_count(res->tmaps) == 0)
 		return 0;
 	if (domain) {
 		addr_split_t sp;

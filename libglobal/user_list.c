@@ -5,36 +5,10 @@
 #include <string.h>
 #include <strings.h>
 #include "dict.h"
+#include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "user_list.h"
-
-/* The next item; separators inside braces belong to the item. */
-static char *next_item(char **pp)
-{
-	char *p = *pp, *start;
-	int depth = 0;
-
-	while (*p == ',' || isspace((unsigned char)*p))
-		p++;
-	if (*p == 0) {
-		*pp = p;
-		return NULL;
-	}
-	start = p;
-	for (; *p; p++) {
-		if (*p == '{')
-			depth++;
-		else if (*p == '}' && depth > 0)
-			depth--;
-		else if (depth == 0 && (*p == ',' || isspace((unsigned char)*p)))
-			break;
-	}
-	if (*p)
-		*p++ = 0;
-	*pp = p;
-	return start;
-}
 
 /* Does one item name user?  1 yes, 0 no, -1 table error. */
 static int item_matches(const char *param, const char *item,
@@ -73,7 +47,8 @@ int user_list_match(const char *param, const char *user, str_t *why)
 	char *copy = xstrdup(config_get_str(param)), *p = copy, *item;
 	int result = 0;
 
-	while ((item = next_item(&p)) != NULL) {
+	/* "inline:{ a=x, b=y }" is one item (maps.h). */
+	while ((item = maps_token_cut(&p)) != NULL) {
 		bool neg = false;
 		while (*item == '!') {
 			neg = !neg;

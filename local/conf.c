@@ -1,6 +1,8 @@
 /* local(8) settings from the configuration (see local.h). */
 #include <stdlib.h>
 #include <string.h>
+#include "addr.h"
+#include "deliver.h"
 #include "local.h"
 #include "local_rcpt.h"
 #include "mem.h"
@@ -109,4 +111,84 @@ int local_conf_from_config(local_conf_t *c, str_t *err)
 		return -1;
 	}
 	return 0;
+}
+
+/* ---- The tables and lists the settings name -------------------------- */
+
+/* unix:passwd.byname in alias_maps is no alias table: it answers no
+ * key, users are found by deliver_user. */
+static const maps_own_t userdb = { "unix:passwd.byname", maps_own_none };
+
+static void conf_copy(local_conf_t *dst, const local_conf_t *src)
+{
+	*dst = *src;
+#define DUP(f) dst->f = xstrdup(src->f ? src->f : "")
+	DUP(alias_maps);
+	DUP(local_recipient_maps);
+	DUP(recipient_delimiter);
+	DUP(home_mailbox);
+	DUP(mail_spool_directory);
+	DUP(mailbox_command);
+	DUP(forward_path);
+	DUP(luser_relay);
+	DUP(mail_root);
+	DUP(default_privs);
+	DUP(mydestination);
+	DUP(myorigin);
+	DUP(cleanup_service);
+#undef DUP
+}
+
+void local_conf_free(local_conf_t *c)
+{
+	free(c->alias_maps);
+	free(c->local_recipient_maps);
+	free(c->recipient_delimiter);
+	free(c->home_mailbox);
+	free(c->mail_spool_directory);
+	free(c->mailbox_command);
+	free(c->forward_path);
+	free(c->luser_relay);
+	free(c->mail_root);
+	free(c->default_privs);
+	free(c->mydestination);
+	free(c->myorigin);
+	free(c->cleanup_service);
+	memset(c, 0, sizeof(*c));
+}
+
+local_t *local_new(const local_conf_t *conf, str_t *err)
+{
+	local_t *l = xcalloc(1, sizeof(*l));
+
+	conf_copy(&l->conf, conf);
+	l->mydest = addr_domlist_new("mydestination", l->conf.mydestination,
+	    0, err);
+	if (l->mydest == NULL) {
+		local_conf_free(&l->conf);
+		free(l);
+		return NULL;
+	}
+	l->aliases = maps_open("alias_maps", l->conf.alias_maps, MAPS_FLAG_LAZY,
+	    &userdb, NULL);
+	l->recipients = local_rcpt_new(l->conf.local_recipient_maps,
+	    l->conf.mail_root, l->conf.recipient_delimiter);
+	return l;
+}
+
+void local_free(local_t *l)
+{
+	if (l == NULL)
+		return;
+	maps_free(l->aliases);
+	local_rcpt_free(l->recipients);
+	addr_domlist_free(l->mydest);
+	local_conf_free(&l->conf);
+	free(l);
+}
+
+void local_refresh(local_t *l)
+{
+	maps_refresh(l->aliases);
+	local_rcpt_refresh(l->recipients);
 }

@@ -82,11 +82,6 @@ bool smtpd_bdat_parse(const char *arg, size_t len, uint64_t *size,
  * bytes, no blanks inside.  Returns false with *why otherwise. */
 bool smtpd_helo_ok(const char *arg, size_t len, const char **why);
 
-/* The next word of a parameter list (separated by blanks and commas),
- * where "inline:{ a=b, c=d }" is one word: braces nest.  NUL-terminates
- * it in place; NULL at the end (maps_token_cut, maps.h). */
-char *smtpd_list_token(char **cp);
-
 /* ---- Network lists (smtpd_net.c) ------------------------------------- */
 
 /* A list like mynetworks: blank/comma separated patterns, first match

@@ -26,7 +26,7 @@ static int discard_mask(const char *value)
 	char *copy = xstrdup(value), *cp = copy, *t;
 	int mask = 0;
 
-	while ((t = smtpd_list_token(&cp)) != NULL) {
+	while ((t = maps_token_cut(&cp)) != NULL) {
 		size_t k;
 		for (k = 0; k < sizeof(ehlo_keywords) / sizeof(ehlo_keywords[0]); k++)
 			if (strcasecmp(t, ehlo_keywords[k].name) == 0) {
@@ -47,7 +47,7 @@ static char **word_list(const char *value)
 	char **v = xcalloc(1, sizeof(*v));
 	size_t n = 0;
 
-	while ((t = smtpd_list_token(&cp)) != NULL) {
+	while ((t = maps_token_cut(&cp)) != NULL) {
 		v = xreallocarray(v, n + 2, sizeof(*v));
 		v[n++] = xstrdup(t);
 		v[n] = NULL;

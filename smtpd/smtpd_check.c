@@ -98,7 +98,7 @@ smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
 		r->cls = RC_DATA;
 	else
 		r->cls = RC_CLIENT;
-	while ((tok = smtpd_list_token(&cp)) != NULL) {
+	while ((tok = maps_token_cut(&cp)) != NULL) {
 		size_t k;
 		for (k = 0; k < sizeof(rnames) / sizeof(rnames[0]); k++)
 			if (strcmp(tok, rnames[k].name) == 0)
@@ -116,7 +116,7 @@ smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
 		it->kind = rnames[k].kind;
 		it->name = rnames[k].name;
 		if (rnames[k].table) {
-			char *t = smtpd_list_token(&cp);
+			char *t = maps_token_cut(&cp);
 			if (t == NULL || strchr(t, ':') == NULL) {
 				str_setf(err, "%s: %s needs a type:table argument",
 				    param, rnames[k].name);
@@ -936,7 +936,7 @@ static enum smtpd_chk check_login_mismatch(smtpd_check_ctx_t *ctx,
 	if (rc > 0) {
 		char *copy = xstrdup(owners), *cp = copy, *name;
 		bool found = false;
-		while (!found && (name = smtpd_list_token(&cp)) != NULL)
+		while (!found && (name = maps_token_cut(&cp)) != NULL)
 			found = strcasecmp(name, ctx->sasl_username) == 0;
 		free(copy);
 		if (found)

@@ -127,8 +127,3 @@ bool smtpd_helo_ok(const char *arg, size_t len, const char **why)
 	}
 	return true;
 }
-
-char *smtpd_list_token(char **cp)
-{
-	return maps_token_cut(cp);
-}

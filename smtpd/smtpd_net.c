@@ -141,7 +141,7 @@ smtpd_netlist_t *smtpd_netlist_new(const char *param, const char *spec,
 	char *copy = xstrdup(spec ? spec : ""), *cp = copy, *tok;
 	size_t cap = 0;
 
-	while ((tok = smtpd_list_token(&cp)) != NULL) {
+	while ((tok = maps_token_cut(&cp)) != NULL) {
 		if (l->n == cap) {
 			cap = cap ? cap * 2 : 8;
 			l->v = xreallocarray(l->v, cap, sizeof(*l->v));

@@ -115,6 +115,40 @@ new_alias_body() {
 }
 new_alias_cleanup() { stop_instance; }
 
+atf_test_case inline_aliases cleanup
+inline_aliases_head() {
+	atf_set descr "alias_maps = inline:{ ... } with several entries and" \
+	    "a braced one whose value has a comma: smtpd accepts the aliases" \
+	    "(local_recipient_maps follows alias_maps) and local delivers them"
+	atf_set require.user unprivileged
+}
+inline_aliases_body() {
+	need_bash
+	lr_instance "alias_maps = inline:{ team=bob, { crew = alice, bob } }"
+	cat > s <<'EOF2'
+EHLO client.test
+MAIL FROM:<sender@example.org>
+RCPT TO:<crew@mx.example.test>
+RCPT TO:<team@mx.example.test>
+DATA
+Subject: inline aliases
+
+hello
+.
+QUIT
+EOF2
+	atf_check -o save:s.out bash chat.bash $port s
+	atf_check_equal 2 "$(grep -c '^250 2.1.5 Ok$' s.out)"
+	grep -q '^250 2.0.0 Ok: queued as' s.out || { cat s.out >&2; atf_fail "not queued"; }
+	# alice through crew; bob through crew and through team.
+	WAIT_MAX=100 wait_for nmail_is alice 1 ||
+	    atf_fail "alice has $(nmail alice) messages: $(tail -5 maillog)"
+	WAIT_MAX=100 wait_for nmail_is bob 2 ||
+	    atf_fail "bob has $(nmail bob) messages: $(tail -5 maillog)"
+	assert_log_clean
+}
+inline_aliases_cleanup() { stop_instance; }
+
 atf_test_case chrooted_smtpd cleanup
 chrooted_smtpd_head() {
 	atf_set descr "a chrooted smtpd checks local_mail_root's users" \
@@ -162,5 +196,6 @@ chrooted_smtpd_cleanup() { stop_instance; }
 atf_init_test_cases() {
 	atf_add_test_case private_instance
 	atf_add_test_case new_alias
+	atf_add_test_case inline_aliases
 	atf_add_test_case chrooted_smtpd
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cleanup/cleanup.h"
+#include "maps.h"
 #include "dict.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -188,8 +189,8 @@ ATF_TC_BODY(table_errors, tc)
 	/* The table disappears: every lookup is an error, never "not
 	 * found" (which would send mail to the unmapped address). */
 	ATF_REQUIRE_EQ(unlink("map.db"), 0);
-	dict_refresh(cfg.canonical.d[0]);
-	dict_refresh(cfg.virtual_alias.d[0]);
+	dict_refresh(maps_dict(cfg.canonical, 0));
+	dict_refresh(maps_dict(cfg.virtual_alias, 0));
 	ATF_CHECK_EQ(cln_rewrite_recipient(&cfg, "other@x.example", &out, &err),
 	    CLN_TEMP);
 	ATF_CHECK_MSG(strstr(str_cstr(&err), "canonical_maps lookup error") !=

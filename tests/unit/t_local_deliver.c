@@ -472,6 +472,40 @@ PRIVATE_TC(failures_defer, "a table or a mailbox that fails defers")
 	local_free(l);
 }
 
+PRIVATE_TC(inline_braces, "alias_maps: the braces of inline:{ } keep a "
+    "table whole")
+{
+	setup();
+	aliases("postmaster: \\alice");
+	/* One table with a braced element whose value holds a comma, then
+	 * the hash: table: both asked, in order. */
+	char amaps[1400];
+	snprintf(amaps, sizeof(amaps), "inline:{ team=\\bob, { staff = \\alice, "
+	    "\\bob } }, hash:%s/aliases", cwd);
+	over_t ov = { .alias_maps = amaps, .local_recipient_maps = " " };
+	local_t *l = mk(&ov);
+	CHECK_DLV(l, "staff@example.test", DLV_ACT_EXPANDED, "2.0.0",
+	    "delivered to mailbox");
+	CHECK_DLV(l, "team@example.test", DLV_ACT_EXPANDED, "2.0.0",
+	    "delivered to mailbox");
+	CHECK_DLV(l, "postmaster@example.test", DLV_ACT_EXPANDED, "2.0.0",
+	    "delivered to mailbox");
+	ATF_CHECK_EQ(count("spool/alice", "Delivered-To: staff@example.test\n"), 1);
+	ATF_CHECK_EQ(count("spool/bob", "Delivered-To: staff@example.test\n"), 1);
+	ATF_CHECK_EQ(count("spool/bob", "Delivered-To: team@example.test\n"), 1);
+	local_free(l);
+
+	/* local_recipient_maps (local_rcpt.h) the same way. */
+	ov.alias_maps = NULL;
+	ov.local_recipient_maps = "inline:{ x=1, { alice = known, really } }";
+	l = mk(&ov);
+	CHECK_DLV(l, "alice@example.test", DLV_ACT_DELIVERED, "2.0.0",
+	    "delivered to mailbox");
+	CHECK_DLV(l, "bob@example.test", DLV_ACT_FAILED, "5.1.1",
+	    "User unknown in local recipient table");
+	local_free(l);
+}
+
 ATF_TC_WITHOUT_HEAD(expand);
 ATF_TC_BODY(expand, tc)
 {
@@ -604,6 +638,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, dot_forward);
 	ATF_TP_ADD_TC(tp, mailbox_command);
 	ATF_TP_ADD_TC(tp, failures_defer);
+	ATF_TP_ADD_TC(tp, inline_braces);
 	ATF_TP_ADD_TC(tp, expand);
 	ATF_TP_ADD_TC(tp, classes);
 	return atf_no_error();

@@ -1,6 +1,7 @@
 /* Unit tests for libglobal/maps: the tokeniser (braces kept whole), the
  * ordered lookup, errors told from "not found", broken tables kept or
- * refused, and an entry the caller answers itself. */
+ * refused, an entry the caller answers itself, tables opened at their
+ * first lookup, and a rebuilt file seen after maps_refresh. */
 #include <atf-c.h>
 #include <string.h>
 #include <unistd.h>
@@ -196,6 +197,84 @@ ATF_TC_BODY(own_entry, tc)
 	str_release(&err);
 }
 
+/* Writes hash:name with one pair. */
+static void build(const char *spec, const char *key, const char *value)
+{
+	str_t err = STR_INIT;
+	dict_writer_t *w = dict_writer_open(spec, 0, &err);
+
+	ATF_REQUIRE_MSG(w != NULL, "%s", str_cstr(&err));
+	ATF_REQUIRE(dict_writer_put(w, key, value, &err) == DICT_PUT_NEW);
+	ATF_REQUIRE_MSG(dict_writer_commit(w, &err) == 0, "%s", str_cstr(&err));
+	str_release(&err);
+}
+
+/* MAPS_FLAG_LAZY: nothing is opened before the first lookup; a table
+ * that does not open fails each lookup that reaches it, and is opened
+ * once its file exists. */
+ATF_TC_WITHOUT_HEAD(lazy_open);
+ATF_TC_BODY(lazy_open, tc)
+{
+	str_t err = STR_INIT;
+	const char *v = NULL, *reason = NULL;
+	maps_t *m = maps_open("test_maps",
+	    "inline:{ a=x, { b = y, z } } hash:later", MAPS_FLAG_LAZY |
+	    MAPS_FLAG_STRICT, NULL, &err);
+
+	ATF_REQUIRE_MSG(m != NULL, "%s", str_cstr(&err));
+	ATF_REQUIRE_EQ(maps_count(m), 2);
+	ATF_CHECK(maps_dict(m, 0) == NULL && maps_dict(m, 1) == NULL);
+	ATF_CHECK(maps_broken(m, 1) == NULL);
+	ATF_CHECK_EQ(maps_get(m, "b", &v, &err), 1);
+	ATF_CHECK_STREQ(v, "y, z");
+	ATF_CHECK_STREQ(maps_found(m), "inline:{ a=x, { b = y, z } }");
+	ATF_CHECK(maps_dict(m, 0) != NULL && maps_dict(m, 1) == NULL);
+	/* Past the first table: the missing file fails the lookup. */
+	ATF_CHECK_EQ(maps_get(m, "k", &v, &err), -1);
+	ATF_CHECK_MATCH("^hash:later: ", str_cstr(&err));
+	ATF_CHECK_STREQ(maps_failed(m, &reason), "hash:later");
+	ATF_CHECK(maps_failed_open(m));
+	ATF_CHECK(reason != NULL && strstr(reason, "later") != NULL);
+	/* Once there, it opens at the next lookup. */
+	build("hash:later", "k", "v1");
+	ATF_CHECK_EQ(maps_get(m, "k", &v, &err), 1);
+	ATF_CHECK_STREQ(v, "v1");
+	ATF_CHECK_STREQ(maps_found(m), "hash:later");
+	maps_free(m);
+
+	/* The one error a lazy list still reports at open. */
+	ATF_CHECK(maps_open("test_maps", "inline:{ a=x", MAPS_FLAG_LAZY |
+	    MAPS_FLAG_STRICT, NULL, &err) == NULL);
+	ATF_CHECK_STREQ(str_cstr(&err), "test_maps: missing '}'");
+	str_release(&err);
+}
+
+/* A rebuilt file is read again after maps_refresh; a lookup error is
+ * not an open failure. */
+ATF_TC_WITHOUT_HEAD(refresh);
+ATF_TC_BODY(refresh, tc)
+{
+	str_t err = STR_INIT;
+	const char *v = NULL;
+	maps_t *m;
+
+	build("hash:t", "k", "old");
+	m = maps_open("test_maps", "hash:t", MAPS_FLAG_STRICT, NULL, &err);
+	ATF_REQUIRE_MSG(m != NULL, "%s", str_cstr(&err));
+	ATF_CHECK_EQ(maps_get(m, "k", &v, &err), 1);
+	ATF_CHECK_STREQ(v, "old");
+	build("hash:t", "k", "new");
+	maps_refresh(m);
+	ATF_CHECK_EQ(maps_get(m, "k", &v, &err), 1);
+	ATF_CHECK_STREQ(v, "new");
+	ATF_REQUIRE(unlink("t.db") == 0);
+	maps_refresh(m);
+	ATF_CHECK_EQ(maps_get(m, "k", &v, &err), -1);
+	ATF_CHECK(!maps_failed_open(m));
+	maps_free(m);
+	str_release(&err);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, tokens_and_braces);
@@ -203,5 +282,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, broken_table);
 	ATF_TP_ADD_TC(tp, lookup_error);
 	ATF_TP_ADD_TC(tp, own_entry);
+	ATF_TP_ADD_TC(tp, lazy_open);
+	ATF_TP_ADD_TC(tp, refresh);
 	return atf_no_error();
 }

@@ -127,7 +127,7 @@ ATF_TC_BODY(list_token, tc)
 		"inline:{x}" };
 	size_t n = 0;
 
-	while ((t = smtpd_list_token(&cp)) != NULL) {
+	while ((t = maps_token_cut(&cp)) != NULL) {
 		ATF_REQUIRE(n < 5);
 		ATF_CHECK_STREQ(t, want[n]);
 		n++;
@@ -136,9 +136,9 @@ ATF_TC_BODY(list_token, tc)
 	/* An unclosed brace takes the rest: the table open then fails. */
 	char bad[] = "a inline:{ b, c";
 	cp = bad;
-	ATF_CHECK_STREQ(smtpd_list_token(&cp), "a");
-	ATF_CHECK_STREQ(smtpd_list_token(&cp), "inline:{ b, c");
-	ATF_CHECK(smtpd_list_token(&cp) == NULL);
+	ATF_CHECK_STREQ(maps_token_cut(&cp), "a");
+	ATF_CHECK_STREQ(maps_token_cut(&cp), "inline:{ b, c");
+	ATF_CHECK(maps_token_cut(&cp) == NULL);
 }
 
 ATF_TP_ADD_TCS(tp)
