@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
+#include "delivery.h"
 #include "dns.h"
 #include "sasl_opts.h"
 #include "str.h"
@@ -52,8 +53,9 @@ typedef struct smtp_rcpt {
 	/* Out. */
 	enum smtp_rstat status;
 	char dsn[16];		/* "2.0.0", "4.4.1", "5.1.1" */
-	const char *action;	/* DSN action: "relayed", "delivered",
-				 * "delayed", "failed" */
+	dlv_action_t action;	/* DSN action (delivery.h): DLV_ACT_RELAYED
+				 * or _DELIVERED with SMTP_R_SENT, _DELAYED,
+				 * _FAILED; DLV_ACT_NONE while pending */
 	bool dsn_passed;	/* NOTIFY went to a DSN-aware server: it, not
 				 * we, reports success */
 	str_t diag;		/* server reply or our reason, one line */

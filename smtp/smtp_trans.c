@@ -331,7 +331,7 @@ static void final_one(trans_t *t, smtp_rcpt_t *r)
 		smtp_rcpt_result(r, SMTP_R_SENT, t->r.dsn, relay(t), "%s",
 		    str_cstr(&t->r.text));
 		if (!passed && (r->notify & QF_NOTIFY_SUCCESS))
-			r->action = "relayed";
+			r->action = DLV_ACT_RELAYED;
 		r->dsn_passed = passed && r->notify != 0;
 	} else {
 		said(t, "end of DATA");
@@ -422,7 +422,7 @@ static void send_message(trans_t *t)
 			    str_cstr(&t->r.text));
 			smtp_rcpt_remote(r, t->ss->host, str_cstr(&t->r.text));
 			if (!passed && (r->notify & QF_NOTIFY_SUCCESS))
-				r->action = "relayed";
+				r->action = DLV_ACT_RELAYED;
 			r->dsn_passed = passed && r->notify != 0;
 			r->tstate = T_DONE;
 		}

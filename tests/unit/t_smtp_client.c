@@ -36,7 +36,7 @@ SMTP_TC(basic)
 		CHECK_RCPT(&d, i, SMTP_R_SENT, "2.0.0", "250 2.0.0");
 	str_setf(&want, "127.0.0.1[127.0.0.1]:%d", port);
 	ATF_CHECK_STREQ(str_cstr(&d.rcpt[0].relay), str_cstr(&want));
-	ATF_CHECK_STREQ(d.rcpt[0].action, "delivered");
+	ATF_CHECK_EQ(d.rcpt[0].action, DLV_ACT_DELIVERED);
 	ATF_CHECK(!d.req.conn_failed);
 	ATF_CHECK(!d.req.avoid_destination);
 	/* No status line from the engine: the agent loop logs it for every
@@ -76,8 +76,8 @@ SMTP_TC(rcpt_mix)
 	CHECK_RCPT(&d, 1, SMTP_R_DEFER, "4.2.0", "(in reply to RCPT TO command)");
 	CHECK_RCPT(&d, 2, SMTP_R_BOUNCE, "5.1.1", "said: 550 5.1.1");
 	CHECK_RCPT(&d, 3, SMTP_R_SENT, "2.0.0", "250");
-	ATF_CHECK_STREQ(d.rcpt[1].action, "delayed");
-	ATF_CHECK_STREQ(d.rcpt[2].action, "failed");
+	ATF_CHECK_EQ(d.rcpt[1].action, DLV_ACT_DELAYED);
+	ATF_CHECK_EQ(d.rcpt[2].action, DLV_ACT_FAILED);
 	/* The server's own words, for the DSN's Diagnostic-Code. */
 	ATF_CHECK(strncmp(str_cstr(&d.rcpt[1].remote_reply), "450 4.2.0 <tempfail@example.com>", 32) == 0);
 	ATF_CHECK_STREQ(str_cstr(&d.rcpt[1].remote_mta), "127.0.0.1");
@@ -429,7 +429,7 @@ SMTP_TC(dsn)
 		CHECK_RCPT(&d, i, SMTP_R_SENT, "2.0.0", "250");
 	/* The server speaks DSN: success notices are its business. */
 	ATF_CHECK(d.rcpt[0].dsn_passed);
-	ATF_CHECK_STREQ(d.rcpt[0].action, "delivered");
+	ATF_CHECK_EQ(d.rcpt[0].action, DLV_ACT_DELIVERED);
 	ATF_CHECK(!d.rcpt[3].dsn_passed);
 	dl_free(&d);
 	smtp_client_free(cl);
@@ -454,9 +454,9 @@ SMTP_TC(dsn)
 	d.rcpt[0].orcpt = "rfc822;a@example.com";
 	smtp_deliver(cl, &d.req);
 	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "250");
-	ATF_CHECK_STREQ(d.rcpt[0].action, "relayed");
+	ATF_CHECK_EQ(d.rcpt[0].action, DLV_ACT_RELAYED);
 	ATF_CHECK(!d.rcpt[0].dsn_passed);
-	ATF_CHECK_STREQ(d.rcpt[1].action, "delivered");
+	ATF_CHECK_EQ(d.rcpt[1].action, DLV_ACT_DELIVERED);
 	dl_free(&d);
 	smtp_client_free(cl);
 	sink_stop(0);
