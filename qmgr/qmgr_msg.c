@@ -297,7 +297,7 @@ static size_t cb_read_more(void *ctx, sched_msg_t *m, double now)
 		msg->rcpt_in_core++;
 		if (!sched_msg_offer_key(m, str_cstr(&rr.transport),
 		    str_cstr(&rr.nexthop), key, qr->r.address,
-		    (int64_t)(intptr_t)qr)) {
+		    (sched_cookie_t){ .rcpt = qr })) {
 			/* No room now: offered again at the next call. */
 			msg->rcpt_in_core--;
 			qmgr_rcpt_free(qr);
@@ -315,7 +315,7 @@ static void cb_rcpt_done(void *ctx, sched_msg_t *m, const sched_rcpt_t *rc,
     sched_rcpt_status_t status, const char *reason, double now)
 {
 	qmgr_msg_t *msg = sched_msg_ctx(m);
-	qmgr_rcpt_t *qr = (qmgr_rcpt_t *)(intptr_t)rc->cookie;
+	qmgr_rcpt_t *qr = rc->cookie.rcpt;
 	dlv_status_t st;
 	dlv_delays_t dl;
 	(void)ctx;
