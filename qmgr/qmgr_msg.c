@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include "content_filter.h"
+#include "dsn_notify.h"
 #include "log.h"
 #include "mem.h"
 #include "qmgr_int.h"
@@ -155,7 +156,7 @@ static void rcpt_outcome(qmgr_msg_t *msg, const dlv_rcpt_t *r,
 		/* A success notice was asked for: remember it in the trace
 		 * log first, so that a crash cannot lose it silently.  Not
 		 * when the next hop took the NOTIFY: it sends the notice. */
-		if ((r->notify & QF_NOTIFY_SUCCESS) && !(st && st->notified)) {
+		if ((r->notify & DSN_NOTIFY_SUCCESS) && !(st && st->notified)) {
 			msg->wrote_trace = true;
 			if (statuslog_append1(&Q.ql, SL_TRACE, msg->id, r, st, 0,
 			    0, &err) < 0)

@@ -29,6 +29,7 @@
 #include <sys/time.h>
 #include "delivery.h"
 #include "dns.h"
+#include "dsn_notify.h"
 #include "sasl_opts.h"
 #include "str.h"
 #include "tls.h"
@@ -49,7 +50,7 @@ typedef struct smtp_rcpt {
 	const char *address;	/* internal form (addr.h) */
 	const char *orig;	/* original recipient or NULL: ORCPT fallback */
 	const char *orcpt;	/* DSN ORCPT "addr-type;xtext" or NULL */
-	int notify;		/* QF_NOTIFY_* bits, 0 = not given */
+	int notify;		/* DSN_NOTIFY_* bits, 0 = not given */
 	/* Out. */
 	enum smtp_rstat status;
 	char dsn[16];		/* "2.0.0", "4.4.1", "5.1.1" */

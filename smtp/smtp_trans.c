@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "addr.h"
+#include "dsn_notify.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -288,21 +289,8 @@ static void rcpt_cmd(trans_t *t, const smtp_rcpt_t *r)
 	if (!(t->ss->features & SMTP_F_DSN))
 		return;
 	if (r->notify != 0) {
-		if (r->notify & QF_NOTIFY_NEVER) {
-			str_cat(&t->cmd, " NOTIFY=NEVER");
-		} else {
-			const char *sep = " NOTIFY=";
-			if (r->notify & QF_NOTIFY_SUCCESS) {
-				str_catf(&t->cmd, "%sSUCCESS", sep);
-				sep = ",";
-			}
-			if (r->notify & QF_NOTIFY_FAILURE) {
-				str_catf(&t->cmd, "%sFAILURE", sep);
-				sep = ",";
-			}
-			if (r->notify & QF_NOTIFY_DELAY)
-				str_catf(&t->cmd, "%sDELAY", sep);
-		}
+		str_cat(&t->cmd, " NOTIFY=");
+		dsn_notify_format(r->notify, false, &t->cmd);
 	}
 	if (r->orcpt != NULL && orcpt_ok(r->orcpt)) {
 		str_catf(&t->cmd, " ORCPT=%s", r->orcpt);
@@ -330,7 +318,7 @@ static void final_one(trans_t *t, smtp_rcpt_t *r)
 		 * notice is ours to send: "relayed". */
 		smtp_rcpt_result(r, SMTP_R_SENT, t->r.dsn, relay(t), "%s",
 		    str_cstr(&t->r.text));
-		if (!passed && (r->notify & QF_NOTIFY_SUCCESS))
+		if (!passed && (r->notify & DSN_NOTIFY_SUCCESS))
 			r->action = DLV_ACT_RELAYED;
 		r->dsn_passed = passed && r->notify != 0;
 	} else {
@@ -421,7 +409,7 @@ static void send_message(trans_t *t)
 			smtp_rcpt_result(r, SMTP_R_SENT, t->r.dsn, relay(t), "%s",
 			    str_cstr(&t->r.text));
 			smtp_rcpt_remote(r, t->ss->host, str_cstr(&t->r.text));
-			if (!passed && (r->notify & QF_NOTIFY_SUCCESS))
+			if (!passed && (r->notify & DSN_NOTIFY_SUCCESS))
 				r->action = DLV_ACT_RELAYED;
 			r->dsn_passed = passed && r->notify != 0;
 			r->tstate = T_DONE;

@@ -418,11 +418,11 @@ SMTP_TC(dsn)
 	dl_init(&d, nh, "s@example.com", MSG_TEXT, rcpts);
 	d.req.envid = "ENV+42 x";	/* decoded: encoded on the wire */
 	d.req.ret = QF_RET_HDRS;
-	d.rcpt[0].notify = QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE;
+	d.rcpt[0].notify = DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE;
 	d.rcpt[0].orcpt = "rfc822;orig+2Ba@example.com";
-	d.rcpt[1].notify = QF_NOTIFY_NEVER;
+	d.rcpt[1].notify = DSN_NOTIFY_NEVER;
 	d.rcpt[1].orig = "old b@example.com";
-	d.rcpt[2].notify = QF_NOTIFY_DELAY;
+	d.rcpt[2].notify = DSN_NOTIFY_DELAY;
 	d.rcpt[2].orcpt = "bad orcpt";	/* not well formed: not sent */
 	smtp_deliver(cl, &d.req);
 	for (int i = 0; i < 4; i++)
@@ -450,7 +450,7 @@ SMTP_TC(dsn)
 	dl_init(&d, nh, "s@example.com", MSG_TEXT, rcpts);
 	d.req.envid = "ENV";
 	d.req.ret = QF_RET_FULL;
-	d.rcpt[0].notify = QF_NOTIFY_SUCCESS;
+	d.rcpt[0].notify = DSN_NOTIFY_SUCCESS;
 	d.rcpt[0].orcpt = "rfc822;a@example.com";
 	smtp_deliver(cl, &d.req);
 	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "250");
