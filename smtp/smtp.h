@@ -46,11 +46,10 @@ enum smtp_rstat {
 };
 
 typedef struct smtp_rcpt {
-	/* In. */
-	const char *address;	/* internal form (addr.h) */
-	const char *orig;	/* original recipient or NULL: ORCPT fallback */
-	const char *orcpt;	/* DSN ORCPT "addr-type;xtext" or NULL */
-	int notify;		/* DSN_NOTIFY_* bits, 0 = not given */
+	/* In: the recipient as the delivery request has it (delivery.h),
+	 * read only.  orig (the ORCPT fallback) and orcpt may be NULL or
+	 * ""; offset is not used. */
+	dlv_rcpt_t in;
 	/* Out. */
 	enum smtp_rstat status;
 	char dsn[16];		/* "2.0.0", "4.4.1", "5.1.1" */

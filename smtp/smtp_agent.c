@@ -186,12 +186,8 @@ static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 		return;
 	}
 	rc = xcalloc(req->nrcpt, sizeof(*rc));
-	for (size_t i = 0; i < req->nrcpt; i++) {
-		rc[i].address = req->rcpt[i].address;
-		rc[i].orig = req->rcpt[i].orig;
-		rc[i].orcpt = req->rcpt[i].orcpt[0] ? req->rcpt[i].orcpt : NULL;
-		rc[i].notify = req->rcpt[i].notify;
-	}
+	for (size_t i = 0; i < req->nrcpt; i++)
+		rc[i].in = req->rcpt[i];
 	smtp_request_init(&sr, rc, req->nrcpt);
 	sr.queue_id = req->queue_id;
 	sr.nexthop = req->nexthop;

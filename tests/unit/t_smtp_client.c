@@ -418,12 +418,12 @@ SMTP_TC(dsn)
 	dl_init(&d, nh, "s@example.com", MSG_TEXT, rcpts);
 	d.req.envid = "ENV+42 x";	/* decoded: encoded on the wire */
 	d.req.ret = QF_RET_HDRS;
-	d.rcpt[0].notify = DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE;
-	d.rcpt[0].orcpt = "rfc822;orig+2Ba@example.com";
-	d.rcpt[1].notify = DSN_NOTIFY_NEVER;
-	d.rcpt[1].orig = "old b@example.com";
-	d.rcpt[2].notify = DSN_NOTIFY_DELAY;
-	d.rcpt[2].orcpt = "bad orcpt";	/* not well formed: not sent */
+	d.rcpt[0].in.notify = DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE;
+	d.rcpt[0].in.orcpt = "rfc822;orig+2Ba@example.com";
+	d.rcpt[1].in.notify = DSN_NOTIFY_NEVER;
+	d.rcpt[1].in.orig = "old b@example.com";
+	d.rcpt[2].in.notify = DSN_NOTIFY_DELAY;
+	d.rcpt[2].in.orcpt = "bad orcpt";	/* not well formed: not sent */
 	smtp_deliver(cl, &d.req);
 	for (int i = 0; i < 4; i++)
 		CHECK_RCPT(&d, i, SMTP_R_SENT, "2.0.0", "250");
@@ -450,8 +450,8 @@ SMTP_TC(dsn)
 	dl_init(&d, nh, "s@example.com", MSG_TEXT, rcpts);
 	d.req.envid = "ENV";
 	d.req.ret = QF_RET_FULL;
-	d.rcpt[0].notify = DSN_NOTIFY_SUCCESS;
-	d.rcpt[0].orcpt = "rfc822;a@example.com";
+	d.rcpt[0].in.notify = DSN_NOTIFY_SUCCESS;
+	d.rcpt[0].in.orcpt = "rfc822;a@example.com";
 	smtp_deliver(cl, &d.req);
 	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "250");
 	ATF_CHECK_EQ(d.rcpt[0].action, DLV_ACT_RELAYED);
@@ -573,7 +573,7 @@ SMTP_TC(qfile_content)
 	ATF_REQUIRE(mkdir("saved", 0755) == 0 || errno == EEXIST);
 	cl = smtp_client_new(&cfg, NULL);
 	memset(rcpt, 0, sizeof(rcpt));
-	rcpt[0].address = "a@example.com";
+	rcpt[0].in.address = "a@example.com";
 	smtp_request_init(&req, rcpt, 1);
 	snprintf(nh, sizeof(nh), "[127.0.0.1]:%d", port);
 	req.nexthop = nh;
