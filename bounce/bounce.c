@@ -22,6 +22,7 @@
 #include "addr.h"
 #include "cleanup_client.h"
 #include "dsn_notice.h"
+#include "dsn_notify.h"
 #include "dsn_report.h"
 #include "log.h"
 #include "mem.h"
@@ -196,11 +197,11 @@ static bool wanted(dsn_notice_kind_t kind, int notify)
 {
 	switch (kind) {
 	case DSN_NOTICE_BOUNCE:
-		return notify == 0 || (notify & QF_NOTIFY_FAILURE);
+		return notify == 0 || (notify & DSN_NOTIFY_FAILURE);
 	case DSN_NOTICE_DELAY:
-		return notify == 0 || (notify & QF_NOTIFY_DELAY);
+		return notify == 0 || (notify & DSN_NOTIFY_DELAY);
 	case DSN_NOTICE_SUCCESS:
-		return (notify & QF_NOTIFY_SUCCESS) != 0;
+		return (notify & DSN_NOTIFY_SUCCESS) != 0;
 	default:
 		return false;
 	}

@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include "cleanup.h"
 #include "content_filter.h"
+#include "dsn_notify.h"
 #include "log.h"
 #include "maps.h"
 #include "mem.h"
@@ -318,8 +319,7 @@ void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
 		if (!ok(m))
 			goto out;
 	}
-	if (has_notify && (notify < 0 || notify > 15 ||
-	    ((notify & QF_NOTIFY_NEVER) && notify != QF_NOTIFY_NEVER))) {
+	if (has_notify && !dsn_notify_valid(notify)) {
 		fail(m, CLEANUP_STAT_PERM, "5.5.4", "bad NOTIFY value %d for <%s>",
 		    (int)notify, address);
 		goto out;
@@ -2017,14 +2017,9 @@ static void apply_edits(cln_msg_t *m)
 				str_t nv = STR_INIT, ov = STR_INIT;
 				const char *nt = esmtp_arg(e->value, "NOTIFY", &nv);
 				const char *oc = esmtp_arg(e->value, "ORCPT", &ov);
-				int bits = 0;
+				int bits = nt ? dsn_notify_parse(str_cstr(&nv),
+				    str_len(&nv), DSN_NOTIFY_LENIENT, NULL) : 0;
 				str_t od = STR_INIT;
-				for (char *w = nt ? nv.buf : NULL, *c; w != NULL &&
-				    (c = str_token(&w, ",")) != NULL;)
-					bits |= strcasecmp(c, "SUCCESS") == 0 ? 1 :
-					    strcasecmp(c, "FAILURE") == 0 ? 2 :
-					    strcasecmp(c, "DELAY") == 0 ? 4 :
-					    strcasecmp(c, "NEVER") == 0 ? 8 : 0;
 				cln_msg_rcpt(m, str_cstr(&a), oc, bits != 0, bits);
 				str_release(&nv);
 				str_release(&ov);

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "dsn_notify.h"
 #include "str.h"
 
 /* RFC 5321 section 4.5.3.1 limits, in octets as sent. */
@@ -106,12 +107,6 @@ typedef struct addr_param {
 	char *value;		/* as sent; NULL when there was no "=" */
 } addr_param_t;
 
-enum {				/* NOTIFY bits; 0 = not given */
-	ADDR_NOTIFY_NEVER = 1 << 0,
-	ADDR_NOTIFY_SUCCESS = 1 << 1,
-	ADDR_NOTIFY_FAILURE = 1 << 2,
-	ADDR_NOTIFY_DELAY = 1 << 3,
-};
 enum addr_body { ADDR_BODY_NONE, ADDR_BODY_7BIT, ADDR_BODY_8BITMIME,
 	ADDR_BODY_BINARYMIME };
 enum addr_ret { ADDR_RET_NONE, ADDR_RET_FULL, ADDR_RET_HDRS };
@@ -137,7 +132,8 @@ typedef struct addr_smtp {
 	char *envid;		/* xtext-decoded, or NULL */
 	char *auth;		/* xtext-decoded AUTH=, or NULL */
 	bool smtputf8;		/* SMTPUTF8 parameter given */
-	int notify;		/* ADDR_NOTIFY_* bits, 0 if not given */
+	int notify;		/* DSN_NOTIFY_* bits (dsn_notify.h), 0 if
+				 * not given */
 	char *orcpt_type;	/* ORCPT address type as sent ("rfc822") */
 	char *orcpt;		/* ORCPT address, xtext-decoded */
 } addr_smtp_t;

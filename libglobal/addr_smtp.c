@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 #include "addr.h"
+#include "dsn_notify.h"
 #include "mem.h"
 
 /* ---- xtext ------------------------------------------------------------ */
@@ -190,33 +191,11 @@ bad_size:
 		o->auth = str_steal(&tmp);
 		return ADDR_OK;
 	case ADDR_P_NOTIFY: {
-		int bits = 0;
-		const char *p = v;
+		const char *why = NULL;
+		int bits = dsn_notify_parse(v, strlen(v), DSN_NOTIFY_SMTP, &why);
 
-		for (;;) {
-			size_t n = strcspn(p, ",");
-			int bit;
-
-			if (n == 5 && strncasecmp(p, "NEVER", 5) == 0)
-				bit = ADDR_NOTIFY_NEVER;
-			else if (n == 7 && strncasecmp(p, "SUCCESS", 7) == 0)
-				bit = ADDR_NOTIFY_SUCCESS;
-			else if (n == 7 && strncasecmp(p, "FAILURE", 7) == 0)
-				bit = ADDR_NOTIFY_FAILURE;
-			else if (n == 5 && strncasecmp(p, "DELAY", 5) == 0)
-				bit = ADDR_NOTIFY_DELAY;
-			else
-				return addr_seterr(err, ADDR_ERR_PARAM,
-				    "NOTIFY must be NEVER or a list of "
-				    "SUCCESS, FAILURE, DELAY");
-			bits |= bit;
-			if (p[n] == '\0')
-				break;
-			p += n + 1;
-		}
-		if ((bits & ADDR_NOTIFY_NEVER) && bits != ADDR_NOTIFY_NEVER)
-			return addr_seterr(err, ADDR_ERR_PARAM,
-			    "NOTIFY=NEVER cannot be combined with other values");
+		if (bits < 0)
+			return addr_seterr(err, ADDR_ERR_PARAM, "%s", why);
 		o->notify = bits;
 		return ADDR_OK;
 	}

@@ -123,7 +123,7 @@ cleanup_client_t *cleanup_client_fd(int fd, int timeout_ms);
 /* Starts a transaction.  -1 if one is already open or after an error. */
 int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env);
 /* One recipient: address in internal form, orcpt "type;xtext" or NULL,
- * notify DSN bits (1 SUCCESS, 2 FAILURE, 4 DELAY, 8 NEVER) or 0.  Must
+ * notify DSN_NOTIFY_* bits (dsn_notify.h) or 0.  Must
  * come before the first cleanup_write. */
 int cleanup_send_rcpt(cleanup_client_t *c, const char *address,
     const char *orcpt, int notify);

@@ -7,6 +7,7 @@
 #include "delivery.h"
 #include "delivery_int.h"
 #include "dsn.h"
+#include "dsn_notify.h"
 #include "log.h"
 #include "mem.h"
 #include "qfile.h"
@@ -108,14 +109,6 @@ void dlv_clean_text(str_t *out, const char *s, size_t max)
 	}
 }
 
-bool dlv_notify_ok(int notify)
-{
-	if (notify == 0 || notify == QF_NOTIFY_NEVER)
-		return true;
-	return (notify & ~(QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE |
-	    QF_NOTIFY_DELAY)) == 0;
-}
-
 bool dlv_rcpt_ok(const dlv_rcpt_t *r, const char *what, str_t *err)
 {
 	str_t name = STR_INIT;
@@ -137,7 +130,7 @@ bool dlv_rcpt_ok(const dlv_rcpt_t *r, const char *what, str_t *err)
 	if (!dlv_text_ok(r->orcpt ? r->orcpt : "", DLV_TEXT_LINE,
 	    DLV_MAX_ADDR, str_cstr(&name), err))
 		goto out;
-	if (!dlv_notify_ok(r->notify)) {
+	if (!dsn_notify_valid(r->notify)) {
 		str_setf(err, "%s.notify: invalid value %d", what, r->notify);
 		goto out;
 	}

@@ -91,7 +91,8 @@ typedef struct dlv_rcpt {
 	char *orig;		/* original recipient before rewriting, or "" */
 	char *orcpt;		/* DSN ORCPT as in the queue file
 				 * ("rfc822;xtext"), or "" */
-	int notify;		/* QF_NOTIFY_* bits (qfile.h), 0 = not given */
+	int notify;		/* DSN_NOTIFY_* bits (dsn_notify.h), 0 = not
+				 * given */
 	int64_t offset;		/* of its R record in the queue file (>= 0):
 				 * the key qmgr uses to mark it done */
 } dlv_rcpt_t;

@@ -20,7 +20,6 @@ bool dlv_text_ok(const char *s, enum dlv_text kind, size_t max,
 /* Copies s to out cut to max octets, controls and non-ASCII made '?'
  * (tab, CR, LF become spaces). */
 void dlv_clean_text(str_t *out, const char *s, size_t max);
-bool dlv_notify_ok(int notify);
 /* Recipient / status checks; what names the group ("rcpt[3]"). */
 bool dlv_rcpt_ok(const dlv_rcpt_t *r, const char *what, str_t *err);
 bool dlv_status_ok(const dlv_status_t *st, bool strict_class,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/time.h>
 #include <sys/types.h>
+#include "dsn_notify.h"
 #include "queue_id.h"
 #include "queue_path.h"
 #include "str.h"
@@ -58,11 +59,8 @@
 #define QF_MAX_ATTRS 256
 #define QF_MAX_ATTR_NAME 64
 
-/* DSN NOTIFY bits (record N) and RET values (record F). */
-#define QF_NOTIFY_SUCCESS 1
-#define QF_NOTIFY_FAILURE 2
-#define QF_NOTIFY_DELAY 4
-#define QF_NOTIFY_NEVER 8
+/* Record N holds DSN_NOTIFY_* bits (dsn_notify.h) in decimal. */
+/* DSN RET values (record F). */
 #define QF_RET_NONE 0
 #define QF_RET_FULL 1
 #define QF_RET_HDRS 2
@@ -133,7 +131,7 @@ typedef struct qf_rcpt_in {
 	const char *address;
 	const char *orig;	/* original address, before rewriting */
 	const char *orcpt;	/* DSN ORCPT "type;xtext" */
-	int notify;		/* QF_NOTIFY_* bits, 0 = not given */
+	int notify;		/* DSN_NOTIFY_* bits, 0 = not given */
 } qf_rcpt_in_t;
 
 /* Creates a temporary file in queue's directory (see the doc).  Returns

@@ -695,8 +695,8 @@ int qf_scan_next(qf_scan_t *sc, qf_rec_t *rec, qf_err_t *err)
 					else if (v >= 0)
 						v = v * 10 + data[i] - '0';
 				}
-				if (v < 1 || v > 15 || (len == 2 && data[0] == '0')
-				    || ((v & QF_NOTIFY_NEVER) && v != QF_NOTIFY_NEVER))
+				if (v < 1 || (len == 2 && data[0] == '0')
+				    || !dsn_notify_valid(v))
 					DAMAGE(off, "bad NOTIFY value '%s'",
 					    shown(sh, sizeof(sh), data, len));
 			}

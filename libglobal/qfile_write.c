@@ -680,8 +680,7 @@ int qfw_rcpt(qfw_t *w, const qf_rcpt_in_t *r)
 		4096) < 0)
 	    || (r->orcpt && check_text(w, "ORCPT", r->orcpt, 1, 1024) < 0))
 		return werr(w, "recipient without address");
-	if (r->notify < 0 || r->notify > 15
-	    || ((r->notify & QF_NOTIFY_NEVER) && r->notify != QF_NOTIFY_NEVER))
+	if (!dsn_notify_valid(r->notify))
 		return werr(w, "bad NOTIFY value %d", r->notify);
 	if (w->state == W_CONTENT && begin_extracted(w) < 0)
 		return -1;

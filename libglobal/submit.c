@@ -102,34 +102,6 @@ bool submit_addr(const char *ext, size_t len, bool is_sender, str_t *out,
 	return true;
 }
 
-int submit_parse_notify(const char *s)
-{
-	char *copy = xstrdup(s), *p = copy, *tok;
-	int bits = 0;
-	bool never = false, any = false;
-
-	while ((tok = str_token(&p, ", \t")) != NULL) {
-		any = true;
-		if (strcasecmp(tok, "never") == 0)
-			never = true;
-		else if (strcasecmp(tok, "success") == 0)
-			bits |= QF_NOTIFY_SUCCESS;
-		else if (strcasecmp(tok, "failure") == 0)
-			bits |= QF_NOTIFY_FAILURE;
-		else if (strcasecmp(tok, "delay") == 0)
-			bits |= QF_NOTIFY_DELAY;
-		else {
-			free(copy);
-			return -1;
-		}
-	}
-	free(copy);
-	/* NEVER stands alone (RFC 3461 section 4.1). */
-	if (!any || (never && bits != 0))
-		return -1;
-	return never ? QF_NOTIFY_NEVER : bits;
-}
-
 int submit_parse_ret(const char *s)
 {
 	if (strcasecmp(s, "full") == 0)

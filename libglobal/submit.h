@@ -79,9 +79,6 @@ typedef struct submit_err {
  * form in out (replaced).  false with EX_NOUSER and the reason. */
 bool submit_addr(const char *ext, size_t len, bool is_sender, str_t *out,
     submit_err_t *err);
-/* sendmail -N: "never", or a comma list of success, failure, delay (any
- * case, spaces allowed).  Returns QF_NOTIFY_* bits, or -1. */
-int submit_parse_notify(const char *s);
 /* "FULL"/"HDRS" (any case) to QF_RET_*, or -1. */
 int submit_parse_ret(const char *s);
 /* A -V envelope ID: printable ASCII, and at most ADDR_ENVID_MAX bytes

@@ -339,7 +339,7 @@ sched_msg_t *sched_msg_add(sched_t *s, const sched_msg_desc_t *d, double now)
 	return gone ? NULL : m;
 }
 
-static void defer_now(sched_msg_t *m, const char *addr, int64_t cookie,
+static void defer_now(sched_msg_t *m, const char *addr, sched_cookie_t cookie,
     const char *reason, double now)
 {
 	sched_t *s = m->s;
@@ -384,7 +384,7 @@ static sched_peer_t *peer_obtain(sched_job_t *j, sched_queue_t *q,
 }
 
 bool sched_msg_offer(sched_msg_t *m, const char *transport,
-    const char *nexthop, const char *addr, int64_t cookie)
+    const char *nexthop, const char *addr, sched_cookie_t cookie)
 {
 	return sched_msg_offer_key(m, transport, nexthop, NULL, addr, cookie);
 }
@@ -408,7 +408,7 @@ void sched_msg_resume(sched_msg_t *m, double now)
 }
 
 bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
-    const char *nexthop, const char *key, const char *addr, int64_t cookie)
+    const char *nexthop, const char *key, const char *addr, sched_cookie_t cookie)
 {
 	sched_t *s = m->s;
 	double now = m->refill_time;	/* the time of the current read */

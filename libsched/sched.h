@@ -164,10 +164,23 @@ bool sched_params_check(const sched_params_t *p, str_t *err);
 /* "300", "300s", "5m", "1.5h", "2d", "1w" -> seconds. */
 bool sched_parse_time(const char *text, double *out);
 
+/* The driver's handle on one of its recipients: the core keeps it with
+ * the recipient and hands it back (rcpt_done, sched_entry_rcpt), never
+ * looking inside.  A driver that keeps a record per recipient passes a
+ * pointer to it: struct sched_drv_rcpt is declared here and defined by
+ * that driver alone (qmgr: its qmgr_rcpt_t), so the pointer comes back
+ * typed, without casts.  A driver that numbers its recipients passes the
+ * number (qmgr-sim, the tests). */
+struct sched_drv_rcpt;
+typedef union sched_cookie {
+	struct sched_drv_rcpt *rcpt;
+	uint64_t index;
+} sched_cookie_t;
+
 /* One recipient as the core keeps it. */
 typedef struct sched_rcpt {
 	char *addr;			/* the address (copied) */
-	int64_t cookie;			/* the driver's handle (e.g. file offset) */
+	sched_cookie_t cookie;		/* the driver's handle */
 } sched_rcpt_t;
 
 typedef enum sched_rcpt_status {
@@ -230,7 +243,7 @@ typedef struct sched_rcpt_spec {
 	const char *transport;
 	const char *nexthop;
 	const char *addr;
-	int64_t cookie;
+	sched_cookie_t cookie;
 } sched_rcpt_spec_t;
 
 /* A message entering the active queue. */
@@ -260,14 +273,14 @@ sched_msg_t *sched_msg_add(sched_t *s, const sched_msg_desc_t *d, double now);
  * rcpt_done called), false when there is no room now (offer it again at
  * the next read_more). */
 bool sched_msg_offer(sched_msg_t *m, const char *transport,
-    const char *nexthop, const char *addr, int64_t cookie);
+    const char *nexthop, const char *addr, sched_cookie_t cookie);
 /* The same with a scheduling key (destination grouping, doc/scheduler.md
  * section 11): the recipient is queued in the transport's queue for key
  * (window, feedback, dead state, DSC entry), while its entry keeps
  * nexthop for the delivery agent.  key NULL or equal to nexthop is
  * sched_msg_offer. */
 bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
-    const char *nexthop, const char *key, const char *addr, int64_t cookie);
+    const char *nexthop, const char *key, const char *addr, sched_cookie_t cookie);
 /* From read_more only: the driver cannot offer the next recipient yet
  * (its scheduling key is being looked up).  The message keeps what was
  * offered, stays in the core, and is not read again until

@@ -361,9 +361,9 @@ static void deliver_forwards(dstate_t *s)
 	 * success notice for this recipient is ours ("expanded"), not one
 	 * per forwarding address.  A mailing list (an owner-NAME alias
 	 * replaces the sender) is a new submission: none of them. */
-	notify = s->rcpt->notify & ~QF_NOTIFY_SUCCESS;
+	notify = s->rcpt->notify & ~DSN_NOTIFY_SUCCESS;
 	if (s->rcpt->notify != 0 && notify == 0)
-		notify = QF_NOTIFY_NEVER;
+		notify = DSN_NOTIFY_NEVER;
 	orcpt = *s->rcpt->orcpt ? s->rcpt->orcpt : NULL;
 	env.sender = s->fwd_sender ? s->fwd_sender : s->msg->sender;
 	if (s->fwd_sender != NULL) {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "addr.h"
 #include "attr.h"
+#include "dsn_notify.h"
 #include "hdr_scan.h"
 #include "log.h"
 #include "mem.h"
@@ -275,9 +276,7 @@ int main(int argc, char **argv)
 	    (ret = submit_parse_ret(s)) < 0)
 		die(EX_DATAERR, "bad RET value (FULL or HDRS)");
 	if (attr_get_int(env, SUBMIT_A_NOTIFY, &notify) && (notify == 0 ||
-	    (notify & QF_NOTIFY_NEVER ? notify != QF_NOTIFY_NEVER :
-	    (notify & ~(QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE |
-	    QF_NOTIFY_DELAY)) != 0)))
+	    !dsn_notify_valid(notify)))
 		die(EX_DATAERR, "bad NOTIFY value %ld", (long)notify);
 	if (attr_get_list(env, SUBMIT_A_RCPT, &rcpts))
 		nrcpt = attr_list_count(rcpts);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "config.h"
+#include "dsn_notify.h"
 #include "file.h"
 #include "log.h"
 #include "pconfig.h"
@@ -68,16 +69,8 @@ static void show_notify(const char *data)
 	int v = atoi(data);
 	str_t s = STR_INIT;
 
-	if (v & QF_NOTIFY_NEVER)
-		str_cat(&s, "NEVER");
-	if (v & QF_NOTIFY_SUCCESS)
-		str_cat(&s, ",SUCCESS");
-	if (v & QF_NOTIFY_FAILURE)
-		str_cat(&s, ",FAILURE");
-	if (v & QF_NOTIFY_DELAY)
-		str_cat(&s, ",DELAY");
-	(void)stream_printf(out, "notify: %s\n",
-	    str_cstr(&s) + (str_cstr(&s)[0] == ','));
+	dsn_notify_format(v, false, &s);
+	(void)stream_printf(out, "notify: %s\n", str_cstr(&s));
 	str_release(&s);
 }
 

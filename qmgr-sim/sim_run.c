@@ -174,7 +174,7 @@ static size_t cb_read_more(void *ctx, sched_msg_t *m, double now)
 		d = rcpt_dest(r, sm, i);
 		bfmt(addr, sizeof(addr), "r%ld@%s", i, d->name);
 		if (!sched_msg_offer_key(m, d->transport, d->name, d->key, addr,
-		    i))
+		    (sched_cookie_t){ .index = (uint64_t)i }))
 			break;
 		sm->next++;
 		sm->offered++;
@@ -197,7 +197,7 @@ static void cb_rcpt_done(void *ctx, sched_msg_t *m, const sched_rcpt_t *rc,
 {
 	run_t *r = ctx;
 	sim_msg_t *sm = sched_msg_ctx(m);
-	long i = (long)rc->cookie;
+	long i = (long)rc->cookie.index;
 	sim_dest_t *d = rcpt_dest(r, sm, i);
 	(void)now;
 

@@ -90,10 +90,7 @@ static void dlv_fail(qmgr_dlv_t *d, bool agent_fault, const char *fmt, ...)
 	detach(d);
 	if (agent_fault)
 		qmgr_transport_failure(d->tr, str_cstr(&d->reason), now);
-	Q.nodlv_dsn = "4.3.0";
-	sched_delivery_done(Q.s, d->e, NULL, SCHED_DLV_NO_FEEDBACK,
-	    str_cstr(&d->reason), now);
-	Q.nodlv_dsn = NULL;
+	qmgr_dlv_give_up(d->e, str_cstr(&d->reason), now);
 	dlv_free(d);
 	qmgr_kick();
 }
@@ -354,7 +351,7 @@ void qmgr_dlv_start(sched_entry_t *e, qmgr_transport_t *tr)
 	}
 	for (size_t i = 0; i < n; i++) {
 		const sched_rcpt_t *rc = sched_entry_rcpt(e, i);
-		qmgr_rcpt_t *qr = (qmgr_rcpt_t *)(intptr_t)rc->cookie;
+		qmgr_rcpt_t *qr = rc->cookie.rcpt;
 		qr->dlv = d;
 		qr->idx = i;
 		dlv_request_add_rcpt(&d->req, qr->r.address, qr->r.orig,
@@ -373,6 +370,13 @@ void qmgr_dlv_start(sched_entry_t *e, qmgr_transport_t *tr)
 	event_timer_start(Q.loop, &d->timer,
 	    (int64_t)(d->tr->time_limit + Q.ipc_timeout) * 1000);
 	connect_try(d);
+}
+
+void qmgr_dlv_give_up(sched_entry_t *e, const char *reason, double now)
+{
+	for (size_t i = 0; i < sched_entry_count(e); i++)
+		sched_entry_rcpt(e, i)->cookie.rcpt->nodlv_dsn = "4.3.0";
+	sched_delivery_done(Q.s, e, NULL, SCHED_DLV_NO_FEEDBACK, reason, now);
 }
 
 bool qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
@@ -419,7 +423,7 @@ bool qmgr_dlv_status(const qmgr_rcpt_t *qr, sched_rcpt_status_t status,
 		/* Mail system trouble (agent failure, suspended transport) or
 		 * a destination known to be down. */
 		bcopy_str(out->status, sizeof(out->status),
-		    Q.nodlv_dsn ? Q.nodlv_dsn : "4.4.1");
+		    qr->nodlv_dsn ? qr->nodlv_dsn : "4.4.1");
 		out->action = DLV_ACT_DELAYED;
 		break;
 	}

@@ -50,11 +50,20 @@ typedef struct qmgr_transport {
 
 struct qmgr_dlv;
 
-/* A recipient in the scheduler core: the core's cookie points here. */
-typedef struct qmgr_rcpt {
+/* A recipient in the scheduler core: the core's cookie points here
+ * (sched_cookie_t.rcpt: qmgr is the driver that defines the core's
+ * struct sched_drv_rcpt). */
+typedef struct sched_drv_rcpt {
 	dlv_rcpt_t r;			/* address, orig, orcpt, notify, offset */
 	struct qmgr_dlv *dlv;		/* the delivery it is in, or NULL */
 	size_t idx;			/* its index in that delivery */
+	const char *nodlv_dsn;		/* the DSN of a deferral that no agent
+					 * reported: "4.3.0" once qmgr gave up
+					 * its delivery (agent failure,
+					 * suspended or unknown transport);
+					 * NULL: "4.4.1", the core's own
+					 * deferral (a destination known to
+					 * be down) */
 } qmgr_rcpt_t;
 
 /* Copies of status log records, appended in batches. */
@@ -179,9 +188,6 @@ typedef struct qmgr {
 	event_timer_t purge_timer;	/* stale temporary files */
 	bool pumping;
 	bool exiting;			/* no new work; no notices */
-	/* DSN of deferrals without an agent verdict while set (agent
-	 * failure, suspended transport: "4.3.0"); else "4.4.1". */
-	const char *nodlv_dsn;
 	/* Statistics (and the test hooks). */
 	unsigned long loaded, removed, deferred_msgs, expired;
 	unsigned long tmp_purged;
@@ -251,6 +257,11 @@ void qmgr_rcpt_free(qmgr_rcpt_t *qr);
 void qmgr_dlv_start(sched_entry_t *e, qmgr_transport_t *tr);
 size_t qmgr_dlv_count(void);
 size_t qmgr_dlv_drain(double seconds);
+/* Finishes entry e without a delivery (an agent failed, the transport
+ * is suspended or unknown): every recipient is deferred with reason and
+ * records DSN 4.3.0 (mail system trouble, qmgr_rcpt_t.nodlv_dsn), with
+ * no concurrency feedback. */
+void qmgr_dlv_give_up(sched_entry_t *e, const char *reason, double now);
 /* The status of recipient qr for its log line and the logs: from the
  * agent's reply when there is one that agrees with the core's verdict,
  * else made up from the core's status and reason.  Returns true when

@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include "content_filter.h"
+#include "dsn_notify.h"
 #include "log.h"
 #include "mem.h"
 #include "qmgr_int.h"
@@ -155,7 +156,7 @@ static void rcpt_outcome(qmgr_msg_t *msg, const dlv_rcpt_t *r,
 		/* A success notice was asked for: remember it in the trace
 		 * log first, so that a crash cannot lose it silently.  Not
 		 * when the next hop took the NOTIFY: it sends the notice. */
-		if ((r->notify & QF_NOTIFY_SUCCESS) && !(st && st->notified)) {
+		if ((r->notify & DSN_NOTIFY_SUCCESS) && !(st && st->notified)) {
 			msg->wrote_trace = true;
 			if (statuslog_append1(&Q.ql, SL_TRACE, msg->id, r, st, 0,
 			    0, &err) < 0)
@@ -297,7 +298,7 @@ static size_t cb_read_more(void *ctx, sched_msg_t *m, double now)
 		msg->rcpt_in_core++;
 		if (!sched_msg_offer_key(m, str_cstr(&rr.transport),
 		    str_cstr(&rr.nexthop), key, qr->r.address,
-		    (int64_t)(intptr_t)qr)) {
+		    (sched_cookie_t){ .rcpt = qr })) {
 			/* No room now: offered again at the next call. */
 			msg->rcpt_in_core--;
 			qmgr_rcpt_free(qr);
@@ -315,7 +316,7 @@ static void cb_rcpt_done(void *ctx, sched_msg_t *m, const sched_rcpt_t *rc,
     sched_rcpt_status_t status, const char *reason, double now)
 {
 	qmgr_msg_t *msg = sched_msg_ctx(m);
-	qmgr_rcpt_t *qr = (qmgr_rcpt_t *)(intptr_t)rc->cookie;
+	qmgr_rcpt_t *qr = rc->cookie.rcpt;
 	dlv_status_t st;
 	dlv_delays_t dl;
 	(void)ctx;

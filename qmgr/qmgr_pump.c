@@ -47,21 +47,16 @@ static void dispatch(str_t *why)
 
 	while ((e = sched_select(Q.s, now)) != NULL) {
 		qmgr_transport_t *tr = qmgr_transport_get(sched_entry_transport(e));
-		Q.nodlv_dsn = "4.3.0";
 		if (tr == NULL) {
 			/* The core only knows transports we declared. */
-			sched_delivery_done(Q.s, e, NULL, SCHED_DLV_NO_FEEDBACK,
-			    "mail transport unavailable", now);
+			qmgr_dlv_give_up(e, "mail transport unavailable", now);
 		} else if (qmgr_transport_suspended(tr, now)) {
 			str_setf(why, "delivery temporarily suspended: %s",
 			    str_cstr(&tr->suspend_reason));
-			sched_delivery_done(Q.s, e, NULL, SCHED_DLV_NO_FEEDBACK,
-			    str_cstr(why), now);
+			qmgr_dlv_give_up(e, str_cstr(why), now);
 		} else {
-			Q.nodlv_dsn = NULL;
 			qmgr_dlv_start(e, tr);
 		}
-		Q.nodlv_dsn = NULL;
 		now = qmgr_now();
 	}
 }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include "addr.h"
 #include "attr.h"
+#include "dsn_notify.h"
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -167,7 +168,8 @@ static int parse_options(int argc, char **argv)
 				opt.full_name = val;
 				break;
 			case 'N':
-				if ((opt.notify = submit_parse_notify(val)) < 0)
+				if ((opt.notify = dsn_notify_parse(val,
+				    strlen(val), DSN_NOTIFY_LIST, NULL)) < 0)
 					die(EX_USAGE, "-N %s: expected never, or "
 					    "one or more of success, failure, "
 					    "delay separated by commas", val);

@@ -27,7 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
+#include "delivery.h"
 #include "dns.h"
+#include "dsn_notify.h"
 #include "sasl_opts.h"
 #include "str.h"
 #include "tls.h"
@@ -44,16 +46,16 @@ enum smtp_rstat {
 };
 
 typedef struct smtp_rcpt {
-	/* In. */
-	const char *address;	/* internal form (addr.h) */
-	const char *orig;	/* original recipient or NULL: ORCPT fallback */
-	const char *orcpt;	/* DSN ORCPT "addr-type;xtext" or NULL */
-	int notify;		/* QF_NOTIFY_* bits, 0 = not given */
+	/* In: the recipient as the delivery request has it (delivery.h),
+	 * read only.  orig (the ORCPT fallback) and orcpt may be NULL or
+	 * ""; offset is not used. */
+	dlv_rcpt_t in;
 	/* Out. */
 	enum smtp_rstat status;
 	char dsn[16];		/* "2.0.0", "4.4.1", "5.1.1" */
-	const char *action;	/* DSN action: "relayed", "delivered",
-				 * "delayed", "failed" */
+	dlv_action_t action;	/* DSN action (delivery.h): DLV_ACT_RELAYED
+				 * or _DELIVERED with SMTP_R_SENT, _DELAYED,
+				 * _FAILED; DLV_ACT_NONE while pending */
 	bool dsn_passed;	/* NOTIFY went to a DSN-aware server: it, not
 				 * we, reports success */
 	str_t diag;		/* server reply or our reason, one line */

@@ -169,19 +169,6 @@ static void pre_exit(void *ctx)
 	str_release(&A.tls_error);
 }
 
-static dlv_action_t action_of(const smtp_rcpt_t *r)
-{
-	switch (r->status) {
-	case SMTP_R_SENT:
-		return strcmp(r->action, "relayed") == 0 ? DLV_ACT_RELAYED :
-		    DLV_ACT_DELIVERED;
-	case SMTP_R_BOUNCE:
-		return DLV_ACT_FAILED;
-	default:
-		return DLV_ACT_DELAYED;
-	}
-}
-
 static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 {
 	smtp_request_t sr;
@@ -199,12 +186,8 @@ static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 		return;
 	}
 	rc = xcalloc(req->nrcpt, sizeof(*rc));
-	for (size_t i = 0; i < req->nrcpt; i++) {
-		rc[i].address = req->rcpt[i].address;
-		rc[i].orig = req->rcpt[i].orig;
-		rc[i].orcpt = req->rcpt[i].orcpt[0] ? req->rcpt[i].orcpt : NULL;
-		rc[i].notify = req->rcpt[i].notify;
-	}
+	for (size_t i = 0; i < req->nrcpt; i++)
+		rc[i].in = req->rcpt[i];
 	smtp_request_init(&sr, rc, req->nrcpt);
 	sr.queue_id = req->queue_id;
 	sr.nexthop = req->nexthop;
@@ -222,13 +205,13 @@ static void deliver(const dlv_request_t *req, dlv_reply_t *rep, void *ctx)
 
 	for (size_t i = 0; i < req->nrcpt; i++) {
 		const smtp_rcpt_t *r = &rc[i];
-		dlv_status_set(rep, i, action_of(r), r->dsn,
+		dlv_status_set(rep, i, r->action, r->dsn,
 		    str_len(&r->relay) ? str_cstr(&r->relay) : "none", "%s",
 		    str_cstr(&r->diag));
 		if (str_len(&r->remote_reply) > 0)
 			dlv_status_diag(rep, i, "smtp", str_cstr(&r->remote_reply),
 			    str_cstr(&r->remote_mta));
-		if (r->dsn_passed && action_of(r) == DLV_ACT_DELIVERED)
+		if (r->dsn_passed && r->action == DLV_ACT_DELIVERED)
 			rep->st[i].notified = true;
 	}
 	if (sr.conn_failed || sr.avoid_destination)

@@ -32,10 +32,10 @@ void smtp_rcpt_result(smtp_rcpt_t *r, enum smtp_rstat st, const char *dsn,
 	str_reset(&r->remote_reply);
 	str_reset(&r->remote_mta);
 	switch (st) {
-	case SMTP_R_SENT: r->action = "delivered"; break;
-	case SMTP_R_DEFER: r->action = "delayed"; break;
-	case SMTP_R_BOUNCE: r->action = "failed"; break;
-	default: r->action = NULL; break;
+	case SMTP_R_SENT: r->action = DLV_ACT_DELIVERED; break;
+	case SMTP_R_DEFER: r->action = DLV_ACT_DELAYED; break;
+	case SMTP_R_BOUNCE: r->action = DLV_ACT_FAILED; break;
+	default: r->action = DLV_ACT_NONE; break;
 	}
 }
 
@@ -72,7 +72,7 @@ void smtp_request_init(smtp_request_t *req, smtp_rcpt_t *rcpt, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		rcpt[i].status = SMTP_R_PENDING;
 		rcpt[i].dsn[0] = '\0';
-		rcpt[i].action = NULL;
+		rcpt[i].action = DLV_ACT_NONE;
 		rcpt[i].dsn_passed = false;
 		memset(&rcpt[i].diag, 0, sizeof(rcpt[i].diag));
 		memset(&rcpt[i].relay, 0, sizeof(rcpt[i].relay));
@@ -115,7 +115,7 @@ static void finish_pending(smtp_request_t *req, const char *dsn, bool hard,
 			continue;
 		if (smtp_rcpt_tried(r)) {
 			r->status = SMTP_R_DEFER;
-			r->action = "delayed";
+			r->action = DLV_ACT_DELAYED;
 			continue;
 		}
 		smtp_rcpt_result(r, hard ? SMTP_R_BOUNCE : SMTP_R_DEFER, dsn,
@@ -220,7 +220,7 @@ void smtp_deliver(smtp_client_t *cl, smtp_request_t *req)
 	for (size_t i = 0; i < req->nrcpt; i++) {
 		smtp_rcpt_t *r = &req->rcpt[i];
 		r->status = SMTP_R_PENDING;
-		r->action = NULL;
+		r->action = DLV_ACT_NONE;
 		r->dsn[0] = '\0';
 		r->dsn_passed = false;
 		r->again = false;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "addr.h"
+#include "dsn_notify.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -283,32 +284,19 @@ static bool orcpt_ok(const char *v)
 static void rcpt_cmd(trans_t *t, const smtp_rcpt_t *r)
 {
 	str_set(&t->cmd, "RCPT TO:<");
-	addr_externalize(r->address, &t->cmd);
+	addr_externalize(r->in.address, &t->cmd);
 	str_putc(&t->cmd, '>');
 	if (!(t->ss->features & SMTP_F_DSN))
 		return;
-	if (r->notify != 0) {
-		if (r->notify & QF_NOTIFY_NEVER) {
-			str_cat(&t->cmd, " NOTIFY=NEVER");
-		} else {
-			const char *sep = " NOTIFY=";
-			if (r->notify & QF_NOTIFY_SUCCESS) {
-				str_catf(&t->cmd, "%sSUCCESS", sep);
-				sep = ",";
-			}
-			if (r->notify & QF_NOTIFY_FAILURE) {
-				str_catf(&t->cmd, "%sFAILURE", sep);
-				sep = ",";
-			}
-			if (r->notify & QF_NOTIFY_DELAY)
-				str_catf(&t->cmd, "%sDELAY", sep);
-		}
+	if (r->in.notify != 0) {
+		str_cat(&t->cmd, " NOTIFY=");
+		dsn_notify_format(r->in.notify, false, &t->cmd);
 	}
-	if (r->orcpt != NULL && orcpt_ok(r->orcpt)) {
-		str_catf(&t->cmd, " ORCPT=%s", r->orcpt);
-	} else if (r->orig != NULL && r->orig[0] != '\0') {
+	if (r->in.orcpt != NULL && orcpt_ok(r->in.orcpt)) {
+		str_catf(&t->cmd, " ORCPT=%s", r->in.orcpt);
+	} else if (r->in.orig != NULL && r->in.orig[0] != '\0') {
 		str_t ext = STR_INIT;
-		addr_externalize(r->orig, &ext);
+		addr_externalize(r->in.orig, &ext);
 		if (str_len(&ext) <= ADDR_ORCPT_MAX - 20) {
 			str_cat(&t->cmd, " ORCPT=rfc822;");
 			addr_xtext_encode(str_cstr(&ext), str_len(&ext), &t->cmd);
@@ -330,9 +318,9 @@ static void final_one(trans_t *t, smtp_rcpt_t *r)
 		 * notice is ours to send: "relayed". */
 		smtp_rcpt_result(r, SMTP_R_SENT, t->r.dsn, relay(t), "%s",
 		    str_cstr(&t->r.text));
-		if (!passed && (r->notify & QF_NOTIFY_SUCCESS))
-			r->action = "relayed";
-		r->dsn_passed = passed && r->notify != 0;
+		if (!passed && (r->in.notify & DSN_NOTIFY_SUCCESS))
+			r->action = DLV_ACT_RELAYED;
+		r->dsn_passed = passed && r->in.notify != 0;
 	} else {
 		said(t, "end of DATA");
 		if (cls == 5)
@@ -421,9 +409,9 @@ static void send_message(trans_t *t)
 			smtp_rcpt_result(r, SMTP_R_SENT, t->r.dsn, relay(t), "%s",
 			    str_cstr(&t->r.text));
 			smtp_rcpt_remote(r, t->ss->host, str_cstr(&t->r.text));
-			if (!passed && (r->notify & QF_NOTIFY_SUCCESS))
-				r->action = "relayed";
-			r->dsn_passed = passed && r->notify != 0;
+			if (!passed && (r->in.notify & DSN_NOTIFY_SUCCESS))
+				r->action = DLV_ACT_RELAYED;
+			r->dsn_passed = passed && r->in.notify != 0;
 			r->tstate = T_DONE;
 		}
 		return;
@@ -517,7 +505,7 @@ int smtp_session_deliver(smtp_client_t *cl, smtp_sess_t *ss,
 	smtp_reply_init(&t.r);
 	ss->uses++;
 	for (size_t i = 0; i < req->nrcpt; i++)
-		if (!is_ascii(req->rcpt[i].address))
+		if (!is_ascii(req->rcpt[i].in.address))
 			need_utf8 = true;
 	/* A first pass with every pending recipient, then passes for those
 	 * the server's recipient limit put off, while each pass gets some

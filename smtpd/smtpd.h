@@ -337,7 +337,8 @@ void smtpd_cfg_free(smtpd_cfg_t *cfg);
 typedef struct smtpd_rcpt {
 	char *addr;		/* internal form */
 	char *orcpt;		/* "type;xtext" as sent, or NULL */
-	int notify;		/* cleanup bits: 1 SUCCESS 2 FAILURE 4 DELAY 8 NEVER */
+	int notify;		/* DSN_NOTIFY_* bits (dsn_notify.h), 0 = not
+				 * given */
 } smtpd_rcpt_t;
 
 /* Everything about a message but its content. */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "dsn_notify.h"
 #include "log.h"
 #include "mem.h"
 #include "smtpd.h"
@@ -212,14 +213,7 @@ static int sm_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 			nbits = 0;
 	}
 	if (nbits != 0) {
-		if (nbits & 8)
-			str_cat(&notify, "never");
-		if (nbits & 1)
-			str_catf(&notify, "%ssuccess", str_len(&notify) ? "," : "");
-		if (nbits & 2)
-			str_catf(&notify, "%sfailure", str_len(&notify) ? "," : "");
-		if (nbits & 4)
-			str_catf(&notify, "%sdelay", str_len(&notify) ? "," : "");
+		dsn_notify_format(nbits, true, &notify);
 		argv[n++] = xstrdup("-N");
 		argv[n++] = str_steal(&notify);
 	}

@@ -1256,20 +1256,6 @@ static enum smtpd_chk rcpt_checks(sess_t *ss, const char *rcpt)
 	return SMTPD_CHK_OK;
 }
 
-static int notify_bits(int n)
-{
-	int b = 0;
-	if (n & ADDR_NOTIFY_SUCCESS)
-		b |= 1;
-	if (n & ADDR_NOTIFY_FAILURE)
-		b |= 2;
-	if (n & ADDR_NOTIFY_DELAY)
-		b |= 4;
-	if (n & ADDR_NOTIFY_NEVER)
-		b |= 8;
-	return b;
-}
-
 static void cmd_rcpt(sess_t *ss, const smtpd_cmd_t *c)
 {
 	addr_smtp_t a;
@@ -1332,7 +1318,7 @@ static void cmd_rcpt(sess_t *ss, const smtpd_cmd_t *c)
 	const char *orcpt = param_value(&a, ADDR_P_ORCPT);
 	r->addr = xstrdup(a.addr);
 	r->orcpt = orcpt ? xstrdup(orcpt) : NULL;
-	r->notify = notify_bits(a.notify);
+	r->notify = a.notify;
 	reply(ss, 250, "2.1.5", "Ok");
 out:
 	ss->chk.rcpt = NULL;

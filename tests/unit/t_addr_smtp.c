@@ -454,7 +454,7 @@ ATF_TC_BODY(fields, tc)
 	ATF_CHECK_STREQ(p.addr, "a b@[IPv6:::1]");
 	ATF_CHECK_STREQ(p.local, "a b");
 	ATF_CHECK_STREQ(p.domain, "[IPv6:::1]");
-	ATF_CHECK_EQ(p.notify, ADDR_NOTIFY_SUCCESS | ADDR_NOTIFY_DELAY);
+	ATF_CHECK_EQ(p.notify, DSN_NOTIFY_SUCCESS | DSN_NOTIFY_DELAY);
 	ATF_CHECK_STREQ(p.orcpt_type, "rfc822");
 	ATF_CHECK_STREQ(p.orcpt, "a b@x.example");
 	ATF_CHECK(!p.has_size && p.body == ADDR_BODY_NONE && p.ret == 0);
@@ -462,7 +462,7 @@ ATF_TC_BODY(fields, tc)
 
 	r = "TO:<a@b.example> NOTIFY=NEVER";
 	ATF_REQUIRE_EQ(addr_smtp_rcpt(r, strlen(r), 0, &p, &err), ADDR_OK);
-	ATF_CHECK_EQ(p.notify, ADDR_NOTIFY_NEVER);
+	ATF_CHECK_EQ(p.notify, DSN_NOTIFY_NEVER);
 	addr_smtp_free(&p);
 
 	m = "FROM:<> SIZE=18446744073709551615 BODY=BINARYMIME RET=full";
@@ -491,7 +491,7 @@ ATF_TC_BODY(fields, tc)
 	ATF_REQUIRE_EQ(addr_smtp_rcpt(r, strlen(r), ADDR_F_LENIENT, &p, &err),
 	    ADDR_OK);
 	ATF_CHECK(!p.bracketed);
-	ATF_CHECK_EQ(p.notify, ADDR_NOTIFY_FAILURE);
+	ATF_CHECK_EQ(p.notify, DSN_NOTIFY_FAILURE);
 	addr_smtp_free(&p);
 
 	/* A NULL error pointer is allowed. */

@@ -758,7 +758,7 @@ ATF_TC_BODY(bad_envelopes, tc)
 	cln_msg_free(m);
 	expect_fail(&r, CLEANUP_STAT_PERM, "5.5.4", "ORCPT");
 	m = cln_msg_new(&cfg, &e);
-	cln_msg_rcpt(m, "x@example.net", NULL, true, QF_NOTIFY_NEVER | 1);
+	cln_msg_rcpt(m, "x@example.net", NULL, true, DSN_NOTIFY_NEVER | 1);
 	cln_msg_end(m, &r);
 	cln_msg_free(m);
 	expect_fail(&r, CLEANUP_STAT_PERM, "5.5.4", "NOTIFY");
@@ -791,8 +791,8 @@ ATF_TC_BODY(recipient_limit_and_dsn, tc)
 	e.ret = QF_RET_HDRS;
 	m = cln_msg_new(&cfg, &e);
 	cln_msg_rcpt(m, "x@example.net", "rfc822;X+2Bx@example.net", true,
-	    QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE);
-	cln_msg_rcpt(m, "y@example.net", NULL, true, QF_NOTIFY_NEVER);
+	    DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE);
+	cln_msg_rcpt(m, "y@example.net", NULL, true, DSN_NOTIFY_NEVER);
 	cln_msg_end(m, &r);
 	cln_msg_free(m);
 	expect_ok(&r);

@@ -32,10 +32,10 @@ static void sample_request(dlv_request_t *req)
 	req->ret = QF_RET_HDRS;
 	req->flags = DLV_F_8BITMIME;
 	dlv_request_add_rcpt(req, "bob@example.net", "Bob@Example.NET",
-	    "rfc822;bob@example.net", QF_NOTIFY_FAILURE | QF_NOTIFY_DELAY, 170);
+	    "rfc822;bob@example.net", DSN_NOTIFY_FAILURE | DSN_NOTIFY_DELAY, 170);
 	dlv_request_add_rcpt(req, "eve@example.net", NULL, NULL, 0, 236);
 	dlv_request_add_rcpt(req, "j\xc3\xb6rg@example.net", NULL, NULL,
-	    QF_NOTIFY_NEVER, 300);
+	    DSN_NOTIFY_NEVER, 300);
 }
 
 /* Decodes buf with reader r; returns the message or NULL (err set). */
@@ -110,14 +110,14 @@ ATF_TC_BODY(request_round_trip, tc)
 	ATF_CHECK_STREQ(got.rcpt[0].address, "bob@example.net");
 	ATF_CHECK_STREQ(got.rcpt[0].orig, "Bob@Example.NET");
 	ATF_CHECK_STREQ(got.rcpt[0].orcpt, "rfc822;bob@example.net");
-	ATF_CHECK_EQ(got.rcpt[0].notify, QF_NOTIFY_FAILURE | QF_NOTIFY_DELAY);
+	ATF_CHECK_EQ(got.rcpt[0].notify, DSN_NOTIFY_FAILURE | DSN_NOTIFY_DELAY);
 	ATF_CHECK_EQ(got.rcpt[0].offset, 170);
 	/* absent optional strings decode as "" */
 	ATF_CHECK_STREQ(got.rcpt[1].orig, "");
 	ATF_CHECK_STREQ(got.rcpt[1].orcpt, "");
 	ATF_CHECK_EQ(got.rcpt[1].notify, 0);
 	ATF_CHECK_STREQ(got.rcpt[2].address, "j\xc3\xb6rg@example.net");
-	ATF_CHECK_EQ(got.rcpt[2].notify, QF_NOTIFY_NEVER);
+	ATF_CHECK_EQ(got.rcpt[2].notify, DSN_NOTIFY_NEVER);
 	/* the null sender */
 	dlv_request_free(&got);
 	free(req.sender);
@@ -173,7 +173,7 @@ ATF_TC_BODY(request_invalid, tc)
 		case 17: req.active = -1; break;
 		case 4: req.flags = 1 << 10; break;
 		case 5: req.ret = 3; break;
-		case 6: req.rcpt[1].notify = QF_NOTIFY_NEVER | QF_NOTIFY_SUCCESS; break;
+		case 6: req.rcpt[1].notify = DSN_NOTIFY_NEVER | DSN_NOTIFY_SUCCESS; break;
 		case 7: req.rcpt[2].offset = 170; break;
 		case 8:
 			for (size_t j = 0; j < req.nrcpt; j++) {

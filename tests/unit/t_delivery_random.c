@@ -88,7 +88,7 @@ static void sample_request(dlv_request_t *req)
 	req->content_offset = 412;
 	req->ret = QF_RET_FULL;
 	dlv_request_add_rcpt(req, "bob@example.net", "Bob@example.net",
-	    "rfc822;bob@example.net", QF_NOTIFY_FAILURE, 170);
+	    "rfc822;bob@example.net", DSN_NOTIFY_FAILURE, 170);
 	dlv_request_add_rcpt(req, "eve@example.net", NULL, NULL, 0, 236);
 }
 

@@ -115,7 +115,7 @@ ATF_TC_BODY(notice_round_trip, tc)
 	sl_rec_t r = mkrec("bob@example.net", 170, DLV_ACT_DELIVERED, "2.0.0",
 	    "delivered to mailbox");
 
-	r.rcpt.notify = QF_NOTIFY_SUCCESS;
+	r.rcpt.notify = DSN_NOTIFY_SUCCESS;
 	r.st.relay = (char *)"local";
 	dsn_notice_init(&req, DSN_NOTICE_SUCCESS, "active", QID, DSN_N_NO_LOG);
 	dsn_notice_add(&req, &r);
@@ -129,7 +129,7 @@ ATF_TC_BODY(notice_round_trip, tc)
 	ATF_CHECK_EQ(got.flags, DSN_N_NO_LOG);
 	ATF_REQUIRE_EQ(got.nrec, 1);
 	ATF_CHECK_STREQ(got.rec[0].rcpt.address, "bob@example.net");
-	ATF_CHECK_EQ(got.rec[0].rcpt.notify, QF_NOTIFY_SUCCESS);
+	ATF_CHECK_EQ(got.rec[0].rcpt.notify, DSN_NOTIFY_SUCCESS);
 	ATF_CHECK_STREQ(got.rec[0].st.relay, "local");
 	ATF_CHECK_EQ(got.rec[0].time, 1767225600);
 	dsn_notice_free(&got);

@@ -249,7 +249,8 @@ static size_t g_read_more(void *ctx, sched_msg_t *m, double now)
 		snprintf(addr, sizeof(addr), "u%d@%s", gm->next,
 		    gm->nexthops[gm->next]);
 		if (!sched_msg_offer_key(m, "smtp", gm->nexthops[gm->next],
-		    gm->keys[gm->next], addr, gm->next))
+		    gm->keys[gm->next], addr,
+		    (sched_cookie_t){ .index = (uint64_t)gm->next }))
 			break;
 		gm->next++;
 	}

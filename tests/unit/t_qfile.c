@@ -117,8 +117,8 @@ ATF_TC_BODY(write_read_back, tc)
 	ATF_REQUIRE(qfw_attr(w, "log_ident", "") == 0);
 	ATF_REQUIRE(qfw_warn_time(w, 1700014400) == 0);
 	qf_rcpt_in_t r1 = { "bob@example.net", "bob", "rfc822;bob@example.net",
-		QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE };
-	qf_rcpt_in_t r2 = { "carol@example.net", NULL, NULL, QF_NOTIFY_NEVER };
+		DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE };
+	qf_rcpt_in_t r2 = { "carol@example.net", NULL, NULL, DSN_NOTIFY_NEVER };
 	qf_rcpt_in_t r3 = { "dave@example.net", "", NULL, 0 };
 	ATF_REQUIRE(qfw_rcpt(w, &r1) == 0);
 	ATF_REQUIRE(qfw_rcpt(w, &r2) == 0);
@@ -203,11 +203,11 @@ ATF_TC_BODY(write_read_back, tc)
 	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "bob@example.net");
 	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].orig), "bob");
 	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].orcpt), "rfc822;bob@example.net");
-	ATF_CHECK_EQ(b.rcpt[0].notify, QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE);
+	ATF_CHECK_EQ(b.rcpt[0].notify, DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE);
 	ATF_CHECK_STREQ(str_cstr(&b.rcpt[1].address), "carol@example.net");
 	ATF_CHECK_EQ(str_len(&b.rcpt[1].orig), 0);
 	ATF_CHECK_EQ(str_len(&b.rcpt[1].orcpt), 0);
-	ATF_CHECK_EQ(b.rcpt[1].notify, QF_NOTIFY_NEVER);
+	ATF_CHECK_EQ(b.rcpt[1].notify, DSN_NOTIFY_NEVER);
 	ATF_CHECK_STREQ(str_cstr(&b.rcpt[2].address), "dave@example.net");
 	ATF_CHECK_EQ(b.rcpt[2].notify, 0);
 	for (int i = 0; i < 3; i++)
@@ -362,7 +362,7 @@ ATF_TC_BODY(extracted_recipients, tc)
 	qf_rcpt_in_t env = { "env@example.com", NULL, NULL, 0 };
 	ATF_REQUIRE(qfw_rcpt(w, &env) == 0);
 	ATF_REQUIRE(qfw_content(w, "To: x@example.com\n\nbody no newline", 34) == 0);
-	qf_rcpt_in_t x1 = { "x@example.com", "x@example.com", NULL, QF_NOTIFY_DELAY };
+	qf_rcpt_in_t x1 = { "x@example.com", "x@example.com", NULL, DSN_NOTIFY_DELAY };
 	qf_rcpt_in_t x2 = { "y@example.com", NULL, NULL, 0 };
 	ATF_REQUIRE(qfw_rcpt(w, &x1) == 0);
 	ATF_REQUIRE(qfw_rcpt(w, &x2) == 0);
@@ -391,7 +391,7 @@ ATF_TC_BODY(extracted_recipients, tc)
 	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 1, 0), 1);
 	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "x@example.com");
 	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].orig), "x@example.com");
-	ATF_CHECK_EQ(b.rcpt[0].notify, QF_NOTIFY_DELAY);
+	ATF_CHECK_EQ(b.rcpt[0].notify, DSN_NOTIFY_DELAY);
 	ATF_CHECK(b.rcpt[0].extracted);
 	ATF_REQUIRE_EQ(qfile_rcpt_read(qf, &b, 1, 0), 1);
 	ATF_CHECK_STREQ(str_cstr(&b.rcpt[0].address), "y@example.com");
@@ -423,7 +423,7 @@ static void rcpts_done_case(int version, size_t content_len)
 	snprintf(id, sizeof(id), "%s", qfw_id(w));
 	qfw_track_rcpts(w);
 	ATF_REQUIRE(qfw_sender(w, "a@b") == 0);
-	qf_rcpt_in_t r1 = { "one@example.com", NULL, NULL, QF_NOTIFY_NEVER };
+	qf_rcpt_in_t r1 = { "one@example.com", NULL, NULL, DSN_NOTIFY_NEVER };
 	qf_rcpt_in_t r2 = { "two@example.com", "orig@example.com", NULL, 0 };
 	ATF_REQUIRE(qfw_rcpt(w, &r1) == 0);
 	ATF_REQUIRE(qfw_rcpt(w, &r2) == 0);
@@ -567,7 +567,7 @@ ATF_TC_BODY(writer_errors, tc)
 	ATF_CHECK(qfw_rcpt(w, &r) < 0);
 	qfw_free(w);
 	w = new_writer();
-	qf_rcpt_in_t r2 = { "a@b", NULL, NULL, QF_NOTIFY_NEVER | QF_NOTIFY_DELAY };
+	qf_rcpt_in_t r2 = { "a@b", NULL, NULL, DSN_NOTIFY_NEVER | DSN_NOTIFY_DELAY };
 	ATF_CHECK(qfw_rcpt(w, &r2) < 0);
 	qfw_free(w);
 	w = new_writer();

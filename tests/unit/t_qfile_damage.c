@@ -49,7 +49,7 @@ static void small_file(str_t *out, bool long_line, char *id)
 		ATF_REQUIRE(qfw_content(w, l.buf, l.len) == 0);
 		str_release(&l);
 	}
-	qf_rcpt_in_t r3 = { "d@example.net", NULL, NULL, QF_NOTIFY_NEVER };
+	qf_rcpt_in_t r3 = { "d@example.net", NULL, NULL, DSN_NOTIFY_NEVER };
 	ATF_REQUIRE(qfw_rcpt(w, &r3) == 0);
 	ATF_REQUIRE_MSG(qfw_commit(w) == 0, "%s", qfw_error(w));
 	str_set(&path, qfw_path(w));

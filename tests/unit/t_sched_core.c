@@ -721,7 +721,7 @@ ATF_TC_BODY(array_recipients, tc)
 		r[i].transport = i == 7 ? "nosuch" : "smtp";
 		r[i].nexthop = "a.example";
 		r[i].addr = addrs[i];
-		r[i].cookie = i;
+		r[i].cookie.index = (uint64_t)i;
 	}
 	d.id = "ARR";
 	d.rcpts = r;

@@ -67,7 +67,8 @@ static size_t h_read_more(void *ctx, sched_msg_t *m, double now)
 	while (hm->next < hm->n) {
 		const char *d = hm->dests[hm->next % hm->ndests];
 		snprintf(addr, sizeof(addr), "u%ld@%s", hm->next, d);
-		if (!sched_msg_offer(m, hm->transport, d, addr, hm->next))
+		if (!sched_msg_offer(m, hm->transport, d, addr,
+		    (sched_cookie_t){ .index = (uint64_t)hm->next }))
 			break;
 		hm->next++;
 	}

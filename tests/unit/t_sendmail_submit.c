@@ -8,27 +8,34 @@
 #include <string.h>
 #include <unistd.h>
 #include "attr.h"
+#include "dsn_notify.h"
 #include "pconfig.h"
 #include "postdrop/hdr_scan.h"
 #include "submit.h"
 #include "qfile.h"
 #include "str.h"
 
+/* sendmail -N reads its list with the one NOTIFY parser. */
+static int notify_list(const char *s)
+{
+	return dsn_notify_parse(s, strlen(s), DSN_NOTIFY_LIST, NULL);
+}
+
 ATF_TC_WITHOUT_HEAD(notify_ret_envid);
 ATF_TC_BODY(notify_ret_envid, tc)
 {
 	str_t x = STR_INIT;
 
-	ATF_CHECK_EQ(submit_parse_notify("never"), QF_NOTIFY_NEVER);
-	ATF_CHECK_EQ(submit_parse_notify("NEVER"), QF_NOTIFY_NEVER);
-	ATF_CHECK_EQ(submit_parse_notify("success,delay"),
-	    QF_NOTIFY_SUCCESS | QF_NOTIFY_DELAY);
-	ATF_CHECK_EQ(submit_parse_notify(" Failure , success "),
-	    QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE);
-	ATF_CHECK_EQ(submit_parse_notify("never,success"), -1);
-	ATF_CHECK_EQ(submit_parse_notify(""), -1);
-	ATF_CHECK_EQ(submit_parse_notify(","), -1);
-	ATF_CHECK_EQ(submit_parse_notify("sometimes"), -1);
+	ATF_CHECK_EQ(notify_list("never"), DSN_NOTIFY_NEVER);
+	ATF_CHECK_EQ(notify_list("NEVER"), DSN_NOTIFY_NEVER);
+	ATF_CHECK_EQ(notify_list("success,delay"),
+	    DSN_NOTIFY_SUCCESS | DSN_NOTIFY_DELAY);
+	ATF_CHECK_EQ(notify_list(" Failure , success "),
+	    DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE);
+	ATF_CHECK_EQ(notify_list("never,success"), -1);
+	ATF_CHECK_EQ(notify_list(""), -1);
+	ATF_CHECK_EQ(notify_list(","), -1);
+	ATF_CHECK_EQ(notify_list("sometimes"), -1);
 
 	ATF_CHECK_EQ(submit_parse_ret("full"), QF_RET_FULL);
 	ATF_CHECK_EQ(submit_parse_ret("HDRS"), QF_RET_HDRS);

@@ -134,7 +134,7 @@ static void make_message(char *id, size_t idsize, const char *sender,
 	for (size_t i = 0; rcpts[i] != NULL; i++) {
 		qf_rcpt_in_t r = { rcpts[i], NULL, NULL, 0 };
 		if (i == 0) {
-			r.notify = QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE;
+			r.notify = DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE;
 			r.orcpt = "rfc822;first@example.org";
 		}
 		ATF_REQUIRE(qfw_rcpt(w, &r) == 0);

@@ -36,7 +36,7 @@ SMTP_TC(basic)
 		CHECK_RCPT(&d, i, SMTP_R_SENT, "2.0.0", "250 2.0.0");
 	str_setf(&want, "127.0.0.1[127.0.0.1]:%d", port);
 	ATF_CHECK_STREQ(str_cstr(&d.rcpt[0].relay), str_cstr(&want));
-	ATF_CHECK_STREQ(d.rcpt[0].action, "delivered");
+	ATF_CHECK_EQ(d.rcpt[0].action, DLV_ACT_DELIVERED);
 	ATF_CHECK(!d.req.conn_failed);
 	ATF_CHECK(!d.req.avoid_destination);
 	/* No status line from the engine: the agent loop logs it for every
@@ -76,8 +76,8 @@ SMTP_TC(rcpt_mix)
 	CHECK_RCPT(&d, 1, SMTP_R_DEFER, "4.2.0", "(in reply to RCPT TO command)");
 	CHECK_RCPT(&d, 2, SMTP_R_BOUNCE, "5.1.1", "said: 550 5.1.1");
 	CHECK_RCPT(&d, 3, SMTP_R_SENT, "2.0.0", "250");
-	ATF_CHECK_STREQ(d.rcpt[1].action, "delayed");
-	ATF_CHECK_STREQ(d.rcpt[2].action, "failed");
+	ATF_CHECK_EQ(d.rcpt[1].action, DLV_ACT_DELAYED);
+	ATF_CHECK_EQ(d.rcpt[2].action, DLV_ACT_FAILED);
 	/* The server's own words, for the DSN's Diagnostic-Code. */
 	ATF_CHECK(strncmp(str_cstr(&d.rcpt[1].remote_reply), "450 4.2.0 <tempfail@example.com>", 32) == 0);
 	ATF_CHECK_STREQ(str_cstr(&d.rcpt[1].remote_mta), "127.0.0.1");
@@ -418,18 +418,18 @@ SMTP_TC(dsn)
 	dl_init(&d, nh, "s@example.com", MSG_TEXT, rcpts);
 	d.req.envid = "ENV+42 x";	/* decoded: encoded on the wire */
 	d.req.ret = QF_RET_HDRS;
-	d.rcpt[0].notify = QF_NOTIFY_SUCCESS | QF_NOTIFY_FAILURE;
-	d.rcpt[0].orcpt = "rfc822;orig+2Ba@example.com";
-	d.rcpt[1].notify = QF_NOTIFY_NEVER;
-	d.rcpt[1].orig = "old b@example.com";
-	d.rcpt[2].notify = QF_NOTIFY_DELAY;
-	d.rcpt[2].orcpt = "bad orcpt";	/* not well formed: not sent */
+	d.rcpt[0].in.notify = DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE;
+	d.rcpt[0].in.orcpt = "rfc822;orig+2Ba@example.com";
+	d.rcpt[1].in.notify = DSN_NOTIFY_NEVER;
+	d.rcpt[1].in.orig = "old b@example.com";
+	d.rcpt[2].in.notify = DSN_NOTIFY_DELAY;
+	d.rcpt[2].in.orcpt = "bad orcpt";	/* not well formed: not sent */
 	smtp_deliver(cl, &d.req);
 	for (int i = 0; i < 4; i++)
 		CHECK_RCPT(&d, i, SMTP_R_SENT, "2.0.0", "250");
 	/* The server speaks DSN: success notices are its business. */
 	ATF_CHECK(d.rcpt[0].dsn_passed);
-	ATF_CHECK_STREQ(d.rcpt[0].action, "delivered");
+	ATF_CHECK_EQ(d.rcpt[0].action, DLV_ACT_DELIVERED);
 	ATF_CHECK(!d.rcpt[3].dsn_passed);
 	dl_free(&d);
 	smtp_client_free(cl);
@@ -450,13 +450,13 @@ SMTP_TC(dsn)
 	dl_init(&d, nh, "s@example.com", MSG_TEXT, rcpts);
 	d.req.envid = "ENV";
 	d.req.ret = QF_RET_FULL;
-	d.rcpt[0].notify = QF_NOTIFY_SUCCESS;
-	d.rcpt[0].orcpt = "rfc822;a@example.com";
+	d.rcpt[0].in.notify = DSN_NOTIFY_SUCCESS;
+	d.rcpt[0].in.orcpt = "rfc822;a@example.com";
 	smtp_deliver(cl, &d.req);
 	CHECK_RCPT(&d, 0, SMTP_R_SENT, "2.0.0", "250");
-	ATF_CHECK_STREQ(d.rcpt[0].action, "relayed");
+	ATF_CHECK_EQ(d.rcpt[0].action, DLV_ACT_RELAYED);
 	ATF_CHECK(!d.rcpt[0].dsn_passed);
-	ATF_CHECK_STREQ(d.rcpt[1].action, "delivered");
+	ATF_CHECK_EQ(d.rcpt[1].action, DLV_ACT_DELIVERED);
 	dl_free(&d);
 	smtp_client_free(cl);
 	sink_stop(0);
@@ -573,7 +573,7 @@ SMTP_TC(qfile_content)
 	ATF_REQUIRE(mkdir("saved", 0755) == 0 || errno == EEXIST);
 	cl = smtp_client_new(&cfg, NULL);
 	memset(rcpt, 0, sizeof(rcpt));
-	rcpt[0].address = "a@example.com";
+	rcpt[0].in.address = "a@example.com";
 	smtp_request_init(&req, rcpt, 1);
 	snprintf(nh, sizeof(nh), "[127.0.0.1]:%d", port);
 	req.nexthop = nh;

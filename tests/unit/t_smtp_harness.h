@@ -614,7 +614,7 @@ H_FN void dl_init(delivery_t *d, const char *nexthop, const char *sender,
 
 	memset(d, 0, sizeof(*d));
 	while (rcpts[n] != NULL && n < RCPT_MAX) {
-		d->rcpt[n].address = rcpts[n];
+		d->rcpt[n].in.address = (char *)rcpts[n];
 		n++;
 	}
 	smtp_request_init(&d->req, d->rcpt, n);
@@ -645,7 +645,7 @@ H_FN const char *rstat_name(enum smtp_rstat s)
 #define CHECK_RCPT(dl_, i_, st_, dsn_, piece_) do {			\
 	const smtp_rcpt_t *r_ = &(dl_)->rcpt[i_];			\
 	ATF_CHECK_MSG(r_->status == (st_), "rcpt %d <%s>: %s, want %s (%s)", \
-	    (int)(i_), r_->address, rstat_name(r_->status), rstat_name(st_), \
+	    (int)(i_), r_->in.address, rstat_name(r_->status), rstat_name(st_), \
 	    str_cstr(&r_->diag));					\
 	ATF_CHECK_MSG(strcmp(r_->dsn, (dsn_)) == 0,			\
 	    "rcpt %d: dsn %s, want %s (%s)", (int)(i_), r_->dsn, (dsn_),	\

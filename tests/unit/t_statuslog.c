@@ -59,7 +59,7 @@ ATF_TC_BODY(append_read, tc)
 	    "connect to mx.example.net[192.0.2.1]:25: Connection refused");
 	r[0].rcpt.orig = (char *)"Bob@example.net";
 	r[0].rcpt.orcpt = (char *)"rfc822;Bob@example.net";
-	r[0].rcpt.notify = QF_NOTIFY_DELAY | QF_NOTIFY_FAILURE;
+	r[0].rcpt.notify = DSN_NOTIFY_DELAY | DSN_NOTIFY_FAILURE;
 	r[0].st.relay = (char *)"mx.example.net[192.0.2.1]:25";
 	r[0].st.remote_mta = (char *)"mx.example.net";
 	r[0].st.diag_type = (char *)"smtp";
@@ -88,7 +88,7 @@ ATF_TC_BODY(append_read, tc)
 	ATF_CHECK_STREQ(l.v[0].rcpt.address, "bob@example.net");
 	ATF_CHECK_STREQ(l.v[0].rcpt.orig, "Bob@example.net");
 	ATF_CHECK_STREQ(l.v[0].rcpt.orcpt, "rfc822;Bob@example.net");
-	ATF_CHECK_EQ(l.v[0].rcpt.notify, QF_NOTIFY_DELAY | QF_NOTIFY_FAILURE);
+	ATF_CHECK_EQ(l.v[0].rcpt.notify, DSN_NOTIFY_DELAY | DSN_NOTIFY_FAILURE);
 	ATF_CHECK_EQ(l.v[0].rcpt.offset, 170);
 	ATF_CHECK_STREQ(l.v[0].st.status, "4.4.1");
 	ATF_CHECK_EQ(l.v[0].st.action, DLV_ACT_DELAYED);
