@@ -94,7 +94,8 @@ double backoff_curve(const backoff_params_t *p, int attempt)
 
 	if (p->function == BACKOFF_POSTFIX || (unsigned)p->function >= N_FN)
 		return min;
-	/* Every seed function starts at time1 = MIN and ends at MAX. */
+	/* Every curve starts at MIN and ends at MAX (doc/scheduling-rules.md
+	 * §7.3). */
 	if (n <= 1)
 		return min;
 	if (num <= 1 || n > num)
@@ -102,10 +103,9 @@ double backoff_curve(const backoff_params_t *p, int attempt)
 
 	switch (p->function) {
 	case BACKOFF_LINEAR: {
-		/* Literally the seed: interval = (MAX - MIN) / NUM,
-		 * time(n) = MIN + interval (n - 1) for n < NUM, and its separate
-		 * statement timeN = MAX for the last attempt (a final step of
-		 * two intervals).  Every equation of the seed holds this way. */
+		/* interval = (MAX - MIN) / NUM, t(n) = MIN + interval (n - 1)
+		 * for n < NUM, and t(NUM) = MAX for the last attempt (a final
+		 * step of two intervals). */
 		double interval = (max - min) / num;
 		if (n >= num)
 			return max;
@@ -133,6 +133,7 @@ double backoff_curve(const backoff_params_t *p, int attempt)
 	}
 }
 
+/* doc/scheduling-rules.md §7.4. */
 static double clamp(const backoff_params_t *p, double d)
 {
 	/* NaN (only from absurd parameters) becomes MAX: wait long, not 0. */

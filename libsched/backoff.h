@@ -1,5 +1,5 @@
 /* Retry back-off for deferred mail and for the destination status cache
- * (SCHEDULER.md section 8), and the queue lifetime test.
+ * (doc/scheduling-rules.md §7), and the queue lifetime test (§7.5).
  *
  * Pure logic: no clock, no randomness of its own.  TIME UNIT: every time
  * and duration here is a double in seconds (a virtual clock in tests and
@@ -17,17 +17,15 @@
  *   geometric    K = 10^(lg(MAX/MIN) / (NUM - 1)); t(n) = MIN K^(n-1)
  *   exponential  k = 10^(lg(MAX/MIN) / (NUM - 1)); p = MIN / k;
  *                t(n) = p k^n          (equal to geometric, see below)
- *   For the four seed functions n > NUM gives MAX, n < 1 counts as 1, and
- *   NUM == 1 gives t(1) = MIN (the seed's time1) then MAX.
+ *   For the four curves n > NUM gives MAX, n < 1 counts as 1, and
+ *   NUM == 1 gives t(1) = MIN then MAX (doc/scheduling-rules.md §7.3).
  *
- * Differences from SCHEDULER.md, taken from the seed (004_*.txt):
- *   - linear: the seed writes LINEAR_INTERVAL = (MAX - MIN) / NUM,
- *     timen = MIN + interval (n - 1) and separately timeN = MAX; taken
- *     literally (as here) every one of those holds and the last step is
- *     two intervals.
- *   - geometric and exponential are algebraically identical as derived in
- *     the seed (p k^n = MIN k^(n-1)); both are provided, each computed by
- *     its own formula, and the tests check they agree.
+ * Two properties of the curves, both kept on purpose:
+ *   - linear: the step is (MAX - MIN) / NUM, yet t(NUM) = MAX, so the
+ *     last step is two intervals.
+ *   - geometric and exponential are algebraically identical
+ *     (p k^n = MIN k^(n-1)); both are provided, each computed by its own
+ *     formula, and the tests check they agree.
  * doc/scheduler-feedback.md has the full discussion.
  *
  * Jitter (backoff_jitter, percent J): the delay d becomes
@@ -48,7 +46,7 @@ typedef enum backoff_fn {
 	BACKOFF_EXPONENTIAL,
 } backoff_fn_t;
 
-/* Defaults (seconds unless said otherwise), as in SCHEDULER.md. */
+/* Defaults (seconds unless said otherwise): doc/scheduling-rules.md §7.1. */
 #define BACKOFF_DEF_FUNCTION		BACKOFF_POSTFIX
 #define BACKOFF_DEF_MIN_TIME		300.0		/* minimal_backoff_time */
 #define BACKOFF_DEF_MAX_TIME		4000.0		/* maximal_backoff_time */
@@ -90,7 +88,7 @@ bool backoff_parse_function(const char *name, backoff_fn_t *out, str_t *err);
 /* Canonical name ("postfix", ...); "unknown" for an invalid value. */
 const char *backoff_function_name(backoff_fn_t fn);
 
-/* The raw formula t(n) of a seed function (linear .. exponential) for
+/* The raw formula t(n) of a curve (linear .. exponential) for
  * attempt n, without clamping or jitter (n > NUM gives MAX, n < 1 counts
  * as 1).  For BACKOFF_POSTFIX returns MIN (it depends on age, not n). */
 double backoff_curve(const backoff_params_t *p, int attempt);
@@ -99,7 +97,7 @@ double backoff_curve(const backoff_params_t *p, int attempt);
  * (1-based; the first failure is attempt 1) of something that first
  * arrived 'age' seconds ago: the function's value clamped to [MIN, MAX],
  * then jitter if configured.  The postfix function uses only age, the
- * others only attempt. */
+ * others only attempt (doc/scheduling-rules.md §7.2-§7.4). */
 double backoff_delay(const backoff_params_t *p, int attempt, double age);
 
 /* Apply only the jitter of p to a delay and clamp to [MIN, MAX]
@@ -117,7 +115,7 @@ double backoff_lifetime(const backoff_params_t *p, bool null_sender);
 /* True if a message that arrived at 'arrival' has used up its lifetime
  * at 'now' (now - arrival >= lifetime) and must be returned as
  * undeliverable instead of deferred again.  A lifetime of 0 therefore
- * means "try once", as in Postfix. */
+ * means "try once", as in Postfix (doc/scheduling-rules.md §7.5). */
 bool backoff_expired(const backoff_params_t *p, double arrival, double now,
     bool null_sender);
 

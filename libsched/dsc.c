@@ -22,7 +22,8 @@ struct dsc {
 };
 
 /* Length-prefixed parts make the key unambiguous whatever characters the
- * names contain ("a:b" + "c" never collides with "a" + "b:c"). */
+ * names contain ("a:b" + "c" never collides with "a" + "b:c"):
+ * doc/scheduling-rules.md §6.1. */
 static char *make_key(const char *transport, const char *nexthop,
     const char *extra)
 {
@@ -105,6 +106,7 @@ static void set_retry(dsc_t *dsc, dsc_node_t *n, double now)
 	    now - n->e.died_at);
 }
 
+/* doc/scheduling-rules.md §6.3 (eviction when full: §6.2). */
 const dsc_entry_t *dsc_mark_dead(dsc_t *dsc, const char *transport,
     const char *nexthop, const char *extra, const char *reason, double now)
 {
@@ -146,6 +148,7 @@ const dsc_entry_t *dsc_mark_dead(dsc_t *dsc, const char *transport,
 	return &n->e;
 }
 
+/* doc/scheduling-rules.md §6.4. */
 dsc_verdict_t dsc_check(dsc_t *dsc, const char *transport,
     const char *nexthop, const char *extra, double now,
     const dsc_entry_t **entry)
@@ -272,6 +275,7 @@ size_t dsc_clear_all(dsc_t *dsc)
 	return count;
 }
 
+/* doc/scheduling-rules.md §6.5. */
 size_t dsc_expire(dsc_t *dsc, double now)
 {
 	list_node_t *ln, *tmp;

@@ -1,4 +1,4 @@
-/* Destination status cache (SCHEDULER.md section 7): a bounded LRU of
+/* Destination status cache (doc/scheduling-rules.md §6): a bounded LRU of
  * destinations known to be unreachable, so that a backlog for a dead site
  * is deferred at once ("delivery temporarily suspended: REASON") instead of
  * costing a connection attempt per message.

@@ -9,7 +9,8 @@
 
 /* Sums of 1/N or 1/sqrt(N) steps do not add up exactly (six times 1/6
  * is 0.9999999999999999), so the thresholds of the pseudo-code allow this
- * much rounding error; otherwise a run would be one event too long. */
+ * much rounding error; otherwise a run would be one event too long
+ * (doc/scheduling-rules.md §4.6). */
 #define FB_EPSILON 1e-9
 
 /* ---- feedback functions ---- */
@@ -203,6 +204,7 @@ bool fb_settings_check(const fb_settings_t *s, str_t *err)
 
 /* ---- state ---- */
 
+/* doc/scheduling-rules.md §4.1. */
 static int initial_window(const fb_settings_t *s)
 {
 	int w = s->initial_concurrency;
@@ -246,7 +248,8 @@ static void learn_reset(fb_state_t *st)
 	st->next_probe = 0;
 }
 
-/* learn: the window the scheduler uses (section 2a). */
+/* learn: the window the scheduler uses (doc/scheduling-rules.md §4.7,
+ * rule 1). */
 static int learn_window(const fb_state_t *st)
 {
 	int cap;
@@ -275,7 +278,8 @@ static void revive(fb_state_t *st, const fb_settings_t *s)
 	learn_reset(st);
 }
 
-/* The Postfix growth rule on *w (the window, or base in learn mode),
+/* The Postfix growth rule (doc/scheduling-rules.md §4.4) on *w (the
+ * window, or base in learn mode),
  * clamped to the concurrency limit and to cap (0: none). */
 static void pf_grow(fb_state_t *st, const fb_settings_t *s, int *w, int cap)
 {
@@ -296,7 +300,8 @@ static void pf_grow(fb_state_t *st, const fb_settings_t *s, int *w, int cap)
 		*w = cap;
 }
 
-/* The Postfix shrink rule and failed-cohort count on *w; true when the
+/* The Postfix shrink rule and failed-cohort count (doc/scheduling-rules.md
+ * §4.5) on *w; true when the
  * destination is now dead (*w = 0). */
 static bool pf_shrink(fb_state_t *st, const fb_settings_t *s, int *w)
 {
@@ -323,7 +328,8 @@ static bool pf_shrink(fb_state_t *st, const fb_settings_t *s, int *w)
 	return died;
 }
 
-/* learn: open a probe when its time has come (section 2a, rule 3). */
+/* learn: open a probe when its time has come (doc/scheduling-rules.md
+ * §4.7, rule 3). */
 static void learn_maybe_probe(fb_state_t *st, const fb_settings_t *s,
     double now)
 {
@@ -343,7 +349,8 @@ static void learn_after_probe(fb_state_t *st, double now)
 	st->next_probe = now + st->probe_interval;
 }
 
-/* One feedback event in learn mode (section 2a).  tk may be NULL. */
+/* One feedback event in learn mode (doc/scheduling-rules.md §4.7).  tk
+ * may be NULL. */
 static int learn_event(fb_state_t *st, const fb_settings_t *s,
     fb_outcome_t outcome, const fb_ticket_t *tk, double now)
 {
@@ -489,6 +496,7 @@ int fb_negative(fb_state_t *st, const fb_settings_t *s)
 	return flags;
 }
 
+/* The half-open state of doc/scheduling-rules.md §5.3. */
 void fb_probe_start(fb_state_t *st, const fb_settings_t *s)
 {
 	int before = st->window;

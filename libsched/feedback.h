@@ -1,9 +1,9 @@
-/* Per-destination concurrency feedback (SCHEDULER.md section 4, the
- * Postfix 2.5 scheduler) and destination_rate_delay.
+/* Per-destination concurrency feedback (doc/scheduling-rules.md §4, as
+ * in the Postfix 2.5 scheduler) and destination_rate_delay (§4.8).
  *
  * With destination_concurrency_feedback_mode = learn the same rules run
- * underneath a learned session limit (doc/scheduler-feedback.md section
- * 2a): the window stays at the concurrency where the destination started
+ * underneath a learned session limit (doc/scheduling-rules.md §4.7;
+ * doc/scheduler-feedback.md section 2a): the window stays at the concurrency where the destination started
  * refusing sessions, with a probe above it now and then.
  *
  * Pure logic, TIME UNIT: double seconds (virtual clock; the rate delay
@@ -31,9 +31,10 @@
  * the handshake (rejected recipients included: the server talked to us).
  * Negative feedback = connect refused/timed out, no greeting, 421 at the
  * greeting, TLS handshake failure, connection dropped before the first
- * reply.  Other failures are FB_NONE.
+ * reply.  Other failures are FB_NONE (doc/scheduling-rules.md §4.3).
  *
- * The algorithm, N = window, g/f = positive/negative feedback function:
+ * The algorithm (doc/scheduling-rules.md §4.4, §4.5), N = window, g/f =
+ * positive/negative feedback function:
  *   positive: fail_cohorts = 0;
  *             if (window < busy + initial) {
  *                 success += g(N);
@@ -51,7 +52,8 @@
  *             }
  * g and f are evaluated with N = the window before the event.
  *
- * Dead destinations and probes: when fb_negative reports FB_DEAD the
+ * Dead destinations and probes (doc/scheduling-rules.md §5): when
+ * fb_negative reports FB_DEAD the
  * caller enters the destination in the DSC (dsc.h) and defers its mail.
  * At the DSC retry time the caller calls fb_probe_start() (window 1, not
  * dead) and starts the single probe delivery; its outcome then either
@@ -62,7 +64,7 @@
  * too, as Postfix does; the caller then also clears the DSC entry.
  * Negative events on a dead queue change nothing.
  *
- * Rounding: sums of 1/N steps are not exact in floating point (six times
+ * Rounding (doc/scheduling-rules.md §4.6): sums of 1/N steps are not exact in floating point (six times
  * 1/6 is 0.9999999999999999), so the comparisons above allow an error of
  * 1e-9 (success >= 1 - 1e-9, failure < -1e-9, fail_cohorts > limit +
  * 1e-9); otherwise a run would sometimes be one event too long.
@@ -97,20 +99,21 @@ typedef struct fb_func {
  * feedback"; may be NULL). */
 bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
     str_t *err);
-/* Value for window N (N < 1 is treated as 1, so nothing divides by 0). */
+/* Value for window N (N < 1 is treated as 1, so nothing divides by 0;
+ * doc/scheduling-rules.md §4.2). */
 double fb_func_eval(const fb_func_t *fn, int window);
 /* Canonical text ("1/concurrency", "0.5/sqrt_concurrency", "1") into out
  * (replacing its contents); returns str_cstr(out). */
 const char *fb_func_format(const fb_func_t *fn, str_t *out);
 
-/* Defaults as in Postfix / SCHEDULER.md. */
+/* Defaults as in Postfix (doc/scheduling-rules.md §4.1, §4.5, §4.8). */
 #define FB_DEF_INITIAL_CONCURRENCY	5	/* initial_destination_concurrency */
 #define FB_DEF_CONCURRENCY_LIMIT	20	/* default_destination_concurrency_limit */
 #define FB_DEF_FAILED_COHORT_LIMIT	1.0	/* ..._failed_cohort_limit */
 #define FB_DEF_RATE_DELAY		0.0	/* destination_rate_delay, s */
 
-/* destination_concurrency_feedback_mode: postfix (SCHEDULER.md section 4
- * exactly) or learn (the same underneath, plus a learned session limit:
+/* destination_concurrency_feedback_mode: postfix (doc/scheduling-rules.md
+ * §4.4, §4.5 alone) or learn (the same underneath, plus a learned session limit:
  * doc/scheduler-feedback.md section 2a). */
 typedef enum fb_mode {
 	FB_MODE_POSTFIX = 0,
@@ -124,7 +127,8 @@ bool fb_mode_parse(const char *text, const char *param, fb_mode_t *out,
     str_t *err);
 const char *fb_mode_name(fb_mode_t mode);
 
-/* learn mode: probe interval bounds, seconds. */
+/* learn mode: probe interval bounds, seconds (doc/scheduling-rules.md
+ * §4.7). */
 #define FB_LEARN_PROBE_MIN	1.0
 #define FB_LEARN_PROBE_MAX	20.0
 
@@ -213,7 +217,7 @@ void fb_probe_start(fb_state_t *st, const fb_settings_t *s);
 void fb_kill(fb_state_t *st, const fb_settings_t *s);
 
 /* The concurrency that may actually be used: 0 if dead, min(window, 1)
- * with a rate delay, else window. */
+ * with a rate delay, else window (doc/scheduling-rules.md §4.8). */
 int fb_effective_window(const fb_state_t *st, const fb_settings_t *s);
 /* Earliest time a new delivery may start because of the rate delay:
  * last_start + rate_delay, or -HUGE_VAL if there is no rate delay or no

@@ -1,5 +1,5 @@
 /* The scheduler core: transports, messages, recipient memory limits
- * (SCHEDULER.md section 6), entry completion and the driver interface.
+ * (doc/scheduling-rules.md §8), entry completion and the driver interface.
  * Jobs and preemption are in sched_job.c, queues in sched_queue.c. */
 #include <limits.h>
 #include <math.h>
@@ -142,7 +142,7 @@ void sched_defer_text(sched_t *s, const char *reason, str_t *out)
 	    reason && *reason ? reason : "unknown reason");
 }
 
-/* ---- Recipient memory (section 6). ---- */
+/* ---- Recipient memory (doc/scheduling-rules.md §8). ---- */
 
 static sched_job_t *msg_job(const sched_msg_t *m, const sched_transport_t *t)
 {
@@ -156,7 +156,7 @@ static sched_job_t *msg_job(const sched_msg_t *m, const sched_transport_t *t)
 }
 
 /* The transport's in-memory cap for this message: jobs that preempt may
- * also use the extra recipient limit. */
+ * also use the extra recipient limit (doc/scheduling-rules.md §8.2). */
 static long transport_cap(const sched_msg_t *m, const sched_transport_t *t)
 {
 	const sched_job_t *j = msg_job(m, t);
@@ -166,7 +166,8 @@ static long transport_cap(const sched_msg_t *m, const sched_transport_t *t)
 	return cap;
 }
 
-/* How many more recipients of m could be read now for transport t. */
+/* How many more recipients of m could be read now for transport t
+ * (doc/scheduling-rules.md §8.2). */
 long sched_room(const sched_msg_t *m, const sched_transport_t *t)
 {
 	const sched_t *s = m->s;
@@ -182,6 +183,7 @@ long sched_room(const sched_msg_t *m, const sched_transport_t *t)
 	return r > floor ? r : floor;
 }
 
+/* Is the next batch worth reading (doc/scheduling-rules.md §8.4)? */
 static bool refill_due(const sched_msg_t *m, const sched_transport_t *t,
     double now)
 {
@@ -235,7 +237,8 @@ void sched_msg_refill_check(sched_msg_t *m, sched_transport_t *t, double now)
 }
 
 /* Room was freed in t: the first message waiting for it (or for global
- * room) may read its next batch.  Waiters are served in FIFO order. */
+ * room) may read its next batch.  Waiters are served in FIFO order
+ * (doc/scheduling-rules.md §8.3). */
 static void wake_waiters(sched_t *s, sched_transport_t *t, double now)
 {
 	list_node_t *n;
@@ -263,6 +266,8 @@ static void msg_check_finished(sched_msg_t *m)
 	}
 }
 
+/* Read the message's next batch; a driver that offers nothing without
+ * hitting a limit ends the pass (doc/scheduling-rules.md §8.4). */
 void sched_msg_read(sched_msg_t *m, double now)
 {
 	sched_t *s = m->s;
@@ -407,6 +412,9 @@ void sched_msg_resume(sched_msg_t *m, double now)
 	sched_flush(m->s, now);
 }
 
+/* One recipient: deferred at once (doc/scheduling-rules.md §2.5, §5.2,
+ * §10), refused at a memory limit (§8.2, §8.3), or batched into an entry
+ * (§2.1). */
 bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
     const char *nexthop, const char *key, const char *addr, sched_cookie_t cookie)
 {
@@ -551,6 +559,7 @@ int sched_msg_attempts(const sched_msg_t *m)
 	return m->attempts;
 }
 
+/* The result of a message's pass (doc/scheduling-rules.md §7.6). */
 static void finish_message(sched_msg_t *m, double now)
 {
 	sched_t *s = m->s;
@@ -696,6 +705,7 @@ sched_entry_t *sched_select_transport(sched_t *s, sched_transport_t *t,
 	return e;
 }
 
+/* Transports in turn (doc/scheduling-rules.md §2.3). */
 sched_entry_t *sched_select(sched_t *s, double now)
 {
 	/* Timers due now run even when no transport has work (an empty
@@ -786,6 +796,7 @@ const dsc_t *sched_dsc(const sched_t *s)
 	return s->dsc;
 }
 
+/* doc/scheduling-rules.md §5.5. */
 size_t sched_dsc_clear(sched_t *s, const char *nexthop, double now)
 {
 	size_t n = 0;

@@ -1,12 +1,14 @@
-/* The queue manager's scheduler core (SCHEDULER.md sections 2-6 and 9,
- * with section 4 from feedback.h, section 7 from dsc.h and section 8 from
- * backoff.h).
+/* The queue manager's scheduler core.  The rules it applies are stated
+ * in doc/scheduling-rules.md: the job list and preemption (sections 2, 3),
+ * dead destinations (5), memory limits (8), rate shaping (9) here, with
+ * the concurrency feedback (4) from feedback.h, the destination status
+ * cache (6) from dsc.h and the back-off functions (7) from backoff.h.
  *
  * Pure logic: no sockets, no disk, no clock of its own.  TIME UNIT: every
  * call takes 'now', a double in seconds (a virtual clock in tests and in
  * qmgr-sim, a real clock in the qmgr daemon); 'now' must never go back.
  *
- * Data model (SCHEDULER.md section 2): a transport (smtp, relay, local,
+ * Data model (doc/scheduling-rules.md §2.1): a transport (smtp, relay, local,
  * ...) owns destination queues (transport x nexthop) and jobs (message x
  * transport).  A peer is job x queue; it holds the entries of one message
  * for one destination.  An entry is a batch of at most
@@ -34,7 +36,7 @@
  * except read_more which calls sched_msg_offer().  A message handle is
  * invalid after its msg_done callback returns.
  *
- * Memory (section 6): recipients in memory are bounded globally
+ * Memory (doc/scheduling-rules.md §8): recipients in memory are bounded globally
  * (qmgr_message_recipient_limit) and per transport (recipient_limit, plus
  * extra_recipient_limit for jobs that preempt); a message is read in
  * batches through read_more, and every message may always hold
@@ -75,7 +77,7 @@ typedef struct sched_entry sched_entry_t;
  * job list changes. */
 #define SCHED_CANDIDATE_CACHE_TTL	1.0
 
-/* Rate limits of one destination queue (doc/scheduler.md section 8a):
+/* Rate limits of one destination queue (doc/scheduling-rules.md §9):
  * two token buckets (tbucket.h) and a reuse count for the agent. */
 typedef struct sched_limits {
 	double msg_rate;		/* deliveries per second; 0 = no limit */
@@ -132,7 +134,7 @@ int sched_grouping_parse(const char *value);
 const char *sched_grouping_str(int grouping);
 
 /* Defaults for a transport called 'name' (for "local": recipient limit 1
- * per entry and concurrency limit 2, as SCHEDULER.md says). */
+ * per entry and concurrency limit 2: doc/scheduling-rules.md §2.1, §4.1). */
 void sched_tparams_init(sched_tparams_t *p, const char *name);
 /* Set one parameter by its main.cf name without the transport prefix
  * ("delivery_slot_cost", "destination_concurrency_limit",
@@ -295,7 +297,8 @@ double sched_msg_queued(const sched_msg_t *m);
 int sched_msg_attempts(const sched_msg_t *m);
 
 /* Next entry to deliver: transports round-robin, skipping those at their
- * process limit.  NULL if nothing can go now. */
+ * process limit (doc/scheduling-rules.md §2.3).  NULL if nothing can go
+ * now. */
 sched_entry_t *sched_select(sched_t *s, double now);
 /* The same for one transport (a delivery agent of t is free). */
 sched_entry_t *sched_select_transport(sched_t *s, sched_transport_t *t,
@@ -315,10 +318,10 @@ const sched_limits_t *sched_entry_limits(const sched_entry_t *e);
 /* Delivery flags. */
 enum {
 	/* The delivery failed while connecting or in the handshake:
-	 * negative concurrency feedback (section 4). */
+	 * negative concurrency feedback (doc/scheduling-rules.md §4.3). */
 	SCHED_DLV_CONN_FAIL = 1,
 	/* Avoid this destination as a whole: declare it dead now and enter
-	 * it in the DSC with 'reason' (section 7). */
+	 * it in the DSC with 'reason' (doc/scheduling-rules.md §5.1). */
 	SCHED_DLV_SITE_FAIL = 2,
 	/* No verdict about the destination (agent crashed, shutdown): no
 	 * feedback. */
@@ -350,7 +353,7 @@ const dsc_t *sched_dsc(const sched_t *s);
 size_t sched_dsc_clear(sched_t *s, const char *nexthop, double now);
 
 /* Administration (postsuper, through qmgr's control channel;
- * sched_admin.c).
+ * sched_admin.c; doc/scheduling-rules.md §10).
  *
  * sched_msg_stop: the message with this queue ID stops its pass through
  * the active queue: every recipient not yet handed to an agent (pending
@@ -410,7 +413,7 @@ typedef struct sched_queue_info {
 	double retry_at;		/* when suspended */
 	const char *reason;		/* DSC reason, or NULL */
 	unsigned long deliveries, conn_failures, suspended_rcpts;
-	/* Rate limits (section 8a); the buckets as of their last change:
+	/* Rate limits (doc/scheduling-rules.md §9); the buckets as of their last change:
 	 * tb_tokens(&msg_bucket, now) gives the tokens left now. */
 	bool limited;			/* any limit set */
 	sched_limits_t limits;

@@ -2,7 +2,8 @@
  * stopping one message's pass (postsuper -d/-h/-r of a message in the
  * active queue) and suspending a destination (postsuper -P/-U).  Both
  * defer mail at once rather than keep it in memory, so a suspended
- * destination with a large backlog costs nothing while it waits. */
+ * destination with a large backlog costs nothing while it waits
+ * (doc/scheduling-rules.md §10). */
 #include <string.h>
 #include "sched_int.h"
 #include "mem.h"

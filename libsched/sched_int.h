@@ -95,7 +95,7 @@ struct sched_queue {
 	size_t heap_idx;		/* SIZE_MAX when not in the heap */
 	double wake;
 	unsigned long deliveries, conn_failures, suspended_rcpts;
-	/* Rate limits (doc/scheduler.md section 8a); only when limited. */
+	/* Rate limits (doc/scheduling-rules.md §9); only when limited. */
 	bool limited;
 	sched_limits_t lim;
 	tbucket_t msg_tb, conn_tb;
@@ -180,6 +180,7 @@ struct sched_entry {
 #define PEER_NEXTHOP(p)		((p)->nexthop ? (p)->nexthop : (p)->q->nexthop)
 #define PEER_HKEY(p)		((p)->hkey ? (p)->hkey : (p)->q->nexthop)
 #define JOB_HAS_TODO(j)		((j)->ntodo > 0)
+/* read(J) and max(J) of doc/scheduling-rules.md §3.1. */
 #define MIN_ENTRIES(j)		((j)->read_entries)
 #define MAX_ENTRIES(j)		((j)->read_entries + (long)(j)->m->unread)
 #define IS_BLOCKER(j)		((j)->blocked)

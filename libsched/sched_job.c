@@ -1,5 +1,5 @@
-/* Jobs, the per-transport scheduler job list, preemption (SCHEDULER.md
- * section 3) and blockers (section 5).
+/* Jobs, the per-transport scheduler job list (doc/scheduling-rules.md
+ * §2.2, §2.3), preemption (§3) and blockers (§2.4).
  *
  * The job list of a transport is FIFO by the time each message entered
  * the active queue, except that a job that preempts another is moved in
@@ -9,7 +9,7 @@
  * list its children are adopted by its own parent (or become orphans).
  * stack_level is the depth in that tree; -1 means "not on the list".
  *
- * Blockers (section 5) are kept out of the way rather than skipped: the
+ * Blockers (§2.4) are kept out of the way rather than skipped: the
  * jobs that are not blocked sit in a heap ordered by list position
  * (labels), so selection takes the first of them in O(log n), and each
  * queue keeps a heap of the blocked jobs' peers waiting for it, so a
@@ -144,7 +144,8 @@ static void job_rekey(sched_job_t *j)
 	}
 }
 
-/* Section 5: a job whose destinations can take nothing leaves the run
+/* doc/scheduling-rules.md §2.4: a job whose destinations can take
+ * nothing leaves the run
  * queue; its peers wait in their queues' heaps. */
 static void job_block(sched_job_t *j)
 {
@@ -187,7 +188,7 @@ void sched_peer_todo_gone(sched_peer_t *p)
  * the youngest and the walk stops at once; a job revived after it ran out
  * of in-memory recipients may walk back over younger jobs.  Jobs that
  * preempted someone are not in time order, so only jobs without a parent
- * serve as anchors. */
+ * serve as anchors (doc/scheduling-rules.md §2.2). */
 static void job_link(sched_job_t *j)
 {
 	sched_transport_t *t = j->t;
@@ -215,7 +216,8 @@ static void job_link(sched_job_t *j)
 
 /* Children of a job leaving the tree go to its parent (adoption), or
  * become orphans.  Their stack levels stay: a child adopted by its
- * grandparent does not settle slots with it (see job_pop). */
+ * grandparent does not settle slots with it (see job_pop;
+ * doc/scheduling-rules.md §3.6). */
 static void job_parent_gone(sched_job_t *j, sched_job_t *parent)
 {
 	list_node_t *n;
@@ -229,7 +231,8 @@ static void job_parent_gone(sched_job_t *j, sched_job_t *parent)
 }
 
 /* Take a job out of the preemption tree, back to level 0 (it stays where
- * it is on the job list: the caller moves or unlinks it). */
+ * it is on the job list: the caller moves or unlinks it), settling with
+ * its parent (doc/scheduling-rules.md §3.6). */
 static void job_pop(sched_job_t *j)
 {
 	sched_transport_t *t = j->t;
@@ -274,7 +277,8 @@ static void job_unlink(sched_job_t *j)
 }
 
 /* Off the job list: no selectable entries left.  The job stays with its
- * message (slot counters intact) and comes back when it gets entries. */
+ * message (slot counters intact) and comes back when it gets entries
+ * (doc/scheduling-rules.md §2.2). */
 void sched_job_retire(sched_job_t *j)
 {
 	if (j->stack_level > 0)
@@ -327,7 +331,8 @@ sched_job_t *sched_job_obtain(sched_msg_t *m, sched_transport_t *t)
 
 /* Wake up to n blocked jobs waiting for q, first in list order.  (Postfix
  * wakes every blocker of the transport and rescans the list.)  Peers of
- * jobs that run again are dropped on the way. */
+ * jobs that run again are dropped on the way (doc/scheduling-rules.md
+ * §2.4). */
 void sched_job_wake(sched_queue_t *q, int n)
 {
 	while (n > 0 && q->blocked.n > 0) {
@@ -340,6 +345,7 @@ void sched_job_wake(sched_queue_t *q, int n)
 	}
 }
 
+/* doc/scheduling-rules.md §3.1. */
 static void count_slots(sched_job_t *j)
 {
 	sched_transport_t *t = j->t;
@@ -355,7 +361,7 @@ static void count_slots(sched_job_t *j)
 /* Could the job take a delivery now?  A blocked job that was not woken
  * yet (queues wake only as many jobs as they can take) may: Postfix
  * re-examines every blocker then, so for preemption it counts as not
- * blocked. */
+ * blocked (doc/scheduling-rules.md §2.4). */
 static bool job_may_run(const sched_job_t *j, double now)
 {
 	list_node_t *n;
@@ -370,6 +376,7 @@ static bool job_may_run(const sched_job_t *j, double now)
 	return false;
 }
 
+/* doc/scheduling-rules.md §3.3. */
 static bool candidate_ok(const sched_job_t *j, long max_slots, double now)
 {
 	long needed;
@@ -383,7 +390,8 @@ static bool candidate_ok(const sched_job_t *j, long max_slots, double now)
 /* The best job to preempt 'current': among the jobs after it that are not
  * blocked, have not been preempted themselves, and whose remaining
  * entries fit in the slots current can still accumulate, the one with the
- * highest (now - queued + 1) / entries. */
+ * highest (now - queued + 1) / entries (doc/scheduling-rules.md §3.3;
+ * the cache: §3.7). */
 static sched_job_t *job_candidate(sched_job_t *current, double now)
 {
 	sched_transport_t *t = current->t;
@@ -431,7 +439,8 @@ static sched_job_t *job_candidate(sched_job_t *current, double now)
 	return best;
 }
 
-/* Maybe replace the current job by a smaller one (section 3). */
+/* Maybe replace the current job by a smaller one (doc/scheduling-rules.md
+ * §3.2, §3.4, §3.5). */
 static sched_job_t *job_preempt(sched_job_t *current, double now)
 {
 	sched_transport_t *t = current->t;
@@ -485,7 +494,8 @@ static sched_job_t *job_preempt(sched_job_t *current, double now)
 	return j;
 }
 
-/* Round-robin over the job's peers that have pending entries. */
+/* Round-robin over the job's peers that have pending entries
+ * (doc/scheduling-rules.md §2.3). */
 static sched_peer_t *peer_select(sched_job_t *j, double now)
 {
 	list_node_t *n, *tmp;
@@ -507,7 +517,8 @@ static sched_peer_t *job_peer_select(sched_job_t *j, double now)
 	sched_peer_t *p;
 
 	/* Read more of a partly read message while selecting it, when
-	 * enough room (or time) has come, so its pipeline does not run dry. */
+	 * enough room (or time) has come, so its pipeline does not run dry
+	 * (doc/scheduling-rules.md §8.4). */
 	if (m->unread > 0 && !m->reading)
 		sched_msg_refill_check(m, j->t, now);
 	if (JOB_HAS_TODO(j) && (p = peer_select(j, now)) != NULL)
@@ -548,6 +559,7 @@ static sched_entry_t *entry_select(sched_peer_t *p, double now)
 	return e;
 }
 
+/* One transport's selection (doc/scheduling-rules.md §2.3). */
 sched_entry_t *sched_job_entry_select(sched_transport_t *t, double now)
 {
 	sched_job_t *j;

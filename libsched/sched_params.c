@@ -1,4 +1,5 @@
-/* Scheduler parameters: defaults, setting by main.cf name, checks. */
+/* Scheduler parameters: defaults, setting by main.cf name, checks
+ * (doc/scheduling-rules.md §1.2; the defaults are quoted with each rule). */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>

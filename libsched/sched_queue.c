@@ -1,6 +1,7 @@
 /* Destination queues: concurrency feedback (feedback.h), dead
  * destinations and the destination status cache (dsc.h), the rate-delay
- * timer heap, and the blocker wake-up of section 5. */
+ * timer heap, and the blocker wake-up (doc/scheduling-rules.md §4, §5,
+ * §9, §2.4). */
 #include <math.h>
 #include <stdint.h>
 #include "sched_int.h"
@@ -84,7 +85,7 @@ void sched_queue_gc_mark(sched_queue_t *q)
 }
 
 /* Suspension ends lazily at its retry time; the queue then stays dead
- * until the DSC hands out the probe. */
+ * until the DSC hands out the probe (doc/scheduling-rules.md §5.2). */
 bool sched_queue_suspended(sched_queue_t *q, double now)
 {
 	if (q->suspended && now >= q->retry_at)
@@ -92,7 +93,8 @@ bool sched_queue_suspended(sched_queue_t *q, double now)
 	return q->suspended;
 }
 
-/* Section 8a: a whole token in each bucket that has a rate? */
+/* doc/scheduling-rules.md §9.2: a whole token in each bucket that has a
+ * rate? */
 static bool rate_ok(const sched_queue_t *q, double now)
 {
 	return (!(q->lim.msg_rate > 0) || tb_can_take(&q->msg_tb, now))
@@ -126,7 +128,8 @@ static double rate_full(const sched_queue_t *q, double now)
 
 /* The wake-up a limited queue needs: the next token while it has
  * pending mail (and the rate delay, which must pass too), the time its
- * buckets are full while it has none (it is kept until then). */
+ * buckets are full while it has none (it is kept until then):
+ * doc/scheduling-rules.md §9.3, §9.4. */
 static void rate_arm(sched_queue_t *q, double now)
 {
 	const fb_settings_t *set = &q->t->p.conc;
@@ -146,7 +149,8 @@ static void rate_arm(sched_queue_t *q, double now)
 
 /* From the gc: an empty limited queue is kept (not freed) while its
  * buckets are not full, else the limit would restart with every new
- * message; a timer brings it back to the gc when they are. */
+ * message; a timer brings it back to the gc when they are
+ * (doc/scheduling-rules.md §9.4). */
 bool sched_queue_rate_keep(sched_queue_t *q, double now)
 {
 	if (!q->limited || rate_full(q, now) <= now)
@@ -190,7 +194,8 @@ static void queue_suspend(sched_queue_t *q, const dsc_entry_t *de, double now)
 
 /* May one more delivery start now?  For a dead or DSC-known queue this
  * asks the DSC, which may hand out the half-open probe: the caller must
- * then start a delivery. */
+ * then start a delivery (doc/scheduling-rules.md §4.8, §5.3, §6.4,
+ * §9.3). */
 bool sched_queue_can_start(sched_queue_t *q, double now)
 {
 	sched_transport_t *t = q->t;
@@ -240,6 +245,8 @@ bool sched_queue_can_start(sched_queue_t *q, double now)
 	return fb_can_start(&q->fb, set, now);
 }
 
+/* A delivery starts: busy, its tokens (doc/scheduling-rules.md §9.2),
+ * the rate-delay timer (§4.8). */
 void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now)
 {
 	const fb_settings_t *set = &q->t->p.conc;
@@ -282,7 +289,8 @@ void sched_entry_defer_todo(sched_entry_t *e, const char *text, double now)
 	sched_entry_finish(e, NULL, SCHED_RCPT_DEFERRED, text, now);
 }
 
-/* Defer every pending entry of a suspended queue, at once. */
+/* Defer every pending entry of a suspended queue, at once
+ * (doc/scheduling-rules.md §5.2). */
 void sched_queue_defer_todo(sched_queue_t *q, double now)
 {
 	sched_t *s = q->t->s;
@@ -300,7 +308,8 @@ void sched_queue_defer_todo(sched_queue_t *q, double now)
 }
 
 /* The destination is dead: enter it in the DSC, defer its pending mail,
- * and defer new mail for it until the retry time. */
+ * and defer new mail for it until the retry time (doc/scheduling-rules.md
+ * §5.1; without the DSC §5.4). */
 void sched_queue_kill(sched_queue_t *q, const char *reason, double now)
 {
 	sched_transport_t *t = q->t;
@@ -325,7 +334,8 @@ void sched_queue_kill(sched_queue_t *q, const char *reason, double now)
 	sched_queue_gc_mark(q);
 }
 
-/* Back from the dead (probe or straggler succeeded, or admin clear). */
+/* Back from the dead (probe or straggler succeeded, or admin clear:
+ * doc/scheduling-rules.md §5.3, §5.5). */
 void sched_queue_revive(sched_queue_t *q, double now)
 {
 	const fb_settings_t *set = &q->t->p.conc;
@@ -344,7 +354,8 @@ void sched_queue_revive(sched_queue_t *q, double now)
 	}
 }
 
-/* A delivery of q finished: feedback, DSC bookkeeping. */
+/* A delivery of q finished: feedback (doc/scheduling-rules.md §4.3), DSC
+ * bookkeeping (§5.1, §5.3). */
 void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
     const char *reason, double now)
 {
@@ -380,8 +391,9 @@ void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
 	sched_queue_gc_mark(q);
 }
 
-/* Section 5: a queue that blocked jobs and can take c more deliveries
- * wakes the first c of them. */
+/* doc/scheduling-rules.md §2.4: a queue that blocked jobs and can take c
+ * more deliveries (no more than its rate tokens, §9.3) wakes the first c
+ * of them. */
 void sched_queue_check_unblock(sched_queue_t *q, double now)
 {
 	int c;

@@ -1,5 +1,5 @@
 /* Rate limits of destination queues: the value syntax shared by main.cf,
- * rate tables and qmgr-sim (doc/scheduler.md section 8a). */
+ * rate tables and qmgr-sim (doc/scheduling-rules.md §9.1). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * scheduler core.  Deliveries end after their simulated time, deferred
  * messages come back through the deferred-queue scan (queue_run_delay),
  * and the active queue takes new and deferred mail alternately within
- * qmgr_message_active_limit (SCHEDULER.md section 1).  doc/qmgr-sim.md
+ * qmgr_message_active_limit (doc/scheduling-rules.md §8.6).  doc/qmgr-sim.md
  * describes the model and the output. */
 #include <math.h>
 #include <stdlib.h>

@@ -5,6 +5,7 @@
 
 B=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/queue.subr
 . @SRCDIR@/tests/system/qmgr.subr
 
 # lines_from PROG REGEX: how many maillog lines of PROG match REGEX.

@@ -5,6 +5,16 @@
 B=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
 
+# start_instance_try: like start_instance, but returns the status.
+start_instance_try() {
+	jail_mcf
+	$PETREL -c $PWD/etc start >/dev/null 2>&1
+}
+
+procs_ge() {
+	[ "$(instance_pids | wc -l)" -ge "$1" ]
+}
+
 atf_test_case unix_and_tcp cleanup
 unix_and_tcp_head() {
 	atf_set descr "a private instance serves on a UNIX socket and a TCP port; stop leaves nothing"

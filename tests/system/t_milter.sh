@@ -17,6 +17,111 @@ SRCDIR=@SRCDIR@
 . @SRCDIR@/tests/system/milter.subr
 . @SRCDIR@/tests/system/dovecot.subr
 
+# Helpers only this file uses (the shared ones are in milter.subr):
+#   need_milter_python          skips unless /usr/bin/python3 has the
+#                               Milter module (python3-milter)
+#   start_milter_inet NAME [RULE...]   start_milter on 127.0.0.1: $milter
+#                               is inet:127.0.0.1:PORT
+#   start_garbage NAME MODE     garbage-milter.py (MODE: length, reply,
+#                               oversized) on $PWD/NAME.sock
+#   restart_milter NAME [RULE...]  the milter NAME again, on the same
+#                               socket, with new rules (its log kept)
+#   mta_held_count              messages in the MTA's hold queue
+#   mta_queue_count             messages in any of its queues
+#   timed_chat NAME SECS        chat NAME; fails if it took more than
+#                               SECS seconds
+#   send_ok FROM RCPT...        one message (msg_script) in chat s; the
+#                               final dot must get 250 2.0.0 Ok: queued as
+#   expect_rcpts RCPT...        the envelope recipients of the newest
+#                               message at the sink are the RCPTs (each
+#                               "<addr>" and any ESMTP arguments but
+#                               ORCPT, which is the relay's business)
+#   nothing_delivered           after half a second, the sink has no
+#                               message and the MTA's queue is empty
+
+GARBAGE_MILTER=$SRCDIR/tests/tools/garbage-milter.py
+
+need_milter_python() {
+	[ -x $MILTER_PY ] || atf_skip "$MILTER_PY is missing (Debian's python3)"
+	$MILTER_PY -c 'import Milter' 2>/dev/null ||
+	    atf_skip "python3-milter is not installed for $MILTER_PY (tools/install-deps)"
+	[ ${#PWD} -lt 90 ] || atf_skip "work directory path too long for UNIX sockets"
+	if [ "${MILTER_MTA:-petrel}" = postfix ]; then
+		[ "$(id -u)" = 0 ] || atf_skip "MILTER_MTA=postfix needs root"
+		[ -x /usr/sbin/postfix ] || atf_skip "Postfix is not installed"
+		chmod 755 .
+	fi
+}
+
+start_milter_inet() {
+	_mr_name=$1
+	_milter_rules "$@"
+	start_server "$_mr_name" test-milter $MILTER_PY $TEST_MILTER \
+	    -n "$_mr_name" -s "$_mr_name.rules" -l "$_mr_name.log" \
+	    -p "$_mr_name.port"
+	milter=inet:127.0.0.1:$port
+	: >> "$_mr_name.log"
+}
+
+start_garbage() {
+	spawn "$1" $MILTER_PY $GARBAGE_MILTER "$2" "$PWD/$1.sock"
+	retry test -f "$1.sock.ready" ||
+	    { cat "$1.err" >&2; atf_fail "garbage milter $1 did not start"; }
+	chmod 666 "$1.sock"
+	milter=unix:$PWD/$1.sock
+}
+
+_mta_qdir() {
+	if [ "${MILTER_MTA:-petrel}" = postfix ]; then echo pfq; else echo q; fi
+}
+
+mta_held_count() {
+	find "$(_mta_qdir)/hold" -type f 2>/dev/null | wc -l | tr -d ' '
+}
+
+mta_queue_count() {
+	_q=$(_mta_qdir)
+	find $_q/incoming $_q/active $_q/deferred $_q/hold $_q/maildrop \
+	    -type f ! -name 'tmp.*' 2>/dev/null | wc -l | tr -d ' '
+}
+
+timed_chat() {
+	_tc0=$(date +%s)
+	chat "$1"
+	_tc1=$(date +%s)
+	[ $((_tc1 - _tc0)) -le "$2" ] ||
+	    atf_fail "session $1 took $((_tc1 - _tc0)) s (at most $2 expected)"
+}
+
+send_ok() {
+	msg_script s.in "$@"
+	chat s
+	expect_reply s . '^250 2\.0\.0 Ok: queued as '
+}
+
+expect_rcpts() {
+	tr -d '\r' < "$(sink_msgs | tail -n 1)" |
+	    sed -n 's/^X-Sink-Rcpt-To: //p' | sed 's/ ORCPT=[^ ]*//' |
+	    sort > rcpts.got
+	printf '%s\n' "$@" | sort > rcpts.want
+	cmp -s rcpts.want rcpts.got ||
+	    atf_fail "recipients at the sink: $(tr '\n' ' ' < rcpts.got), expected $(tr '\n' ' ' < rcpts.want)"
+}
+
+nothing_delivered() {
+	sleep 0.5
+	[ "$(sink_count)" = 0 ] || atf_fail "a message reached the sink"
+	[ "$(mta_queue_count)" = 0 ] || atf_fail "a message is in the queue"
+}
+
+# restart_milter NAME [RULE...]: the milter NAME again (same socket) with
+# new rules; its log is kept.
+restart_milter() {
+	[ -f "$1.pid" ] && kill -9 "$(cat "$1.pid")" 2>/dev/null
+	rm -f "$1.sock.ready" "$1.pid"
+	start_milter "$@"
+}
+
 atf_test_case connect_reject cleanup
 connect_reject_head() {
 	atf_set descr "a milter that rejects the connection: the greeting is 554, MAIL gets 550 5.7.1, nothing is queued; tempfail: greeting 220, MAIL gets 451 4.7.1 (as Postfix)"

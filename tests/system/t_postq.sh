@@ -7,29 +7,7 @@ B=@BUILDDIR@
 POSTQ=$B/bin/postq
 MKQ=$B/tests/tools/mkqfile
 BC=$B/tests/tools/bounce-call
-
-# A configuration in ./etc for the queue ./q, log in ./maillog.
-mkconf() {
-	mkdir -p etc q
-	{
-		echo "queue_directory = $PWD/q"
-		echo "maillog_file = $PWD/maillog"
-		for l in "$@"; do echo "$l"; done
-	} > etc/main.cf
-	: > etc/master.cf
-}
-
-# msg QUEUE [mkqfile options]: a message; prints its ID.
-msg() {
-	_q=$1
-	shift
-	printf 'Subject: test\n\nbody line\n' | $MKQ -d $PWD/q -q $_q "$@" ||
-	    atf_fail "mkqfile failed"
-}
-
-qpath() {
-	find q/$1 -name "$2" -type f | head -n 1
-}
+. @SRCDIR@/tests/system/queue.subr
 
 # Offsets of the recipient records of a queue file: "OFFSET ADDRESS".
 rcpt_offsets() {

@@ -7,6 +7,7 @@
 
 B=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/queue.subr
 . @SRCDIR@/tests/system/qmgr.subr
 
 POSTQ=$B/bin/postq

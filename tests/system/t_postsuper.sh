@@ -9,30 +9,12 @@ POSTQ=$B/bin/postq
 PS=$B/bin/postsuper
 MKQ=$B/tests/tools/mkqfile
 BC=$B/tests/tools/bounce-call
+. @SRCDIR@/tests/system/queue.subr
 
-mkconf() {
-	mkdir -p etc q
-	{
-		echo "queue_directory = $PWD/q"
-		echo "maillog_file = $PWD/maillog"
-		for l in "$@"; do echo "$l"; done
-	} > etc/main.cf
-	: > etc/master.cf
-}
-
-msg() {
-	_q=$1
-	shift
-	printf 'Subject: test\n\nbody\n' | $MKQ -d $PWD/q -q $_q -f a@example.org \
-	    -r b@example.org "$@" || atf_fail "mkqfile failed"
-}
-
-qpath() {
-	find q/$1 -name "$2" -type f | head -n 1
-}
-
-in_queue() {
-	test -n "$(qpath $1 $2)"
+# ab_msg QUEUE: a message from a@example.org to b@example.org in QUEUE;
+# prints its ID.
+ab_msg() {
+	msg "$1" -f a@example.org -r b@example.org
 }
 
 where() {
@@ -58,8 +40,8 @@ single_head() {
 }
 single_body() {
 	mkconf
-	I=$(msg incoming)
-	D=$(msg deferred)
+	I=$(ab_msg incoming)
+	D=$(ab_msg deferred)
 	# a defer log to see removed with the message
 	atf_check -s exit:0 $BC -c $PWD/etc append defer $D "b@example.org|300|delayed|4.0.0|later"
 	atf_check -s exit:0 -e inline:'postsuper: Placed on hold: 1 message\n' $PS -c $PWD/etc -h $I
@@ -100,9 +82,9 @@ stdin_and_all_head() {
 }
 stdin_and_all_body() {
 	mkconf
-	for i in 1 2 3; do msg incoming > /dev/null; done
-	for i in 1 2; do msg deferred > /dev/null; done
-	H=$(msg hold)
+	for i in 1 2 3; do ab_msg incoming > /dev/null; done
+	for i in 1 2; do ab_msg deferred > /dev/null; done
+	H=$(ab_msg hold)
 	# from postq -j, through jq or python
 	$POSTQ -C $PWD/etc -j | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -132,8 +114,8 @@ for l in sys.stdin:
 	atf_check -s exit:0 -e inline:'postsuper: Deleted: 4 messages\n' $PS -c $PWD/etc -d ALL
 	atf_check -s exit:0 -o inline:'Mail queue is empty\n' $POSTQ -C $PWD/etc
 	# maildrop and corrupt only when named
-	M=$(msg maildrop)
-	C=$(msg corrupt)
+	M=$(ab_msg maildrop)
+	C=$(ab_msg corrupt)
 	atf_check -s exit:1 -e match:"$M: no such message" $PS -c $PWD/etc -d $M
 	atf_check -s exit:0 -e inline:'postsuper: Deleted: 2 messages\n' $PS -c $PWD/etc -d $M -d $C maildrop corrupt
 	atf_check -s exit:1 -e match:'active1: not a message queue name' $PS -c $PWD/etc -d ALL active1
@@ -146,27 +128,27 @@ active_no_qmgr_head() {
 }
 active_no_qmgr_body() {
 	mkconf
-	A=$(msg active)
+	A=$(ab_msg active)
 	atf_check -s exit:0 -e inline:'postsuper: Placed on hold: 1 message\n' $PS -c $PWD/etc -h $A
 	expect_where $A hold
-	A=$(msg active)
+	A=$(ab_msg active)
 	atf_check -s exit:0 -e inline:'postsuper: Deleted: 1 message\n' $PS -c $PWD/etc -d ALL active
 }
 
 # The broken tree: every kind of damage -s repairs.
 break_tree() {
 	mkconf
-	OK=$(msg incoming)
-	WRONG=$(msg deferred)
+	OK=$(ab_msg incoming)
+	WRONG=$(ab_msg deferred)
 	# deferred is hashed: put one at the top level, one two levels deep
 	mv $(qpath deferred $WRONG) q/deferred/$WRONG
-	DEEP=$(msg deferred)
+	DEEP=$(ab_msg deferred)
 	h1=$(printf %s $DEEP | cut -c11)
 	h2=$(printf %s $DEEP | cut -c10)
 	mkdir -p q/deferred/$h1/$h2
 	mv $(qpath deferred $DEEP) q/deferred/$h1/$h2/$DEEP
 	# a copied file: its name no longer matches its inode; with a log
-	COPY=$(msg hold)
+	COPY=$(ab_msg hold)
 	atf_check -s exit:0 $BC -c $PWD/etc append defer $COPY "b@example.org|300|delayed|4.0.0|later"
 	cp $(qpath hold $COPY) copy && rm $(qpath hold $COPY) && mv copy q/hold/x.tmp
 	# (the new file must get a different inode than the old one had)
@@ -227,7 +209,7 @@ purge_head() {
 }
 purge_body() {
 	mkconf
-	msg incoming > /dev/null
+	ab_msg incoming > /dev/null
 	echo a > q/incoming/tmp.1.1.1
 	echo b > q/maildrop/tmp.2.1.1
 	echo c > q/incoming/tmp.3.1.1

@@ -5,7 +5,13 @@
 
 B=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/queue.subr
 . @SRCDIR@/tests/system/qmgr.subr
+
+# mtime FILE: its modification time, seconds since the epoch.
+mtime() {
+	stat -c %Y "$1" 2>/dev/null || stat -f %m "$1"
+}
 
 atf_test_case mixed cleanup
 mixed_head() {

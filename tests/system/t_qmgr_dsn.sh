@@ -6,6 +6,7 @@
 
 B=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/queue.subr
 . @SRCDIR@/tests/system/qmgr.subr
 
 require_notices() {

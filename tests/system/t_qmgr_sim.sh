@@ -1,6 +1,6 @@
 #! /usr/bin/env atf-sh
 # qmgr-sim runs the real scheduler core on the scenarios in tests/sim/ and
-# these tests check its output: the SCHEDULER.md section 3 sequences,
+# these tests check its output: the sequences of doc/scheduling-rules.md §3.8,
 # preemption, the section 4 reference server (and the learn feedback mode
 # against it, against no limit and against a changing one), dead
 # destinations, fairness, a million recipients in bounded memory, and the
@@ -56,7 +56,7 @@ check_ge()
 atf_test_case sequences
 sequences_head()
 {
-	atf_set "descr" "The two worked sequences of SCHEDULER.md section 3"
+	atf_set "descr" "The two worked sequences of doc/scheduling-rules.md §3.8"
 }
 sequences_body()
 {
@@ -95,7 +95,7 @@ preemption_body()
 atf_test_case concurrency_reference
 concurrency_reference_head()
 {
-	atf_set "descr" "The 421-beyond-5-sessions server of SCHEDULER.md section 4: about 1/6 deferred with 1/N feedback, 1/2 with feedback 1"
+	atf_set "descr" "The 421-beyond-5-sessions server of doc/scheduling-rules.md §4: about 1/6 deferred with 1/N feedback, 1/2 with feedback 1"
 }
 concurrency_reference_body()
 {

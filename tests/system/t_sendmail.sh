@@ -7,6 +7,27 @@ B=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
 . @SRCDIR@/tests/system/submit.subr
 
+no_tmp_files() {
+	[ -z "$(find q -name 'tmp.*' 2>/dev/null)" ]
+}
+
+# check_content FILE WANT: the content of queue file FILE is WANT's bytes.
+# (postcat -h is the header up to the first empty line, -b what follows
+# it; the empty line itself is LF or CR LF.)
+check_content() {
+	$POSTCAT -h "$1" > got.h || atf_fail "postcat -h $1"
+	$POSTCAT -b "$1" > got.b || atf_fail "postcat -b $1"
+	if cmp -s "$2" got.h; then
+		# no empty line: everything is header
+		[ -s got.b ] && atf_fail "body without header/body separator"
+		return 0
+	fi
+	{ cat got.h; printf '\n'; cat got.b; } > got.all
+	{ cat got.h; printf '\r\n'; cat got.b; } > got.all2
+	cmp -s "$2" got.all || cmp -s "$2" got.all2 ||
+	    atf_fail "content of $1 differs from $2: $(cmp "$2" got.all 2>&1)"
+}
+
 atf_test_case recipients
 recipients_head() {
 	atf_set descr "sendmail rcpt...: envelope and content in maildrop/ as sent"

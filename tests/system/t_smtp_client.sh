@@ -12,25 +12,12 @@ BUILDDIR=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
 . @SRCDIR@/tests/system/common.subr
 . @SRCDIR@/tests/system/smtp_client.subr
-
-MKQ=$B/tests/tools/mkqfile
+. @SRCDIR@/tests/system/queue.subr
 
 # inject [mkqfile options...]: a message in incoming/; prints its ID.
 inject() {
 	printf 'Subject: smtp client test\n\n.leading dot\nbody\n' |
 	    $MKQ -d $PWD/q -f sender@client.test "$@"
-}
-
-qpath() {
-	find q/$1 -name "$2" -type f 2>/dev/null | head -n 1
-}
-
-in_queue() {
-	test -n "$(qpath $1 $2)"
-}
-
-count() {
-	grep -c -- "$1" "$2" 2>/dev/null || true
 }
 
 flush() {

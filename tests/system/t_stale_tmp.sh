@@ -6,6 +6,7 @@
 
 B=@BUILDDIR@
 . @SRCDIR@/tests/system/master.subr
+. @SRCDIR@/tests/system/queue.subr
 . @SRCDIR@/tests/system/qmgr.subr
 
 # hold_lock FILE: a live "writer" holds an fcntl lock on FILE until

@@ -1,5 +1,5 @@
 /* Unit tests for libsched/backoff: the five back-off functions of
- * SCHEDULER.md section 8 against the seed's formulas, clamping, jitter
+ * doc/scheduling-rules.md §7 against their formulas, clamping, jitter
  * with a fixed random source, parsing and queue lifetimes. */
 #include <atf-c.h>
 #include <math.h>
@@ -27,7 +27,7 @@ static backoff_params_t mk(backoff_fn_t fn, double min, double max, int num)
 /* Parameter sets used throughout: (MIN, MAX, NUM). */
 static const struct { double min, max; int num; } sets[] = {
 	{ 300, 4000, 10 },	/* Petrel defaults */
-	{ 5, 260, 10 },		/* the seed's AWS SNS example */
+	{ 5, 260, 10 },		/* an AWS SNS-like example */
 	{ 100, 1000, 10 },
 	{ 60, 3600, 2 },
 	{ 60, 3600, 3 },
@@ -81,7 +81,7 @@ ATF_TC_BODY(postfix_function, tc)
 	CHECK_NEAR(backoff_curve(&p, 5), 300);
 }
 
-/* Linear, literally the seed: interval = (MAX - MIN)/NUM,
+/* Linear (doc/scheduling-rules.md §7.3): interval = (MAX - MIN)/NUM,
  * t(n) = MIN + interval (n - 1) for n < NUM, t(NUM) = MAX. */
 ATF_TC_WITHOUT_HEAD(linear_function);
 ATF_TC_BODY(linear_function, tc)
@@ -96,7 +96,7 @@ ATF_TC_BODY(linear_function, tc)
 	CHECK_NEAR(backoff_delay(&p, 1000, 0), 1000);
 	CHECK_NEAR(backoff_delay(&p, 0, 0), 100);	/* n < 1 counts as 1 */
 	CHECK_NEAR(backoff_delay(&p, -3, 0), 100);
-	/* Age is ignored by the seed functions. */
+	/* Age is ignored by the curves. */
 	CHECK_NEAR(backoff_delay(&p, 3, 1e6), 280);
 
 	for (size_t s = 0; s < NSETS; s++) {
@@ -136,7 +136,7 @@ ATF_TC_BODY(arithmetic_function, tc)
 		int num = sets[s].num;
 		p = mk(BACKOFF_ARITHMETIC, min, max, num);
 		double d = 2 * (max - min) / (num * (num - 1.0));
-		double t = min;		/* the seed's recurrence */
+		double t = min;		/* the arithmetic recurrence */
 		CHECK_NEAR(backoff_curve(&p, 1), min);
 		for (int n = 2; n <= num; n++) {
 			t += d * (n - 1);
@@ -197,7 +197,7 @@ ATF_TC_BODY(exponential_function, tc)
 	}
 }
 
-/* NUM == 1: every seed function gives MIN at n = 1, then MAX. */
+/* NUM == 1: every curve gives MIN at n = 1, then MAX. */
 ATF_TC_WITHOUT_HEAD(single_retry);
 ATF_TC_BODY(single_retry, tc)
 {

@@ -89,7 +89,7 @@ ATF_TC_BODY(table_is_consistent, tc)
 			    "%s: unit", t[i].name);
 		str_release(&why);
 	}
-	/* the parameters the issues and SCHEDULER.md name are there */
+	/* the parameters the issues and doc/scheduling-rules.md name are there */
 	const char *must[] = { "myhostname", "mydomain", "myorigin", "mydestination",
 		"mynetworks", "inet_interfaces", "inet_protocols", "relayhost",
 		"relay_domains", "transport_maps", "default_transport", "local_transport",
@@ -493,7 +493,7 @@ ATF_TC_BODY(per_transport_errors_and_aliases, tc)
 	    "relay_delivery_slot_discount = 101\n"), -1);
 	CHECK_LINE(config_errors(), "main.cf:1: bad integer value 'lots' for parameter smtp_destination_concurrency_limit");
 	CHECK_LINE(config_errors(), "main.cf:2: integer value '101' out of range for parameter relay_delivery_slot_discount (0..100)");
-	/* The bare names SCHEDULER.md uses set the default_ parameter. */
+	/* The bare names (doc/scheduling-rules.md §1.2) set the default_ parameter. */
 	ATF_CHECK_EQ(load("destination_concurrency_limit = 11\n"
 	    "delivery_slot_cost = 2\n"
 	    "destination_rate_delay = 1s\n"), 0);

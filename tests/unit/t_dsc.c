@@ -1,6 +1,6 @@
-/* Unit tests for libsched/dsc: the destination status cache of SCHEDULER.md
- * section 7 (suspension, one probe at the retry time, growing intervals,
- * LRU bound, admin listing and clearing). */
+/* Unit tests for libsched/dsc: the destination status cache of
+ * doc/scheduling-rules.md §6 (suspension, one probe at the retry time,
+ * growing intervals, LRU bound, admin listing and clearing). */
 #include <atf-c.h>
 #include <math.h>
 #include <stdio.h>
@@ -125,7 +125,7 @@ ATF_TC_BODY(failure_extends_postfix, tc)
 	dsc_free(dsc);
 }
 
-/* The same with the seed functions: interval n = t(n). */
+/* The same with the four curves: interval n = t(n). */
 ATF_TC_WITHOUT_HEAD(failure_extends_seed_functions);
 ATF_TC_BODY(failure_extends_seed_functions, tc)
 {

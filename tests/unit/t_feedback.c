@@ -1,5 +1,5 @@
 /* Unit tests for libsched/feedback: the Postfix 2.5 concurrency feedback of
- * SCHEDULER.md section 4, followed step by step for the three feedback
+ * doc/scheduling-rules.md §4, followed step by step for the three feedback
  * styles, plus dead destinations, probes, the rate delay and parsing. */
 #include <atf-c.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Delivery order of the preemptive scheduler (SCHEDULER.md section 3):
+/* Delivery order of the preemptive scheduler (doc/scheduling-rules.md §3):
  * the two worked sequences, and sequences of our own for recursive
  * preemption, blockers, and a parent completing before its children.
  * One character of the order string = one selected entry = one delivery
