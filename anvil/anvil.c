@@ -149,7 +149,7 @@ static void dropped_check(void)
 	if (s->dropped > 0 && D.dropped_logged == 0)
 		log_warning("more than %ld clients tracked (anvil_client_limit): "
 		    "forgetting the idle ones unused longest; their rates "
-		    "start again from zero", config_get_int("anvil_client_limit"));
+		    "start again from zero", pconfig_get_int("anvil_client_limit"));
 	D.dropped_logged = s->dropped;
 }
 
@@ -314,15 +314,15 @@ static void post_jail(void *ctx)
 	long status_s;
 
 	(void)ctx;
-	D.unit_s = config_get_time("anvil_rate_time_unit");
-	status_s = config_get_time("anvil_status_update_time");
+	D.unit_s = pconfig_get_time("anvil_rate_time_unit");
+	status_s = pconfig_get_time("anvil_status_update_time");
 	D.status_ms = (int64_t)status_s * 1000;
 	list_init(&D.clients);
 	D.store = anvil_store_new((int64_t)D.unit_s * 1000,
-	    (size_t)config_get_int("anvil_client_limit"));
+	    (size_t)pconfig_get_int("anvil_client_limit"));
 	event_timer_init(&D.expire_timer, expire_tick, NULL);
 	event_timer_init(&D.status_timer, status_tick, NULL);
-	server_idle_init(&D.idle, (int64_t)config_get_time("max_idle") * 1000,
+	server_idle_init(&D.idle, (int64_t)pconfig_get_time("max_idle") * 1000,
 	    busy, cleanup);
 	event_timer_start(server_loop(), &D.status_timer, D.status_ms);
 	idle_check();

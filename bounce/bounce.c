@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "addr.h"
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "dsn_notice.h"
 #include "dsn_notify.h"
 #include "dsn_report.h"
@@ -72,17 +72,17 @@ static void post_jail(void *ctx)
 
 	if (queue_layout_here(&cfg.ql, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
-	cfg.myhostname = config_get_str("myhostname");
-	cfg.myorigin = config_get_str("myorigin");
-	cfg.mail_name = config_get_str("mail_name");
-	cfg.double_bounce_sender = config_get_str("double_bounce_sender");
-	cfg.bounce_rcpt = config_get_str("bounce_notice_recipient");
-	cfg.twobounce_rcpt = config_get_str("2bounce_notice_recipient");
-	cfg.delay_rcpt = config_get_str("delay_notice_recipient");
-	cfg.size_limit = (size_t)config_get_size("bounce_size_limit");
-	cfg.queue_lifetime = config_get_time("maximal_queue_lifetime");
-	cfg.ipc_ms = ms_of(config_get_time("ipc_timeout"), 3600);
-	cfg.cleanup_ms = ms_of(config_get_time("ipc_timeout"), 300);
+	cfg.myhostname = pconfig_get_str("myhostname");
+	cfg.myorigin = pconfig_get_str("myorigin");
+	cfg.mail_name = pconfig_get_str("mail_name");
+	cfg.double_bounce_sender = pconfig_get_str("double_bounce_sender");
+	cfg.bounce_rcpt = pconfig_get_str("bounce_notice_recipient");
+	cfg.twobounce_rcpt = pconfig_get_str("2bounce_notice_recipient");
+	cfg.delay_rcpt = pconfig_get_str("delay_notice_recipient");
+	cfg.size_limit = (size_t)pconfig_get_size("bounce_size_limit");
+	cfg.queue_lifetime = pconfig_get_time("maximal_queue_lifetime");
+	cfg.ipc_ms = ms_of(pconfig_get_time("ipc_timeout"), 3600);
+	cfg.cleanup_ms = ms_of(pconfig_get_time("ipc_timeout"), 300);
 	cfg.cleanup_service = NULL;
 	/* "-o bounce_cleanup_service=..." is not a parameter: tests point
 	 * the daemon at a cleanup with the argument word cleanup=NAME. */
@@ -93,7 +93,7 @@ static void post_jail(void *ctx)
 		else
 			log_fatal("unknown argument \"%s\"", a);
 	}
-	classes = xstrdup(config_get_str("notify_classes"));
+	classes = xstrdup(pconfig_get_str("notify_classes"));
 	for (cp = classes; (tok = str_token(&cp, " \t,")) != NULL;) {
 		if (strcasecmp(tok, "bounce") == 0)
 			cfg.classes |= NC_BOUNCE;
@@ -163,7 +163,7 @@ static int send_notice(qfile_t *qf, const dsn_report_t *rep,
     const char *env_sender, char id[QUEUE_ID_SIZE], str_t *err)
 {
 	str_t msg = STR_INIT;
-	cleanup_client_t *c = NULL;
+	cleanup_clnt_t *c = NULL;
 	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
 	cleanup_reply_t reply;
 	int rc = -1;
@@ -173,14 +173,14 @@ static int send_notice(qfile_t *qf, const dsn_report_t *rep,
 		qfile_content_rewind(qf);
 	if (dsn_report_build(rep, qf_line, qf_rewind, qf, &msg, err) < 0)
 		goto out;
-	if (!(c = cleanup_connect(cfg.cleanup_service, cfg.cleanup_ms, err)))
+	if (!(c = cleanup_clnt_connect(cfg.cleanup_service, cfg.cleanup_ms, err)))
 		goto out;
 	env.sender = env_sender;
 	env.log_ident = "bounce";
-	cleanup_send_envelope(c, &env);
-	cleanup_send_rcpt(c, rep->to, NULL, 0);
-	cleanup_write(c, msg.buf, msg.len);
-	if (cleanup_finish(c, &reply) < 0) {
+	cleanup_clnt_send_envelope(c, &env);
+	cleanup_clnt_send_rcpt(c, rep->to, NULL, 0);
+	cleanup_clnt_write(c, msg.buf, msg.len);
+	if (cleanup_clnt_finish(c, &reply) < 0) {
 		str_setf(err, "cleanup: %s %s", reply.dsn, reply.text);
 		goto out;
 	}
@@ -188,7 +188,7 @@ static int send_notice(qfile_t *qf, const dsn_report_t *rep,
 	rc = 0;
 out:
 	if (c)
-		cleanup_close(c);
+		cleanup_clnt_close(c);
 	str_release(&msg);
 	return rc;
 }

@@ -8,7 +8,7 @@
 #include "server.h"
 #include "stream.h"
 
-static cln_cfg_t cfg;
+static cleanup_cfg_t cfg;
 
 /* Tables may live outside a chroot jail: open them before it. */
 static void pre_jail(void *ctx)
@@ -16,7 +16,7 @@ static void pre_jail(void *ctx)
 	str_t err = STR_INIT;
 
 	(void)ctx;
-	if (cln_cfg_load(&cfg, &err) < 0)
+	if (cleanup_cfg_load(&cfg, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	/* The daemon is in queue_directory (its root, once chrooted). */
 	queue_layout_free(&cfg.ql);
@@ -29,13 +29,13 @@ static void pre_jail(void *ctx)
 static int check(void *ctx, str_t *err)
 {
 	(void)ctx;
-	return cln_cfg_load(&cfg, err) < 0 ? -1 : 0;
+	return cleanup_cfg_load(&cfg, err) < 0 ? -1 : 0;
 }
 
 static void serve(stream_t *client, void *ctx)
 {
 	(void)ctx;
-	cln_session(&cfg, stream_fd(client));
+	cleanup_session(&cfg, stream_fd(client));
 }
 
 int main(int argc, char **argv)

@@ -11,7 +11,7 @@
  * than this is a loop in the tables. */
 #define CANON_ROUNDS	100
 
-bool cln_addr_valid(const char *s, size_t len, str_t *why)
+bool cleanup_addr_valid(const char *s, size_t len, str_t *why)
 {
 	str_t ext = STR_INIT, back = STR_INIT;
 	addr_err_t err;
@@ -46,7 +46,7 @@ bool cln_addr_valid(const char *s, size_t len, str_t *why)
 	return ok;
 }
 
-void cln_addr_complete(const cln_cfg_t *cfg, const char *addr, str_t *out)
+void cleanup_addr_complete(const cleanup_cfg_t *cfg, const char *addr, str_t *out)
 {
 	str_set(out, addr);
 	if (*addr != '\0' && strrchr(addr, '@') == NULL &&
@@ -76,7 +76,7 @@ static int lookup(maps_t *m, const char *key, str_t *value, str_t *err)
 
 /* The Postfix key order; *prop gets "+ext" to add to a result when the
  * matching key lacked the extension. */
-static int maps_find(const cln_cfg_t *cfg, maps_t *maps, const char *addr,
+static int maps_find(const cleanup_cfg_t *cfg, maps_t *maps, const char *addr,
     str_t *value, str_t *prop, bool *domain_key, str_t *err)
 {
 	const char *at = strrchr(addr, '@');
@@ -143,7 +143,7 @@ done:
 	return rc;
 }
 
-int cln_maps_find(const cln_cfg_t *cfg, maps_t *maps, const char *addr,
+int cleanup_addr_maps_find(const cleanup_cfg_t *cfg, maps_t *maps, const char *addr,
     str_t *value, str_t *prop, str_t *err)
 {
 	bool dk;
@@ -151,7 +151,7 @@ int cln_maps_find(const cln_cfg_t *cfg, maps_t *maps, const char *addr,
 	return maps_find(cfg, maps, addr, value, prop, &dk, err);
 }
 
-void cln_list_free(char **list, size_t n)
+void cleanup_addr_list_free(char **list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(list[i]);
@@ -176,7 +176,7 @@ static char *add_ext(const char *a, const char *prop)
 	return str_steal(&s);
 }
 
-int cln_parse_value(const cln_cfg_t *cfg, const char *value,
+int cleanup_addr_parse_value(const cleanup_cfg_t *cfg, const char *value,
     char ***list, size_t *n, str_t *err)
 {
 	const char *p = value;
@@ -213,14 +213,14 @@ int cln_parse_value(const cln_cfg_t *cfg, const char *value,
 			    (int)(p - start > 200 ? 200 : p - start), start,
 			    str_len(&one) == 0 && ae.status == ADDR_OK ?
 			    "empty" : ae.text);
-			cln_list_free(*list, *n);
+			cleanup_addr_list_free(*list, *n);
 			*list = NULL;
 			*n = 0;
 			str_release(&one);
 			str_release(&full);
 			return -1;
 		}
-		cln_addr_complete(cfg, str_cstr(&one), &full);
+		cleanup_addr_complete(cfg, str_cstr(&one), &full);
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 4;
 			*list = xreallocarray(*list, cap, sizeof(**list));
@@ -235,7 +235,7 @@ int cln_parse_value(const cln_cfg_t *cfg, const char *value,
 /* Looks addr up and turns the value into addresses: "@domain" keeps the
  * local part (of a domain-key match: the whole local part), unmatched
  * extensions are added.  1 found, 0 not found, -1 error. */
-static int map_to_list(const cln_cfg_t *cfg, maps_t *maps,
+static int map_to_list(const cleanup_cfg_t *cfg, maps_t *maps,
     const char *addr, char ***list, size_t *n, str_t *err)
 {
 	str_t value = STR_INIT, prop = STR_INIT;
@@ -264,7 +264,7 @@ static int map_to_list(const cln_cfg_t *cfg, maps_t *maps,
 		*n = 1;
 		goto out;
 	}
-	if (cln_parse_value(cfg, v, list, n, err) < 0) {
+	if (cleanup_addr_parse_value(cfg, v, list, n, err) < 0) {
 		str_setf(&value, "%s: %s", maps_param(maps), str_cstr(err));
 		str_set(err, str_cstr(&value));
 		rc = -1;
@@ -288,63 +288,63 @@ out:
 	return rc;
 }
 
-int cln_canonical(const cln_cfg_t *cfg, maps_t *maps, const char *addr,
+int cleanup_addr_canonical(const cleanup_cfg_t *cfg, maps_t *maps, const char *addr,
     str_t *out, str_t *err)
 {
 	str_set(out, addr);
 	if (maps_count(maps) == 0 || *addr == '\0')
-		return CLN_OK;
+		return CLEANUP_ADDR_OK;
 	for (int round = 0; round < CANON_ROUNDS; round++) {
 		char **list;
 		size_t n;
 		int rc = map_to_list(cfg, maps, str_cstr(out), &list, &n, err);
 
 		if (rc < 0)
-			return CLN_TEMP;
+			return CLEANUP_ADDR_TEMP;
 		if (rc == 0)
-			return CLN_OK;
+			return CLEANUP_ADDR_OK;
 		if (n > 1)
 			log_warning("%s: \"%s\" maps to %zu addresses; only the "
 			    "first is used", maps_param(maps), str_cstr(out), n);
 		if (strcmp(list[0], str_cstr(out)) == 0) {
-			cln_list_free(list, n);
-			return CLN_OK;
+			cleanup_addr_list_free(list, n);
+			return CLEANUP_ADDR_OK;
 		}
 		str_set(out, list[0]);
-		cln_list_free(list, n);
+		cleanup_addr_list_free(list, n);
 	}
 	str_setf(err, "%s: mapping loop for \"%s\" (more than %d rewrites)",
 	    maps_param(maps), addr, CANON_ROUNDS);
-	return CLN_TEMP;
+	return CLEANUP_ADDR_TEMP;
 }
 
-static int rewrite(const cln_cfg_t *cfg, maps_t *first, const char *addr,
+static int rewrite(const cleanup_cfg_t *cfg, maps_t *first, const char *addr,
     str_t *out, str_t *err)
 {
 	str_t tmp = STR_INIT;
 	int rc;
 
-	cln_addr_complete(cfg, addr, &tmp);
-	rc = cln_canonical(cfg, first, str_cstr(&tmp), out, err);
-	if (rc == CLN_OK) {
+	cleanup_addr_complete(cfg, addr, &tmp);
+	rc = cleanup_addr_canonical(cfg, first, str_cstr(&tmp), out, err);
+	if (rc == CLEANUP_ADDR_OK) {
 		str_set(&tmp, str_cstr(out));
 		/* const: the tables are only read; dict_get updates its
 		 * own state. */
-		rc = cln_canonical(cfg, cfg->canonical,
+		rc = cleanup_addr_canonical(cfg, cfg->canonical,
 		    str_cstr(&tmp), out, err);
 	}
 	str_release(&tmp);
 	return rc;
 }
 
-int cln_rewrite_sender(const cln_cfg_t *cfg, const char *addr, str_t *out,
+int cleanup_addr_rewrite_sender(const cleanup_cfg_t *cfg, const char *addr, str_t *out,
     str_t *err)
 {
 	return rewrite(cfg, cfg->sender_canonical, addr, out,
 	    err);
 }
 
-int cln_rewrite_recipient(const cln_cfg_t *cfg, const char *addr,
+int cleanup_addr_rewrite_recipient(const cleanup_cfg_t *cfg, const char *addr,
     str_t *out, str_t *err)
 {
 	return rewrite(cfg, cfg->recipient_canonical, addr,
@@ -384,7 +384,7 @@ static void out_add(char ***list, size_t *n, size_t *cap, const char *a)
 	(*list)[(*n)++] = xstrdup(a);
 }
 
-int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
+int cleanup_addr_virtual_expand(const cleanup_cfg_t *cfg, const char *addr,
     char ***list, size_t *n, str_t *err)
 {
 	maps_t *maps = cfg->virtual_alias;
@@ -392,14 +392,14 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 	vframe_t *stack = NULL;
 	size_t depth = 0, cap = 0, ocap = 0;
 	str_t key = STR_INIT, key2 = STR_INIT;
-	int rc = CLN_OK;
+	int rc = CLEANUP_ADDR_OK;
 	const char *next = addr;
 
 	*list = NULL;
 	*n = 0;
 	if (maps_count(maps) == 0) {
 		out_add(list, n, &ocap, addr);
-		return CLN_OK;
+		return CLEANUP_ADDR_OK;
 	}
 	/* Visit states: busy = on the current path (seeing it again is a
 	 * loop), done = expanded already (its results are out). */
@@ -413,7 +413,7 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 			fold_key(next, &key);
 			found = map_to_list(cfg, maps, next, &vl, &vn, err);
 			if (found < 0) {
-				rc = CLN_TEMP;
+				rc = CLEANUP_ADDR_TEMP;
 				break;
 			}
 			if (found == 0) {
@@ -426,8 +426,8 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 					    "virtual_alias_recursion_limit "
 					    "(%ld) for \"%s\"",
 					    cfg->virt_recursion_limit, addr);
-					cln_list_free(vl, vn);
-					rc = CLN_TEMP;
+					cleanup_addr_list_free(vl, vn);
+					rc = CLEANUP_ADDR_TEMP;
 					break;
 				}
 				htable_put(seen, str_cstr(&key), V_BUSY);
@@ -448,7 +448,7 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 			str_setf(err, "virtual_alias_maps: \"%s\" expands to more "
 			    "than virtual_alias_expansion_limit (%ld) addresses",
 			    addr, cfg->virt_expansion_limit);
-			rc = CLN_TEMP;
+			rc = CLEANUP_ADDR_TEMP;
 			break;
 		}
 		if (depth == 0)
@@ -458,7 +458,7 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 			fold_key(f->addr, &key);
 			htable_put(seen, str_cstr(&key), V_DONE);
 			free(f->addr);
-			cln_list_free(f->list, f->n);
+			cleanup_addr_list_free(f->list, f->n);
 			depth--;
 			continue;
 		}
@@ -474,7 +474,7 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 		if (st == V_BUSY) {
 			str_setf(err, "virtual_alias_maps: loop: \"%s\" expands "
 			    "to itself through \"%s\"", a, f->addr);
-			rc = CLN_TEMP;
+			rc = CLEANUP_ADDR_TEMP;
 			break;
 		}
 		if (st == V_DONE)
@@ -484,14 +484,14 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 	while (depth > 0) {
 		depth--;
 		free(stack[depth].addr);
-		cln_list_free(stack[depth].list, stack[depth].n);
+		cleanup_addr_list_free(stack[depth].list, stack[depth].n);
 	}
 	free(stack);
 	htable_free(seen, NULL);
 	str_release(&key);
 	str_release(&key2);
-	if (rc != CLN_OK) {
-		cln_list_free(*list, *n);
+	if (rc != CLEANUP_ADDR_OK) {
+		cleanup_addr_list_free(*list, *n);
 		*list = NULL;
 		*n = 0;
 	}
@@ -500,13 +500,13 @@ int cln_virtual_expand(const cln_cfg_t *cfg, const char *addr,
 
 /* ---- Duplicate filter ----------------------------------------------------- */
 
-void cln_dup_init(cln_dup_t *d, long limit)
+void cleanup_addr_dup_init(cleanup_addr_dup_t *d, long limit)
 {
 	d->t = htable_new(16, 0);
 	d->limit = limit;
 }
 
-bool cln_dup_seen(cln_dup_t *d, const char *addr)
+bool cleanup_addr_dup_seen(cleanup_addr_dup_t *d, const char *addr)
 {
 	str_t key = STR_INIT;
 	bool seen;
@@ -519,7 +519,7 @@ bool cln_dup_seen(cln_dup_t *d, const char *addr)
 	return seen;
 }
 
-void cln_dup_free(cln_dup_t *d)
+void cleanup_addr_dup_free(cleanup_addr_dup_t *d)
 {
 	if (d->t != NULL)
 		htable_free(d->t, NULL);

@@ -12,7 +12,7 @@
 /* A table list that must open whole: "param: reason" otherwise. */
 static int tables_open(struct maps **m, const char *param, str_t *err)
 {
-	*m = maps_open(param, config_get_str(param), MAPS_FLAG_STRICT, NULL,
+	*m = maps_open(param, pconfig_get_str(param), MAPS_FLAG_STRICT, NULL,
 	    err);
 	return *m == NULL ? -1 : 0;
 }
@@ -43,11 +43,11 @@ static int warn_rule(const char *file, int line, const char *result,
 	rule_ctx_t *rc = ctx;
 	const char *param = rc->param, *text;
 	size_t tlen, n = strcspn(result, " \t");
-	enum cln_act act;
+	enum cleanup_checks_act act;
 
 	if (result[0] == '$')
 		return 0;		/* decided by the match */
-	act = cln_act_parse(result, &text, &tlen);
+	act = cleanup_checks_act_parse(result, &text, &tlen);
 	if (act == CA_FILTER && strchr(text, '$') == NULL) {
 		str_t v = STR_INIT, why = STR_INIT;
 		bool good;
@@ -77,7 +77,7 @@ static int warn_rule(const char *file, int line, const char *result,
  * does not open (a malformed pattern: "file:line: ...") is an error. */
 static int checks_open(struct maps **m, const char *param, str_t *err)
 {
-	const char *spec = config_get_str(param);
+	const char *spec = pconfig_get_str(param);
 
 	*m = NULL;
 	if (spec == NULL || spec[strspn(spec, MAPS_SEPARATORS)] == '\0')
@@ -98,31 +98,31 @@ static int checks_open(struct maps **m, const char *param, str_t *err)
 	return 0;
 }
 
-int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
+int cleanup_cfg_load(cleanup_cfg_t *cfg, str_t *err)
 {
 	str_t spec = STR_INIT;
 
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->myhostname = xstrdup(config_get_str("myhostname"));
-	cfg->myorigin = xstrdup(config_get_str("myorigin"));
-	cfg->mail_name = xstrdup(config_get_str("mail_name"));
-	cfg->append_at_myorigin = config_get_bool("append_at_myorigin");
-	cfg->recipient_delimiter = xstrdup(config_get_str("recipient_delimiter"));
-	cfg->message_size_limit = config_get_size("message_size_limit");
-	cfg->header_size_limit = config_get_size("header_size_limit");
-	cfg->hopcount_limit = config_get_int("hopcount_limit");
-	cfg->recipient_limit = config_get_int("cleanup_recipient_limit");
-	cfg->virt_recursion_limit = config_get_int("virtual_alias_recursion_limit");
-	cfg->virt_expansion_limit = config_get_int("virtual_alias_expansion_limit");
-	cfg->dup_filter_limit = config_get_int("duplicate_filter_limit");
+	cfg->myhostname = xstrdup(pconfig_get_str("myhostname"));
+	cfg->myorigin = xstrdup(pconfig_get_str("myorigin"));
+	cfg->mail_name = xstrdup(pconfig_get_str("mail_name"));
+	cfg->append_at_myorigin = pconfig_get_bool("append_at_myorigin");
+	cfg->recipient_delimiter = xstrdup(pconfig_get_str("recipient_delimiter"));
+	cfg->message_size_limit = pconfig_get_size("message_size_limit");
+	cfg->header_size_limit = pconfig_get_size("header_size_limit");
+	cfg->hopcount_limit = pconfig_get_int("hopcount_limit");
+	cfg->recipient_limit = pconfig_get_int("cleanup_recipient_limit");
+	cfg->virt_recursion_limit = pconfig_get_int("virtual_alias_recursion_limit");
+	cfg->virt_expansion_limit = pconfig_get_int("virtual_alias_expansion_limit");
+	cfg->dup_filter_limit = pconfig_get_int("duplicate_filter_limit");
 	cfg->enable_original_recipient =
-	    config_get_bool("enable_original_recipient");
-	cfg->ipc_timeout_ms = ms(config_get_time("ipc_timeout"));
+	    pconfig_get_bool("enable_original_recipient");
+	cfg->ipc_timeout_ms = ms(pconfig_get_time("ipc_timeout"));
 	cfg->queue = QUEUE_INCOMING;
 	if (cfg->header_size_limit <= 0)
 		cfg->header_size_limit = LONG_MAX;
 
-	str_setf(&spec, "%s, %s", cfg->myorigin, config_get_str("mydestination"));
+	str_setf(&spec, "%s, %s", cfg->myorigin, pconfig_get_str("mydestination"));
 	cfg->local_domains = addr_domlist_new("mydestination", str_cstr(&spec),
 	    0, err);
 	str_release(&spec);
@@ -142,17 +142,17 @@ int cln_cfg_load(cln_cfg_t *cfg, str_t *err)
 	    err) < 0 ||
 	    checks_open(&cfg->body_checks, "body_checks", err) < 0)
 		goto fail;
-	cfg->body_checks_size_limit = config_get_size("body_checks_size_limit");
-	cfg->non_smtpd_milters = xstrdup(config_get_str("non_smtpd_milters"));
+	cfg->body_checks_size_limit = pconfig_get_size("body_checks_size_limit");
+	cfg->non_smtpd_milters = xstrdup(pconfig_get_str("non_smtpd_milters"));
 	if (queue_layout_from_config(&cfg->ql, err) < 0)
 		goto fail;
 	return 0;
 fail:
-	cln_cfg_free(cfg);
+	cleanup_cfg_free(cfg);
 	return -1;
 }
 
-void cln_cfg_free(cln_cfg_t *cfg)
+void cleanup_cfg_free(cleanup_cfg_t *cfg)
 {
 	free(cfg->myhostname);
 	free(cfg->myorigin);

@@ -7,7 +7,7 @@
 
 static const struct {
 	const char *name;
-	enum cln_act act;
+	enum cleanup_checks_act act;
 } acts[] = {
 	{ "REJECT", CA_REJECT }, { "WARN", CA_WARN },
 	{ "DISCARD", CA_DISCARD }, { "HOLD", CA_HOLD },
@@ -17,7 +17,7 @@ static const struct {
 	{ "DUNNO", CA_NONE }, { "OK", CA_NONE },
 };
 
-enum cln_act cln_act_parse(const char *value, const char **text,
+enum cleanup_checks_act cleanup_checks_act_parse(const char *value, const char **text,
     size_t *tlen)
 {
 	size_t n = strcspn(value, " \t"), len;

@@ -7,7 +7,7 @@
 #include "cleanup.h"
 #include "mail_date.h"
 
-long cln_hdr_name_len(const char *line, size_t len, bool complete)
+long cleanup_hdr_name_len(const char *line, size_t len, bool complete)
 {
 	size_t i = 0, n;
 
@@ -28,7 +28,7 @@ long cln_hdr_name_len(const char *line, size_t len, bool complete)
 
 static const struct {
 	const char *name;
-	enum cln_hdr_kind kind;
+	enum cleanup_hdr_kind kind;
 } kinds[] = {
 	{ "return-path", HK_RETURN_PATH },
 	{ "received", HK_RECEIVED },
@@ -52,7 +52,7 @@ static const struct {
 	{ "resent-bcc", HK_RESENT_BCC },
 };
 
-enum cln_hdr_kind cln_hdr_kind(const char *name, size_t len)
+enum cleanup_hdr_kind cleanup_hdr_kind(const char *name, size_t len)
 {
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strlen(kinds[i].name) == len &&
@@ -61,12 +61,12 @@ enum cln_hdr_kind cln_hdr_kind(const char *name, size_t len)
 	return HK_OTHER;
 }
 
-bool cln_hdr_is_sender(enum cln_hdr_kind k)
+bool cleanup_hdr_is_sender(enum cleanup_hdr_kind k)
 {
 	return k == HK_FROM || k == HK_SENDER_ADDR || k == HK_RESENT_FROM;
 }
 
-bool cln_hdr_is_address(enum cln_hdr_kind k)
+bool cleanup_hdr_is_address(enum cleanup_hdr_kind k)
 {
 	switch (k) {
 	case HK_FROM: case HK_SENDER_ADDR: case HK_TO: case HK_CC:
@@ -78,12 +78,12 @@ bool cln_hdr_is_address(enum cln_hdr_kind k)
 	}
 }
 
-void cln_rfc5322_date(time_t t, str_t *out)
+void cleanup_hdr_date(time_t t, str_t *out)
 {
 	mail_date_format(t, MAIL_DATE_ZONE_NAME, out);
 }
 
-void cln_message_id(time_t t, const char *queue_id, const char *host,
+void cleanup_hdr_message_id(time_t t, const char *queue_id, const char *host,
     str_t *out)
 {
 	struct tm tm;
@@ -114,7 +114,7 @@ static size_t u8len(const unsigned char *p, size_t left)
 	return n;
 }
 
-void cln_phrase(const char *name, str_t *out)
+void cleanup_hdr_phrase(const char *name, str_t *out)
 {
 	const unsigned char *p = (const unsigned char *)name;
 	size_t len = strlen(name);

@@ -10,9 +10,9 @@
 
 enum mstate { M_BODY, M_HEADER };
 
-struct cln_mime {
-	cln_mime_hdr_fn hdr;
-	cln_mime_body_fn body;
+struct cleanup_mime {
+	cleanup_mime_hdr_fn hdr;
+	cleanup_mime_body_fn body;
 	void (*body_start)(void *ctx);
 	void *ctx;
 	size_t hmax;		/* a logical header is cut at this size */
@@ -24,15 +24,15 @@ struct cln_mime {
 	bool multipart, rfc822;
 	str_t boundary;
 	/* enclosing multipart boundaries, outermost first */
-	str_t bnd[CLN_MIME_DEPTH];
+	str_t bnd[CLEANUP_MIME_DEPTH];
 	int depth;
 	bool too_deep;		/* logged once */
 };
 
-cln_mime_t *cln_mime_new(size_t hmax, cln_mime_hdr_fn hdr,
-    cln_mime_body_fn body, void (*body_start)(void *ctx), void *ctx)
+cleanup_mime_t *cleanup_mime_new(size_t hmax, cleanup_mime_hdr_fn hdr,
+    cleanup_mime_body_fn body, void (*body_start)(void *ctx), void *ctx)
 {
-	cln_mime_t *m = xcalloc(1, sizeof(*m));
+	cleanup_mime_t *m = xcalloc(1, sizeof(*m));
 
 	m->hdr = hdr;
 	m->body = body;
@@ -43,13 +43,13 @@ cln_mime_t *cln_mime_new(size_t hmax, cln_mime_hdr_fn hdr,
 	return m;
 }
 
-void cln_mime_free(cln_mime_t *m)
+void cleanup_mime_free(cleanup_mime_t *m)
 {
 	if (m == NULL)
 		return;
 	str_release(&m->hbuf);
 	str_release(&m->boundary);
-	for (int i = 0; i < CLN_MIME_DEPTH; i++)
+	for (int i = 0; i < CLEANUP_MIME_DEPTH; i++)
 		str_release(&m->bnd[i]);
 	free(m);
 }
@@ -76,7 +76,7 @@ static size_t token_len(const char *p, const char *end)
 	return (size_t)(q - p);
 }
 
-void cln_mime_ctype(const char *v, size_t len, bool *multipart,
+void cleanup_mime_ctype(const char *v, size_t len, bool *multipart,
     bool *rfc822, str_t *boundary)
 {
 	const char *p = v, *end = v + len;
@@ -121,14 +121,14 @@ void cln_mime_ctype(const char *v, size_t len, bool *multipart,
 		} else {
 			n = token_len(p, end);
 		}
-		if (n > 0 && n <= CLN_MIME_BOUNDARY_MAX)
+		if (n > 0 && n <= CLEANUP_MIME_BOUNDARY_MAX)
 			str_set_len(boundary, p, n);
 		return;
 	}
 }
 
 /* The logical header in hbuf is complete. */
-static void flush_header(cln_mime_t *m)
+static void flush_header(cleanup_mime_t *m)
 {
 	const char *h = str_cstr(&m->hbuf);
 	size_t len = str_len(&m->hbuf);
@@ -136,12 +136,12 @@ static void flush_header(cln_mime_t *m)
 	if (!m->have_hdr)
 		return;
 	m->have_hdr = false;
-	if (cln_hdr_name_len(h, len, true) == 12 &&
+	if (cleanup_hdr_name_len(h, len, true) == 12 &&
 	    strncasecmp(h, "Content-Type", 12) == 0) {
 		/* "Content-Type:" or "Content-Type :" */
 		const char *colon = memchr(h, ':', len);
 		size_t at = (size_t)(colon - h) + 1;
-		cln_mime_ctype(h + at, len - at, &m->multipart, &m->rfc822,
+		cleanup_mime_ctype(h + at, len - at, &m->multipart, &m->rfc822,
 		    &m->boundary);
 	}
 	m->hdr(m->ctx, m->hclass, h, len);
@@ -149,16 +149,16 @@ static void flush_header(cln_mime_t *m)
 }
 
 /* The end of a part's header: what follows is its body. */
-static void end_headers(cln_mime_t *m)
+static void end_headers(cleanup_mime_t *m)
 {
 	flush_header(m);
 	m->state = M_BODY;
 	if (m->rfc822) {
 		/* the body is a message: its header comes first */
 		m->state = M_HEADER;
-		m->hclass = CLN_MIME_NESTED;
+		m->hclass = CLEANUP_MIME_NESTED;
 	} else if (m->multipart && str_len(&m->boundary) > 0) {
-		if (m->depth < CLN_MIME_DEPTH)
+		if (m->depth < CLEANUP_MIME_DEPTH)
 			str_set_len(&m->bnd[m->depth++], str_cstr(&m->boundary),
 			    str_len(&m->boundary));
 		else
@@ -172,7 +172,7 @@ static void end_headers(cln_mime_t *m)
 
 /* "--B" or "--B--" for an enclosing boundary: its level (>= 0), else
  * -1; *last for the closing one. */
-static int boundary_level(cln_mime_t *m, const char *l, size_t len,
+static int boundary_level(cleanup_mime_t *m, const char *l, size_t len,
     bool *last)
 {
 	if (len < 3 || l[0] != '-' || l[1] != '-')
@@ -196,17 +196,17 @@ next:		;
 	return -1;
 }
 
-void cln_mime_primary(cln_mime_t *m, const char *ctype, size_t len)
+void cleanup_mime_primary(cleanup_mime_t *m, const char *ctype, size_t len)
 {
 	m->multipart = m->rfc822 = false;
 	str_reset(&m->boundary);
 	if (ctype != NULL)
-		cln_mime_ctype(ctype, len, &m->multipart, &m->rfc822,
+		cleanup_mime_ctype(ctype, len, &m->multipart, &m->rfc822,
 		    &m->boundary);
 	end_headers(m);
 }
 
-void cln_mime_line(cln_mime_t *m, const char *l, size_t len)
+void cleanup_mime_line(cleanup_mime_t *m, const char *l, size_t len)
 {
 	bool last;
 	int lev;
@@ -222,7 +222,7 @@ void cln_mime_line(cln_mime_t *m, const char *l, size_t len)
 			end_headers(m);
 			return;
 		}
-		if (cln_hdr_name_len(l, len, true) > 0) {
+		if (cleanup_hdr_name_len(l, len, true) > 0) {
 			flush_header(m);
 			str_append(&m->hbuf, l, len < m->hmax ? len : m->hmax);
 			m->have_hdr = true;
@@ -239,25 +239,25 @@ void cln_mime_line(cln_mime_t *m, const char *l, size_t len)
 			m->depth = lev;		/* the epilogue follows */
 		} else {
 			m->state = M_HEADER;	/* a part's header */
-			m->hclass = CLN_MIME_PART;
+			m->hclass = CLEANUP_MIME_PART;
 		}
 		return;
 	}
 	m->body(m->ctx, l, len);
 }
 
-void cln_mime_end(cln_mime_t *m)
+void cleanup_mime_end(cleanup_mime_t *m)
 {
 	if (m->state == M_HEADER)
 		flush_header(m);
 }
 
-bool cln_mime_too_deep(const cln_mime_t *m)
+bool cleanup_mime_too_deep(const cleanup_mime_t *m)
 {
 	return m->too_deep;
 }
 
-bool cln_hdr_is_mime(const char *h, size_t len)
+bool cleanup_mime_is_header(const char *h, size_t len)
 {
 	return (len >= 8 && strncasecmp(h, "Content-", 8) == 0) ||
 	    (len >= 13 && strncasecmp(h, "MIME-Version:", 13) == 0) ||

@@ -31,8 +31,8 @@ typedef struct field {
 	size_t off;		/* in hbuf */
 	size_t len;		/* with continuation lines and terminator */
 	size_t namelen;
-	enum cln_hdr_kind kind;
-	enum cln_act act;	/* header_checks: IGNORE, PREPEND, REPLACE */
+	enum cleanup_hdr_kind kind;
+	enum cleanup_checks_act act;	/* header_checks: IGNORE, PREPEND, REPLACE */
 	size_t eoff, elen;	/* PREPEND/REPLACE text, in hedit */
 } field_t;
 
@@ -41,8 +41,8 @@ typedef struct field {
 
 enum cstate { C_HEADER, C_BODY };
 
-struct cln_msg {
-	cln_cfg_t *cfg;
+struct cleanup_msg {
+	cleanup_cfg_t *cfg;
 	qfw_t *w;
 	char id[QUEUE_ID_SIZE];
 	bool committed;
@@ -63,7 +63,7 @@ struct cln_msg {
 	size_t nrcpt;		/* written to the queue file */
 	size_t given;		/* envelope recipients received */
 	char *first_rcpt;	/* for "for <...>" in Received: */
-	cln_dup_t dup;
+	cleanup_addr_dup_t dup;
 	/* content */
 	enum cstate cstate;
 	str_t hbuf;
@@ -92,7 +92,7 @@ struct cln_msg {
 	bool bpartial;		/* bline has begun */
 	uint64_t bseen;		/* bytes of this body segment so far */
 	size_t braw;		/* raw bytes of the line in bline */
-	cln_mime_t *mime;	/* MIME structure: with any body-side check */
+	cleanup_mime_t *mime;	/* MIME structure: with any body-side check */
 	/* milters (cleanup_milter.c) */
 	bool edits_possible;	/* recipients tracked for DELRCPT */
 	char **wrcpt;		/* recipients in queue-file order */
@@ -107,17 +107,17 @@ struct cln_msg {
 	str_t bounce_text;
 };
 
-static void cln_milters_start(cln_msg_t *m);
-static void cln_milters_rcpt(cln_msg_t *m, const char *addr);
-static void cln_milters_data(cln_msg_t *m, const void *buf, size_t len);
-static void cln_milters_eom(cln_msg_t *m);
+static void cleanup_msg_milters_start(cleanup_msg_t *m);
+static void cleanup_msg_milters_rcpt(cleanup_msg_t *m, const char *addr);
+static void cleanup_msg_milters_data(cleanup_msg_t *m, const void *buf, size_t len);
+static void cleanup_msg_milters_eom(cleanup_msg_t *m);
 
 /* ---- Errors ----------------------------------------------------------------- */
 
-static void fail(cln_msg_t *m, int status, const char *dsn, const char *fmt,
+static void fail(cleanup_msg_t *m, int status, const char *dsn, const char *fmt,
     ...) __attribute__((format(printf, 4, 5)));
 
-static void fail(cln_msg_t *m, int status, const char *dsn, const char *fmt,
+static void fail(cleanup_msg_t *m, int status, const char *dsn, const char *fmt,
     ...)
 {
 	va_list ap;
@@ -157,7 +157,7 @@ static void fail(cln_msg_t *m, int status, const char *dsn, const char *fmt,
 	m->nfields = m->cap = 0;
 }
 
-static bool ok(const cln_msg_t *m)
+static bool ok(const cleanup_msg_t *m)
 {
 	return m->status == CLEANUP_STAT_OK;
 }
@@ -165,7 +165,7 @@ static bool ok(const cln_msg_t *m)
 /* A queue file that cannot be made or written: the details (paths,
  * errno text) go to the log only; the client learns whether storage ran
  * out (4.3.1, RFC 3463) or something else failed. */
-static void queue_failed(cln_msg_t *m, const char *what, const char *detail)
+static void queue_failed(cleanup_msg_t *m, const char *what, const char *detail)
 {
 	bool full = strstr(detail, strerror(ENOSPC)) != NULL
 #ifdef EDQUOT
@@ -180,7 +180,7 @@ static void queue_failed(cln_msg_t *m, const char *what, const char *detail)
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "queue file write error");
 }
 
-static void write_failed(cln_msg_t *m)
+static void write_failed(cleanup_msg_t *m)
 {
 	queue_failed(m, "queue file write error",
 	    m->w != NULL ? qfw_error(m->w) : "no file");
@@ -214,21 +214,21 @@ static char *dup_opt(const char *s)
 
 /* Sender or recipient rewriting: completion, then the canonical maps
  * unless the client asked for none (no_address_mappings). */
-static int rewrite_addr(const cln_msg_t *m, bool sender, const char *addr,
+static int rewrite_addr(const cleanup_msg_t *m, bool sender, const char *addr,
     str_t *out, str_t *err)
 {
 	if (m->flags & CLEANUP_FLAG_NO_MAPPINGS) {
-		cln_addr_complete(m->cfg, addr, out);
-		return CLN_OK;
+		cleanup_addr_complete(m->cfg, addr, out);
+		return CLEANUP_ADDR_OK;
 	}
-	return sender ? cln_rewrite_sender(m->cfg, addr, out, err) :
-	    cln_rewrite_recipient(m->cfg, addr, out, err);
+	return sender ? cleanup_addr_rewrite_sender(m->cfg, addr, out, err) :
+	    cleanup_addr_rewrite_recipient(m->cfg, addr, out, err);
 }
 
 /* ---- Recipients --------------------------------------------------------- */
 
 /* Expands a rewritten recipient and writes what is new. */
-static void add_recipient(cln_msg_t *m, const char *given, const char *addr,
+static void add_recipient(cleanup_msg_t *m, const char *given, const char *addr,
     const char *orcpt, int notify)
 {
 	char **list;
@@ -240,7 +240,7 @@ static void add_recipient(cln_msg_t *m, const char *given, const char *addr,
 		list = xcalloc(1, sizeof(*list));
 		list[0] = xstrdup(addr);
 		n = 1;
-	} else if (cln_virtual_expand(m->cfg, addr, &list, &n, &err) != CLN_OK) {
+	} else if (cleanup_addr_virtual_expand(m->cfg, addr, &list, &n, &err) != CLEANUP_ADDR_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 		str_release(&err);
 		return;
@@ -249,7 +249,7 @@ static void add_recipient(cln_msg_t *m, const char *given, const char *addr,
 	for (size_t i = 0; i < n && ok(m); i++) {
 		qf_rcpt_in_t r = { 0 };
 
-		if (cln_dup_seen(&m->dup, list[i]))
+		if (cleanup_addr_dup_seen(&m->dup, list[i]))
 			continue;
 		if (m->nrcpt >= (size_t)m->cfg->recipient_limit) {
 			fail(m, CLEANUP_STAT_PERM, "5.5.3", "too many recipients "
@@ -277,7 +277,7 @@ static void add_recipient(cln_msg_t *m, const char *given, const char *addr,
 			}
 		}
 	}
-	cln_list_free(list, n);
+	cleanup_addr_list_free(list, n);
 }
 
 static bool orcpt_ok(const char *s)
@@ -296,7 +296,7 @@ static bool orcpt_ok(const char *s)
 	return good;
 }
 
-void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
+void cleanup_msg_rcpt(cleanup_msg_t *m, const char *address, const char *orcpt,
     bool has_notify, int32_t notify)
 {
 	str_t why = STR_INIT, tmp = STR_INIT, out = STR_INIT;
@@ -304,7 +304,7 @@ void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
 	m->given++;
 	if (!ok(m))
 		return;
-	if (!cln_addr_valid(address, strlen(address), &why)) {
+	if (!cleanup_addr_valid(address, strlen(address), &why)) {
 		fail(m, CLEANUP_STAT_PERM, "5.1.3", "bad recipient address "
 		    "<%s>: %s", pr(&tmp, address), str_cstr(&why));
 		goto out;
@@ -315,7 +315,7 @@ void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
 		goto out;
 	}
 	if (m->milters != NULL) {
-		cln_milters_rcpt(m, address);
+		cleanup_msg_milters_rcpt(m, address);
 		if (!ok(m))
 			goto out;
 	}
@@ -324,7 +324,7 @@ void cln_msg_rcpt(cln_msg_t *m, const char *address, const char *orcpt,
 		    (int)notify, address);
 		goto out;
 	}
-	if (rewrite_addr(m, false, address, &out, &why) != CLN_OK) {
+	if (rewrite_addr(m, false, address, &out, &why) != CLEANUP_ADDR_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&why));
 		goto out;
 	}
@@ -359,7 +359,7 @@ static bool attr_name_valid(const char *s)
 }
 
 /* Checks the envelope; false after fail(). */
-static bool check_envelope(cln_msg_t *m, const cln_envelope_t *env)
+static bool check_envelope(cleanup_msg_t *m, const cleanup_msg_envelope_t *env)
 {
 	str_t why = STR_INIT, tmp = STR_INIT;
 	const struct { const char *name, *v; size_t max; } texts[] = {
@@ -383,7 +383,7 @@ static bool check_envelope(cln_msg_t *m, const cln_envelope_t *env)
 		goto out;
 	}
 	if (env->sender[0] != '\0' &&
-	    !cln_addr_valid(env->sender, strlen(env->sender), &why)) {
+	    !cleanup_addr_valid(env->sender, strlen(env->sender), &why)) {
 		fail(m, CLEANUP_STAT_PERM, "5.1.7", "bad sender address <%s>: %s",
 		    pr(&tmp, env->sender), str_cstr(&why));
 		goto out;
@@ -453,9 +453,9 @@ out:
 	return good;
 }
 
-cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
+cleanup_msg_t *cleanup_msg_new(cleanup_cfg_t *cfg, const cleanup_msg_envelope_t *env)
 {
-	cln_msg_t *m = xcalloc(1, sizeof(*m));
+	cleanup_msg_t *m = xcalloc(1, sizeof(*m));
 	str_t err = STR_INIT;
 	const char *sender = env->sender != NULL ? env->sender : "";
 
@@ -465,7 +465,7 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 	m->uid = env->uid;
 	m->eol = "\n";
 	m->cstate = C_HEADER;
-	cln_dup_init(&m->dup, cfg->dup_filter_limit);
+	cleanup_addr_dup_init(&m->dup, cfg->dup_filter_limit);
 	/* Only text that passes check_envelope is kept for logs. */
 	m->log_ident = env->log_ident != NULL &&
 	    text_ok(env->log_ident, CLEANUP_LOG_IDENT_MAX) ?
@@ -486,7 +486,7 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 	bcopy_str(m->id, sizeof(m->id), qfw_id(m->w));
 	/* REDIRECT marks the recipients written so far done. */
 	m->edits_possible = (env->flags & CLEANUP_FLAG_MILTER) != 0 ||
-	    cln_milters_wanted(cfg, env);
+	    cleanup_msg_milters_wanted(cfg, env);
 	if (cfg->header_checks != NULL || cfg->mime_header_checks != NULL ||
 	    cfg->nested_header_checks != NULL || cfg->body_checks != NULL ||
 	    m->edits_possible)
@@ -515,7 +515,7 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 	/* The client= (smtpd) and uid= from= (pickup) lines are the
 	 * clients' own, as in Postfix: CLEANUP_FLAG_QUEUE_ID gives them the
 	 * queue ID for it (cleanup_session.c). */
-	if (rewrite_addr(m, true, sender, &m->sender, &err) != CLN_OK) {
+	if (rewrite_addr(m, true, sender, &m->sender, &err) != CLEANUP_ADDR_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 		goto out;
 	}
@@ -545,26 +545,26 @@ cln_msg_t *cln_msg_new(cln_cfg_t *cfg, const cln_envelope_t *env)
 			write_failed(m);
 			goto out;
 		}
-	if (cln_milters_wanted(cfg, env))
-		cln_milters_start(m);
+	if (cleanup_msg_milters_wanted(cfg, env))
+		cleanup_msg_milters_start(m);
 out:
 	str_release(&err);
 	return m;
 }
 
-bool cln_msg_ok(const cln_msg_t *m)
+bool cleanup_msg_ok(const cleanup_msg_t *m)
 {
 	return ok(m);
 }
 
-const char *cln_msg_queue_id(const cln_msg_t *m)
+const char *cleanup_msg_queue_id(const cleanup_msg_t *m)
 {
 	return m->id;
 }
 
 /* ---- Content: the header ------------------------------------------------- */
 
-static void content_out(cln_msg_t *m, const void *p, size_t n)
+static void content_out(cleanup_msg_t *m, const void *p, size_t n)
 {
 	if (!ok(m) || n == 0 || m->discard)
 		return;
@@ -576,7 +576,7 @@ static void content_out(cln_msg_t *m, const void *p, size_t n)
 
 /* Header rewriting callback. */
 typedef struct hctx {
-	cln_msg_t *m;
+	cleanup_msg_t *m;
 	bool sender_type;
 	bool failed;
 	str_t err;
@@ -590,7 +590,7 @@ static bool hdr_map(const addr_hdr_entry_t *e, str_t *newaddr, void *ctx)
 	if (h->failed)
 		return false;
 	rc = rewrite_addr(h->m, h->sender_type, e->addr, newaddr, &h->err);
-	if (rc != CLN_OK) {
+	if (rc != CLEANUP_ADDR_OK) {
 		h->failed = true;
 		str_reset(newaddr);
 		return false;
@@ -603,7 +603,7 @@ static bool hdr_map(const addr_hdr_entry_t *e, str_t *newaddr, void *ctx)
 }
 
 /* The value of field f: after the colon, without the final terminator. */
-static void field_value(const cln_msg_t *m, const field_t *f,
+static void field_value(const cleanup_msg_t *m, const field_t *f,
     const char **v, size_t *vlen, size_t *termlen)
 {
 	const char *p = str_cstr(&m->hbuf) + f->off;
@@ -624,7 +624,7 @@ static void field_value(const cln_msg_t *m, const field_t *f,
 }
 
 /* Recipients of one To/Cc/Bcc field for -t. */
-static void extract_field(cln_msg_t *m, const field_t *f)
+static void extract_field(cleanup_msg_t *m, const field_t *f)
 {
 	const char *v;
 	size_t vlen, tl;
@@ -659,7 +659,7 @@ static void extract_field(cln_msg_t *m, const field_t *f)
 
 		if (e->addr[0] == '\0')
 			continue;	/* <> is nobody */
-		if (rewrite_addr(m, false, e->addr, &out, &err) != CLN_OK) {
+		if (rewrite_addr(m, false, e->addr, &out, &err) != CLEANUP_ADDR_OK) {
 			fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 			break;
 		}
@@ -670,10 +670,10 @@ static void extract_field(cln_msg_t *m, const field_t *f)
 	str_release(&err);
 }
 
-static void add_received(cln_msg_t *m, str_t *out)
+static void add_received(cleanup_msg_t *m, str_t *out)
 {
 	const char *eol = m->eol;
-	const cln_cfg_t *cfg = m->cfg;
+	const cleanup_cfg_t *cfg = m->cfg;
 
 	if (m->flags & CLEANUP_FLAG_SMTP) {
 		const char *name = m->client_name ? m->client_name : "unknown";
@@ -706,7 +706,7 @@ static void add_received(cln_msg_t *m, str_t *out)
 		return;
 	}
 	str_cat(out, "; ");
-	cln_rfc5322_date(m->arrival.tv_sec, out);
+	cleanup_hdr_date(m->arrival.tv_sec, out);
 	str_cat(out, eol);
 }
 
@@ -714,7 +714,7 @@ static void add_received(cln_msg_t *m, str_t *out)
 
 /* " from=<s> to=<r> proto=P helo=<h>" of Postfix's log lines about a
  * message (what is known of it). */
-static void log_envelope(const cln_msg_t *m, str_t *b)
+static void log_envelope(const cleanup_msg_t *m, str_t *b)
 {
 	str_catf(b, " from=<%s>", m->sender_given != NULL ?
 	    m->sender_given : "");
@@ -729,7 +729,7 @@ static void log_envelope(const cln_msg_t *m, str_t *b)
 /* Postfix's log line for a check's action:
  * "ID: reject: header Subject: x from NAME[ADDR]; from=<s> to=<r>
  * proto=ESMTP helo=<h>: 5.7.1 text" ("from local;" for local mail). */
-static void act_log(cln_msg_t *m, const char *action, const char *class,
+static void act_log(cleanup_msg_t *m, const char *action, const char *class,
     const char *what, size_t wlen, const char *text, size_t tlen)
 {
 	str_t b = STR_INIT;
@@ -751,7 +751,7 @@ static void act_log(cln_msg_t *m, const char *action, const char *class,
 
 /* Looks key up in the check tables of param; the action, with its text
  * in *text, *tlen.  A table that fails defers the message. */
-static enum cln_act check_lookup(cln_msg_t *m, struct maps *maps,
+static enum cleanup_checks_act check_lookup(cleanup_msg_t *m, struct maps *maps,
     const char *key, const char **text, size_t *tlen)
 {
 	const char *value;
@@ -767,11 +767,11 @@ static enum cln_act check_lookup(cln_msg_t *m, struct maps *maps,
 	str_release(&why);
 	if (rc <= 0)
 		return CA_NONE;
-	return cln_act_parse(value, text, tlen);
+	return cleanup_checks_act_parse(value, text, tlen);
 }
 
 /* The actions every check has; false when act is not one of them. */
-static bool common_action(cln_msg_t *m, enum cln_act act, const char *class,
+static bool common_action(cleanup_msg_t *m, enum cleanup_checks_act act, const char *class,
     const char *what, size_t wlen, const char *text, size_t tlen)
 {
 	str_t t = STR_INIT;
@@ -808,7 +808,7 @@ static bool common_action(cln_msg_t *m, enum cln_act act, const char *class,
 		str_t a = STR_INIT, err = STR_INIT;
 
 		str_append(&a, text, tlen);
-		if (cln_parse_value(m->cfg, str_cstr(&a), &list, &n, &err) < 0 ||
+		if (cleanup_addr_parse_value(m->cfg, str_cstr(&a), &list, &n, &err) < 0 ||
 		    n != 1 || list[0][0] == '\0') {
 			str_t w = STR_INIT;
 			str_quote_printable(&w, text, tlen > 100 ? 100 : tlen);
@@ -822,7 +822,7 @@ static bool common_action(cln_msg_t *m, enum cln_act act, const char *class,
 			m->redirect = xstrdup(list[0]);
 		}
 		if (list != NULL)
-			cln_list_free(list, n);
+			cleanup_addr_list_free(list, n);
 		str_release(&a);
 		str_release(&err);
 		break;
@@ -858,7 +858,7 @@ static bool common_action(cln_msg_t *m, enum cln_act act, const char *class,
 	return true;
 }
 
-static void unsupported(cln_msg_t *m, const char *param, const char *value,
+static void unsupported(cleanup_msg_t *m, const char *param, const char *value,
     const char *class, const char *what, size_t wlen)
 {
 	str_t v = STR_INIT, w = STR_INIT;
@@ -875,7 +875,7 @@ static void unsupported(cln_msg_t *m, const char *param, const char *value,
 
 /* The logical header of field f into out: folded lines joined (the
  * line ends taken out, the white space kept), as Postfix does. */
-static void logical_header(const cln_msg_t *m, const field_t *f, str_t *out)
+static void logical_header(const cleanup_msg_t *m, const field_t *f, str_t *out)
 {
 	const char *p = str_cstr(&m->hbuf) + f->off;
 	size_t len = f->len;
@@ -894,17 +894,17 @@ static void logical_header(const cln_msg_t *m, const field_t *f, str_t *out)
  * each field of the primary header, in order, until a REJECT or
  * DISCARD.  IGNORE, PREPEND and REPLACE are remembered in the field for
  * finish_header. */
-static void check_headers(cln_msg_t *m)
+static void check_headers(cleanup_msg_t *m)
 {
 	for (size_t i = 0; i < m->nfields && ok(m) && !m->discard; i++) {
 		field_t *f = &m->fields[i];
 		const char *text;
 		size_t tlen;
-		enum cln_act act;
+		enum cleanup_checks_act act;
 		struct maps *maps;
 
 		logical_header(m, f, &m->hkey);
-		maps = cln_hdr_is_mime(str_cstr(&m->hkey), str_len(&m->hkey)) ?
+		maps = cleanup_mime_is_header(str_cstr(&m->hkey), str_len(&m->hkey)) ?
 		    m->cfg->mime_header_checks : m->cfg->header_checks;
 		if (maps == NULL)
 			continue;
@@ -918,7 +918,7 @@ static void check_headers(cln_msg_t *m)
 			break;
 		case CA_PREPEND:
 		case CA_REPLACE:
-			if (tlen == 0 || cln_hdr_name_len(text, tlen, true) <= 0) {
+			if (tlen == 0 || cleanup_hdr_name_len(text, tlen, true) <= 0) {
 				str_t t = STR_INIT;
 				str_quote_printable(&t, text, tlen > 100 ? 100 : tlen);
 				log_warning("%s: header_checks: %s text is not a "
@@ -950,10 +950,10 @@ static void check_headers(cln_msg_t *m)
  * within body_checks_size_limit bytes of its segment. */
 static void mime_body(void *ctx, const char *l, size_t len)
 {
-	cln_msg_t *m = ctx;
+	cleanup_msg_t *m = ctx;
 	const char *text;
 	size_t tlen;
-	enum cln_act act;
+	enum cleanup_checks_act act;
 	uint64_t at = m->bseen;
 
 	m->bseen += m->braw;
@@ -970,7 +970,7 @@ static void mime_body(void *ctx, const char *l, size_t len)
 
 static void mime_body_start(void *ctx)
 {
-	((cln_msg_t *)ctx)->bseen = 0;
+	((cleanup_msg_t *)ctx)->bseen = 0;
 }
 
 /* A header of a MIME part or of an attached message: MIME headers and
@@ -979,15 +979,15 @@ static void mime_body_start(void *ctx)
  * through unchanged, so only the actions that do not edit it apply. */
 static void mime_header(void *ctx, int hclass, const char *h, size_t len)
 {
-	cln_msg_t *m = ctx;
+	cleanup_msg_t *m = ctx;
 	struct maps *maps;
 	const char *text;
 	size_t tlen;
-	enum cln_act act;
+	enum cleanup_checks_act act;
 
 	if (!ok(m) || m->discard)
 		return;
-	maps = hclass == CLN_MIME_NESTED && !cln_hdr_is_mime(h, len) ?
+	maps = hclass == CLEANUP_MIME_NESTED && !cleanup_mime_is_header(h, len) ?
 	    m->cfg->nested_header_checks : m->cfg->mime_header_checks;
 	if (maps == NULL)
 		return;
@@ -1003,21 +1003,21 @@ static void mime_header(void *ctx, int hclass, const char *h, size_t len)
 
 /* The line collected in bline (CR LF or LF taken off), braw bytes of
  * content. */
-static void body_line(cln_msg_t *m)
+static void body_line(cleanup_msg_t *m)
 {
 	size_t len = str_len(&m->bline);
 
 	m->bpartial = false;
 	if (len > 0 && str_cstr(&m->bline)[len - 1] == '\r')
 		str_truncate(&m->bline, --len);
-	cln_mime_line(m->mime, str_cstr(&m->bline), len);
+	cleanup_mime_line(m->mime, str_cstr(&m->bline), len);
 	m->braw = 0;
 	str_reset(&m->bline);
 }
 
 /* Body content as it passes, cut into lines for the MIME reader and
  * body_checks.  Nothing at all without body-side checks (mime NULL). */
-static void body_in(cln_msg_t *m, const char *p, size_t n)
+static void body_in(cleanup_msg_t *m, const char *p, size_t n)
 {
 	if (m->mime == NULL)
 		return;
@@ -1052,26 +1052,26 @@ static void body_in(cln_msg_t *m, const char *p, size_t n)
 }
 
 /* The end of the content: a last line without its terminator. */
-static void body_end(cln_msg_t *m)
+static void body_end(cleanup_msg_t *m)
 {
 	if (m->mime == NULL || !ok(m) || m->discard)
 		return;
 	if (m->bpartial)
 		body_line(m);
-	cln_mime_end(m->mime);
+	cleanup_mime_end(m->mime);
 }
 
 /* The body begins: the MIME reader, when there are body-side checks,
  * starts from the primary header's Content-Type. */
-static void body_begin(cln_msg_t *m)
+static void body_begin(cleanup_msg_t *m)
 {
-	const cln_cfg_t *cfg = m->cfg;
+	const cleanup_cfg_t *cfg = m->cfg;
 
 	if ((cfg->body_checks == NULL && cfg->mime_header_checks == NULL &&
 	    cfg->nested_header_checks == NULL) ||
 	    (m->flags & CLEANUP_FLAG_NO_CHECKS))
 		return;
-	m->mime = cln_mime_new(cfg->header_size_limit > (1 << 20) ? 1 << 20 :
+	m->mime = cleanup_mime_new(cfg->header_size_limit > (1 << 20) ? 1 << 20 :
 	    (size_t)cfg->header_size_limit, mime_header, mime_body,
 	    mime_body_start, m);
 	for (size_t i = 0; i < m->nfields; i++) {
@@ -1086,20 +1086,20 @@ static void body_begin(cln_msg_t *m)
 			colon = memchr(h, ':', str_len(&m->hkey));
 			if (colon != NULL) {
 				size_t at = (size_t)(colon - h) + 1;
-				cln_mime_primary(m->mime, h + at,
+				cleanup_mime_primary(m->mime, h + at,
 				    str_len(&m->hkey) - at);
 				return;
 			}
 			break;
 		}
 	}
-	cln_mime_primary(m->mime, NULL, 0);
+	cleanup_mime_primary(m->mime, NULL, 0);
 }
 
 /* The header is complete (hbuf[0, body) holds its fields; need_blank:
  * the body starts with a line that is not a header, so the empty line
  * that separates them must be added). */
-static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
+static void finish_header(cleanup_msg_t *m, size_t body, bool need_blank)
 {
 	const char *h = str_cstr(&m->hbuf);
 	size_t received = 0;
@@ -1152,7 +1152,7 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 	if (extract) {
 		/* sendmail -t: the Resent- headers when there are any. */
 		for (size_t i = 0; i < m->nfields && ok(m); i++) {
-			enum cln_hdr_kind k = m->fields[i].kind;
+			enum cleanup_hdr_kind k = m->fields[i].kind;
 			if (m->fields[i].act == CA_IGNORE ||
 			    m->fields[i].act == CA_REPLACE)
 				continue;
@@ -1208,12 +1208,12 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 			str_quote_printable(&m->message_id, v,
 			    vlen > 500 ? 500 : vlen);
 		}
-		if (!cln_hdr_is_address(f->kind)) {
+		if (!cleanup_hdr_is_address(f->kind)) {
 			str_append(&out, h + f->off, f->len);
 			continue;
 		}
 		field_value(m, f, &v, &vlen, &tl);
-		hc.sender_type = cln_hdr_is_sender(f->kind);
+		hc.sender_type = cleanup_hdr_is_sender(f->kind);
 		str_reset(&tmp);
 		n = addr_hdr_rewrite(v, vlen, hdr_map, &hc, &tmp);
 		if (hc.failed) {
@@ -1238,13 +1238,13 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 	}
 	if (!have_mid) {
 		str_reset(&tmp);
-		cln_message_id(m->arrival.tv_sec, m->id, m->cfg->myhostname, &tmp);
+		cleanup_hdr_message_id(m->arrival.tv_sec, m->id, m->cfg->myhostname, &tmp);
 		str_catf(&out, "Message-ID: %s%s", str_cstr(&tmp), m->eol);
 		str_set(&m->message_id, str_cstr(&tmp));
 	}
 	if (!have_date) {
 		str_cat(&out, "Date: ");
-		cln_rfc5322_date(m->arrival.tv_sec, &out);
+		cleanup_hdr_date(m->arrival.tv_sec, &out);
 		str_cat(&out, m->eol);
 	}
 	if (!have_from) {
@@ -1257,7 +1257,7 @@ static void finish_header(cln_msg_t *m, size_t body, bool need_blank)
 		}
 		str_cat(&out, "From: ");
 		if (m->full_name != NULL && m->full_name[0] != '\0') {
-			cln_phrase(m->full_name, &out);
+			cleanup_hdr_phrase(m->full_name, &out);
 			str_catf(&out, " <%s>", str_cstr(&a));
 		} else {
 			str_cat(&out, str_cstr(&a));
@@ -1278,7 +1278,7 @@ out:
 
 /* Moves from header to body: the completed header, then what is left
  * of hbuf. */
-static void end_header(cln_msg_t *m, size_t body, bool need_blank)
+static void end_header(cleanup_msg_t *m, size_t body, bool need_blank)
 {
 	if (!m->first_line_seen) {
 		/* Decided before the first line ended: look for its end in
@@ -1304,7 +1304,7 @@ static void end_header(cln_msg_t *m, size_t body, bool need_blank)
 	m->nfields = m->cap = 0;
 }
 
-static void add_field(cln_msg_t *m, size_t off, size_t len, size_t namelen)
+static void add_field(cleanup_msg_t *m, size_t off, size_t len, size_t namelen)
 {
 	if (m->nfields == m->cap) {
 		m->cap = m->cap ? 2 * m->cap : 32;
@@ -1315,19 +1315,19 @@ static void add_field(cln_msg_t *m, size_t off, size_t len, size_t namelen)
 	m->fields[m->nfields].namelen = namelen;
 	m->fields[m->nfields].act = CA_NONE;
 	m->fields[m->nfields].eoff = m->fields[m->nfields].elen = 0;
-	m->fields[m->nfields].kind = cln_hdr_kind(str_cstr(&m->hbuf) + off,
+	m->fields[m->nfields].kind = cleanup_hdr_kind(str_cstr(&m->hbuf) + off,
 	    namelen);
 	m->nfields++;
 }
 
-static void header_too_big(cln_msg_t *m)
+static void header_too_big(cleanup_msg_t *m)
 {
 	fail(m, CLEANUP_STAT_PERM, "5.3.4", "message header larger than "
 	    "header_size_limit (%ld bytes)", m->cfg->header_size_limit);
 }
 
 /* Looks at the lines collected so far; final: no more content comes. */
-static void header_scan(cln_msg_t *m, bool final)
+static void header_scan(cleanup_msg_t *m, bool final)
 {
 	for (;;) {
 		const char *h = str_cstr(&m->hbuf);
@@ -1366,7 +1366,7 @@ static void header_scan(cln_msg_t *m, bool final)
 			m->fields[m->nfields - 1].len += llen;
 		} else {
 			nl = m->known_nl > 0 ? m->known_nl :
-			    cln_hdr_name_len(p, llen, complete);
+			    cleanup_hdr_name_len(p, llen, complete);
 			if (nl > 0)
 				m->known_nl = nl;
 			if (nl == 0) {
@@ -1392,7 +1392,7 @@ partial:
 	}
 }
 
-void cln_msg_data(cln_msg_t *m, const void *buf, size_t len)
+void cleanup_msg_data(cleanup_msg_t *m, const void *buf, size_t len)
 {
 	m->size += len;
 	if (!ok(m))
@@ -1405,7 +1405,7 @@ void cln_msg_data(cln_msg_t *m, const void *buf, size_t len)
 		return;
 	}
 	if (m->milters != NULL) {
-		cln_milters_data(m, buf, len);
+		cleanup_msg_milters_data(m, buf, len);
 		if (!ok(m))
 			return;
 	}
@@ -1420,7 +1420,7 @@ void cln_msg_data(cln_msg_t *m, const void *buf, size_t len)
 
 /* ---- Milters ------------------------------------------------------------- */
 
-bool cln_milters_wanted(const cln_cfg_t *cfg, const cln_envelope_t *env)
+bool cleanup_msg_milters_wanted(const cleanup_cfg_t *cfg, const cleanup_msg_envelope_t *env)
 {
 	/* The one place where cleanup decides that a message meets
 	 * non_smtpd_milters: a local submission (pickup, sendmail: a uid),
@@ -1432,7 +1432,7 @@ bool cln_milters_wanted(const cln_cfg_t *cfg, const cln_envelope_t *env)
 	    env->uid >= 0;
 }
 
-void cln_msg_edit(cln_msg_t *m, int type, uint32_t index, const char *name,
+void cleanup_msg_edit(cleanup_msg_t *m, int type, uint32_t index, const char *name,
     const char *value, const void *body, size_t blen)
 {
 	milter_edit_t *e;
@@ -1493,7 +1493,7 @@ typedef struct efield {
 
 /* "Name: value" with the message's line ends for the LF (or CR LF) that
  * fold a milter's value. */
-static char *milter_field(const cln_msg_t *m, const char *name,
+static char *milter_field(const cleanup_msg_t *m, const char *name,
     const char *value, size_t *len, size_t *namelen)
 {
 	str_t t = STR_INIT;
@@ -1517,18 +1517,18 @@ static char *milter_field(const cln_msg_t *m, const char *name,
 }
 
 /* non_smtpd_milters: the macros cleanup knows. */
-static const char *cln_macro(void *ctx, const char *name)
+static const char *cleanup_msg_macro(void *ctx, const char *name)
 {
-	cln_msg_t *m = ctx;
+	cleanup_msg_t *m = ctx;
 
 	if (strcmp(name, "i") == 0)
 		return m->id[0] ? m->id : NULL;
 	if (strcmp(name, "j") == 0)
 		return m->cfg->myhostname;
 	if (strcmp(name, "{daemon_name}") == 0)
-		return config_get_str("milter_macro_daemon_name");
+		return pconfig_get_str("milter_macro_daemon_name");
 	if (strcmp(name, "v") == 0)
-		return config_get_str("milter_macro_v");
+		return pconfig_get_str("milter_macro_v");
 	if (strcmp(name, "_") == 0)
 		return "localhost [127.0.0.1]";
 	if (strcmp(name, "{client_addr}") == 0)
@@ -1544,7 +1544,7 @@ static const char *cln_macro(void *ctx, const char *name)
 }
 
 /* A verdict of non_smtpd_milters: the message's. */
-static void cln_milter_verdict(cln_msg_t *m, enum milter_verdict v,
+static void cleanup_msg_milter_verdict(cleanup_msg_t *m, enum milter_verdict v,
     milter_reply_t *r)
 {
 	const char *t = str_cstr(&r->text);
@@ -1589,7 +1589,7 @@ static void cln_milter_verdict(cln_msg_t *m, enum milter_verdict v,
 	fail(m, CLEANUP_STAT_TEMP, dsn, "%s", t);
 }
 
-static void cln_milters_start(cln_msg_t *m)
+static void cleanup_msg_milters_start(cleanup_msg_t *m)
 {
 	str_t err = STR_INIT, a = STR_INIT;
 	milter_params_t p;
@@ -1604,7 +1604,7 @@ static void cln_milters_start(cln_msg_t *m)
 		    str_cstr(&err));
 		goto out;
 	}
-	milters_set_macros(m->milters, cln_macro, m);
+	milters_set_macros(m->milters, cleanup_msg_macro, m);
 	v = milters_connect(m->milters, "localhost", "127.0.0.1", 0, 4, &r);
 	if (v == MILTER_CONTINUE)
 		v = milters_helo(m->milters, "localhost", &r);
@@ -1617,14 +1617,14 @@ static void cln_milters_start(cln_msg_t *m)
 		v = milters_mail(m->milters, argv, &r);
 		str_release(&b);
 	}
-	cln_milter_verdict(m, v, &r);
+	cleanup_msg_milter_verdict(m, v, &r);
 out:
 	milter_reply_release(&r);
 	str_release(&err);
 	str_release(&a);
 }
 
-static void cln_milters_rcpt(cln_msg_t *m, const char *addr)
+static void cleanup_msg_milters_rcpt(cleanup_msg_t *m, const char *addr)
 {
 	str_t a = STR_INIT, b = STR_INIT;
 	milter_reply_t r = MILTER_REPLY_INIT;
@@ -1638,14 +1638,14 @@ static void cln_milters_rcpt(cln_msg_t *m, const char *addr)
 	argv[0] = str_cstr(&b);
 	argv[1] = NULL;
 	m->milter_rcpt = addr;
-	cln_milter_verdict(m, milters_rcpt(m->milters, argv, &r), &r);
+	cleanup_msg_milter_verdict(m, milters_rcpt(m->milters, argv, &r), &r);
 	m->milter_rcpt = NULL;
 	milter_reply_release(&r);
 	str_release(&a);
 	str_release(&b);
 }
 
-static void cln_milters_data(cln_msg_t *m, const void *buf, size_t len)
+static void cleanup_msg_milters_data(cleanup_msg_t *m, const void *buf, size_t len)
 {
 	milter_reply_t r = MILTER_REPLY_INIT;
 
@@ -1653,25 +1653,25 @@ static void cln_milters_data(cln_msg_t *m, const void *buf, size_t len)
 		return;
 	if (!m->milter_data_sent) {
 		m->milter_data_sent = true;
-		cln_milter_verdict(m, milters_data(m->milters, &r), &r);
+		cleanup_msg_milter_verdict(m, milters_data(m->milters, &r), &r);
 	}
 	if (ok(m) && !m->discard)
-		cln_milter_verdict(m, milters_content(m->milters, buf, len, &r),
+		cleanup_msg_milter_verdict(m, milters_content(m->milters, buf, len, &r),
 		    &r);
 	milter_reply_release(&r);
 }
 
-static void cln_milters_eom(cln_msg_t *m)
+static void cleanup_msg_milters_eom(cleanup_msg_t *m)
 {
 	milter_reply_t r = MILTER_REPLY_INIT;
 
 	if (ok(m) && !m->discard && !m->milter_bounce && !m->milter_data_sent)
-		cln_milters_data(m, "", 0);
+		cleanup_msg_milters_data(m, "", 0);
 	if (ok(m) && !m->discard && !m->milter_bounce) {
 		enum milter_verdict v = milters_eom(m->milters, &m->edits, &r);
 		if (v != MILTER_CONTINUE)
 			milter_edits_release(&m->edits);
-		cln_milter_verdict(m, v, &r);
+		cleanup_msg_milter_verdict(m, v, &r);
 	} else {
 		milters_abort(m->milters);
 	}
@@ -1706,7 +1706,7 @@ static bool milter_addr(const char *s, str_t *out);
 /* A milter's change of sender: the envelope written again (the content
  * has been taken back).  The address is rewritten like the envelope
  * sender; RET= and ENVID= in its arguments replace the message's. */
-static void change_sender(cln_msg_t *m, const milter_edit_t *e)
+static void change_sender(cleanup_msg_t *m, const milter_edit_t *e)
 {
 	str_t a = STR_INIT, out = STR_INIT, why = STR_INIT, v = STR_INIT;
 	str_t tmp = STR_INIT;
@@ -1718,7 +1718,7 @@ static void change_sender(cln_msg_t *m, const milter_edit_t *e)
 		    "to a malformed address \"%s\"", pr(&tmp, e->name));
 		goto out;
 	}
-	if (cln_rewrite_sender(m->cfg, str_cstr(&a), &out, &why) != CLN_OK) {
+	if (cleanup_addr_rewrite_sender(m->cfg, str_cstr(&a), &out, &why) != CLEANUP_ADDR_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&why));
 		goto out;
 	}
@@ -1746,7 +1746,7 @@ out:
  * file into an unlinked spool file, the header edited in memory, and the
  * new content written in its place (one extra pass, only for a message
  * that milters changed). */
-static void apply_content_edits(cln_msg_t *m)
+static void apply_content_edits(cleanup_msg_t *m)
 {
 	str_t path = STR_INIT, line = STR_INIT, sep = STR_INIT;
 	efield_t *f = NULL;
@@ -1811,7 +1811,7 @@ static void apply_content_edits(cln_msg_t *m)
 			f[nf - 1].len += (size_t)n;
 			continue;
 		}
-		nl = cln_hdr_name_len(lbuf, (size_t)n, true);
+		nl = cleanup_hdr_name_len(lbuf, (size_t)n, true);
 		if (nl <= 0) {
 			str_append(&sep, lbuf, (size_t)n);	/* body text */
 			break;
@@ -1904,7 +1904,7 @@ static void apply_content_edits(cln_msg_t *m)
 	if (body != NULL) {
 		/* The milter's body has CR LF line ends: the message's own. */
 		const char *p = body->value, *end = p + body->vlen;
-		if (str_len(&sep) == 0 || cln_hdr_name_len(str_cstr(&sep),
+		if (str_len(&sep) == 0 || cleanup_hdr_name_len(str_cstr(&sep),
 		    str_len(&sep), true) != 0)
 			str_set(&sep, m->eol);
 		content_out(m, str_cstr(&sep), str_len(&sep));
@@ -1944,7 +1944,7 @@ out:
  * log record and is marked done, and the message is committed, so that
  * qmgr sends the sender the notice (as it does for a recipient found
  * done on a first pass). */
-static void milter_bounce(cln_msg_t *m)
+static void milter_bounce(cleanup_msg_t *m)
 {
 	str_t err = STR_INIT, reason = STR_INIT;
 
@@ -1988,7 +1988,7 @@ static bool milter_addr(const char *s, str_t *out)
 
 /* Every edit of the milters, in order: the content ones in one pass,
  * then recipients, then the quarantine. */
-static void apply_edits(cln_msg_t *m)
+static void apply_edits(cleanup_msg_t *m)
 {
 	bool content = false;
 	str_t a = STR_INIT, tmp = STR_INIT;
@@ -2020,7 +2020,7 @@ static void apply_edits(cln_msg_t *m)
 				int bits = nt ? dsn_notify_parse(str_cstr(&nv),
 				    str_len(&nv), DSN_NOTIFY_LENIENT, NULL) : 0;
 				str_t od = STR_INIT;
-				cln_msg_rcpt(m, str_cstr(&a), oc, bits != 0, bits);
+				cleanup_msg_rcpt(m, str_cstr(&a), oc, bits != 0, bits);
 				str_release(&nv);
 				str_release(&ov);
 				str_release(&od);
@@ -2062,13 +2062,13 @@ static void apply_edits(cln_msg_t *m)
 	str_release(&tmp);
 }
 
-bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
+bool cleanup_msg_end(cleanup_msg_t *m, cleanup_reply_t *reply)
 {
 	if (ok(m) && m->cstate == C_HEADER)
 		header_scan(m, true);
 	body_end(m);
 	if (m->milters != NULL)
-		cln_milters_eom(m);
+		cleanup_msg_milters_eom(m);
 	if (ok(m) && m->milter_bounce)
 		milter_bounce(m);
 	else if (ok(m) && !m->discard && m->edits.n > 0)
@@ -2113,7 +2113,7 @@ bool cln_msg_end(cln_msg_t *m, cleanup_reply_t *reply)
 	return true;
 }
 
-void cln_msg_free(cln_msg_t *m)
+void cleanup_msg_free(cleanup_msg_t *m)
 {
 	if (m == NULL)
 		return;
@@ -2131,14 +2131,14 @@ void cln_msg_free(cln_msg_t *m)
 	free(m->tls_info);
 	free(m->received_auth);
 	free(m->first_rcpt);
-	cln_dup_free(&m->dup);
+	cleanup_addr_dup_free(&m->dup);
 	str_release(&m->hbuf);
 	free(m->fields);
 	str_release(&m->message_id);
 	str_release(&m->hkey);
 	str_release(&m->hedit);
 	str_release(&m->bline);
-	cln_mime_free(m->mime);
+	cleanup_mime_free(m->mime);
 	free(m->redirect);
 	free(m->filter);
 	for (size_t i = 0; i < m->nwritten; i++)

@@ -64,7 +64,7 @@ static const attr_limits_t req_limits = {
 	.max_depth = 1,
 };
 
-void cln_trigger_qmgr(void)
+void cleanup_session_trigger_qmgr(void)
 {
 	static const char *const paths[] = { "public/qmgr", "private/qmgr" };
 	/* Where the last wake-up went: found once, then one call each. */
@@ -101,17 +101,17 @@ static int send_reply(int fd, const cleanup_reply_t *r, int timeout_ms)
  * about the message ("" when the envelope already failed: the reply at
  * the end says why).  One small write per message, asked for by smtpd
  * and pickup only. */
-static int send_queue_id(int fd, const cln_msg_t *m, int timeout_ms)
+static int send_queue_id(int fd, const cleanup_msg_t *m, int timeout_ms)
 {
 	str_t out = STR_INIT;
 	int rc;
 
-	attr_print(&out, ATTR_STR("queue_id", cln_msg_ok(m) ?
-	    cln_msg_queue_id(m) : ""), ATTR_END);
+	attr_print(&out, ATTR_STR("queue_id", cleanup_msg_ok(m) ?
+	    cleanup_msg_queue_id(m) : ""), ATTR_END);
 	rc = attr_write_fd(fd, str_cstr(&out), str_len(&out), timeout_ms);
 	if (rc < 0)
 		log_warning("%s: cannot send the queue ID to the cleanup "
-		    "client: %s", cln_msg_queue_id(m), errno == ETIMEDOUT ?
+		    "client: %s", cleanup_msg_queue_id(m), errno == ETIMEDOUT ?
 		    "timeout" : strerror(errno));
 	str_release(&out);
 	return rc;
@@ -125,14 +125,14 @@ static const char *opt_str(const attr_msg_t *msg, const char *name)
 }
 
 /* Starts a message from an envelope request. */
-static cln_msg_t *envelope(cln_cfg_t *cfg, const attr_msg_t *msg)
+static cleanup_msg_t *envelope(cleanup_cfg_t *cfg, const attr_msg_t *msg)
 {
-	cln_envelope_t env = { .uid = -1 };
+	cleanup_msg_envelope_t env = { .uid = -1 };
 	const attr_list_t *list;
 	cleanup_attr_t *attrs = NULL;
 	int32_t i32;
 	int64_t i64;
-	cln_msg_t *m;
+	cleanup_msg_t *m;
 
 	env.sender = opt_str(msg, "sender");
 	if (attr_get_int(msg, "flags", &i32))
@@ -166,16 +166,16 @@ static cln_msg_t *envelope(cln_cfg_t *cfg, const attr_msg_t *msg)
 		}
 		env.attrs = attrs;
 	}
-	m = cln_msg_new(cfg, &env);
+	m = cleanup_msg_new(cfg, &env);
 	free(attrs);
 	return m;
 }
 
-void cln_session(cln_cfg_t *cfg, int fd)
+void cleanup_session(cleanup_cfg_t *cfg, int fd)
 {
 	attr_reader_t *r = attr_reader_new(req_spec, ATTR_READ_LENIENT,
 	    &req_limits);
-	cln_msg_t *m = NULL;
+	cleanup_msg_t *m = NULL;
 	enum { S_IDLE, S_RCPT, S_DATA, S_EDIT } st = S_IDLE;
 	str_t why = STR_INIT;
 	cleanup_reply_t reply;
@@ -192,19 +192,19 @@ void cln_session(cln_cfg_t *cfg, int fd)
 			if (m != NULL)
 				log_info("%s: client closed the connection in "
 				    "the middle of a message; nothing queued",
-				    cln_msg_queue_id(m));
+				    cleanup_msg_queue_id(m));
 			goto done;
 		case ATTR_TIMEOUT:
 			log_warning("%s%stimeout reading from cleanup client; "
-			    "closing the connection", m ? cln_msg_queue_id(m) :
-			    "", m && *cln_msg_queue_id(m) ? ": " : "");
+			    "closing the connection", m ? cleanup_msg_queue_id(m) :
+			    "", m && *cleanup_msg_queue_id(m) ? ": " : "");
 			goto done;
 		default:
 			if (attr_reader_errcode(r) == ATTR_E_IO) {
 				/* EOF inside a message, or a read error. */
 				log_warning("%s%sconnection with cleanup client "
-				    "broken: %s", m ? cln_msg_queue_id(m) : "",
-				    m && *cln_msg_queue_id(m) ? ": " : "",
+				    "broken: %s", m ? cleanup_msg_queue_id(m) : "",
+				    m && *cleanup_msg_queue_id(m) ? ": " : "",
 				    attr_reader_error(r));
 				goto done;
 			}
@@ -241,7 +241,7 @@ void cln_session(cln_cfg_t *cfg, int fd)
 			else if (a == NULL)
 				str_set(&why, "recipient without address");
 			else
-				cln_msg_rcpt(m, a, opt_str(msg, "orcpt"), has,
+				cleanup_msg_rcpt(m, a, opt_str(msg, "orcpt"), has,
 				    notify);
 		} else if (strcmp(op, "data") == 0) {
 			const void *p;
@@ -256,7 +256,7 @@ void cln_session(cln_cfg_t *cfg, int fd)
 				str_set(&why, "data request without data");
 			} else {
 				st = S_DATA;
-				cln_msg_data(m, p, n);
+				cleanup_msg_data(m, p, n);
 			}
 		} else if (strcmp(op, "edit") == 0) {
 			int32_t type = 0, index = 0;
@@ -271,7 +271,7 @@ void cln_session(cln_cfg_t *cfg, int fd)
 				(void)attr_get_int(msg, "index", &index);
 				(void)attr_get_data(msg, "body", &p, &n);
 				st = S_EDIT;
-				cln_msg_edit(m, type, index < 0 ? 0 :
+				cleanup_msg_edit(m, type, index < 0 ? 0 :
 				    (uint32_t)index, opt_str(msg, "name"),
 				    opt_str(msg, "value"), p, n);
 			}
@@ -284,20 +284,20 @@ void cln_session(cln_cfg_t *cfg, int fd)
 				bool queued = false;
 
 				if (end) {
-					queued = cln_msg_end(m, &reply);
+					queued = cleanup_msg_end(m, &reply);
 				} else {
 					if (log_verbose)
 						log_debug("%s: aborted by client",
-						    cln_msg_queue_id(m));
+						    cleanup_msg_queue_id(m));
 					cleanup_reply_set(&reply, CLEANUP_STAT_TEMP,
 					    "4.3.0", "message aborted by client");
 				}
-				cln_msg_free(m);
+				cleanup_msg_free(m);
 				m = NULL;
 				st = S_IDLE;
 				int wrc = send_reply(fd, &reply, cfg->ipc_timeout_ms);
 				if (queued)
-					cln_trigger_qmgr();
+					cleanup_session_trigger_qmgr();
 				if (wrc < 0) {
 					attr_msg_free(msg);
 					goto done;
@@ -317,13 +317,13 @@ void cln_session(cln_cfg_t *cfg, int fd)
 
 protocol_error:
 	log_warning("%s%sprotocol error from cleanup client: %s; closing the "
-	    "connection", m ? cln_msg_queue_id(m) : "",
-	    m && *cln_msg_queue_id(m) ? ": " : "", str_cstr(&why));
+	    "connection", m ? cleanup_msg_queue_id(m) : "",
+	    m && *cleanup_msg_queue_id(m) ? ": " : "", str_cstr(&why));
 	cleanup_reply_set(&reply, CLEANUP_STAT_TEMP, "4.3.0",
 	    "protocol error: %s", str_cstr(&why));
 	send_reply(fd, &reply, 1000);
 done:
-	cln_msg_free(m);
+	cleanup_msg_free(m);
 	attr_reader_free(r);
 	str_release(&why);
 }

@@ -1,7 +1,7 @@
 /* Content filter values and receive_override_options
  * (doc/content-filter.md). */
 #include <string.h>
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "content_filter.h"
 #include "name_mask.h"
 #include "resolve.h"

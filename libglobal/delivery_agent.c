@@ -223,7 +223,7 @@ static const dlv_agent_t *the_agent;
 
 static void agent_serve(stream_t *client, void *ctx)
 {
-	long t = config_get_time("ipc_timeout");
+	long t = pconfig_get_time("ipc_timeout");
 	int ms = t > INT_MAX / 1000 ? INT_MAX : (int)(t * 1000);
 	(void)ctx;
 
@@ -238,10 +238,10 @@ static void agent_hook(void (*fn)(void *), void *ctx)
 
 static void agent_pre_jail(void *ctx)
 {
-	long digits = config_get_int("delay_logging_resolution_limit");
+	long digits = pconfig_get_int("delay_logging_resolution_limit");
 
 	(void)ctx;
-	agent_soft_bounce = config_get_bool("soft_bounce");
+	agent_soft_bounce = pconfig_get_bool("soft_bounce");
 	agent_log_digits = digits < 0 ? 0 : digits > 6 ? 6 : (int)digits;
 	agent_hook(the_agent->pre_jail, the_agent->ctx);
 }

@@ -60,7 +60,7 @@ dns_resolver_t *dns_resolver_new(const char *server, str_t *why)
 
 dns_resolver_t *dns_resolver_from_config(str_t *why)
 {
-	return dns_resolver_new(config_get_str("dns_server_address"), why);
+	return dns_resolver_new(pconfig_get_str("dns_server_address"), why);
 }
 
 void dns_resolver_free(dns_resolver_t *r)

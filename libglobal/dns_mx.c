@@ -109,22 +109,22 @@ int dns_opts_from_config(dns_opts_t *o, str_t *why)
 	const char *v;
 
 	memset(o, 0, sizeof(*o));
-	v = config_get_str("smtp_host_lookup");
+	v = pconfig_get_str("smtp_host_lookup");
 	if ((o->lookup = dns_parse_host_lookup(v)) < 0) {
 		str_setf(why, "bad smtp_host_lookup value \"%s\"", v);
 		return -1;
 	}
-	v = config_get_str("inet_protocols");
+	v = pconfig_get_str("inet_protocols");
 	if ((o->families = dns_parse_protocols(v)) < 0) {
 		str_setf(why, "bad inet_protocols value \"%s\"", v);
 		return -1;
 	}
-	v = config_get_str("smtp_address_preference");
+	v = pconfig_get_str("smtp_address_preference");
 	o->prefer = strcmp(v, "ipv4") == 0 ? DNS_PREFER_IPV4 :
 	    strcmp(v, "ipv6") == 0 ? DNS_PREFER_IPV6 : DNS_PREFER_ANY;
-	o->address_limit = (size_t)config_get_int("smtp_mx_address_limit");
-	o->defer_if_no_mx_address = config_get_bool("smtp_defer_if_no_mx_address_found");
-	o->myhostname = config_get_str("myhostname");
+	o->address_limit = (size_t)pconfig_get_int("smtp_mx_address_limit");
+	o->defer_if_no_mx_address = pconfig_get_bool("smtp_defer_if_no_mx_address_found");
+	o->myhostname = pconfig_get_str("myhostname");
 	return 0;
 }
 

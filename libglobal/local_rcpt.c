@@ -33,7 +33,7 @@ static bool private_instance(void)
 
 	if (geteuid() == 0)
 		return false;
-	return stat(config_get_str("queue_directory"), &st) < 0
+	return stat(pconfig_get_str("queue_directory"), &st) < 0
 	    || st.st_uid != 0;
 }
 
@@ -44,17 +44,17 @@ static bool is_userdb(const local_rcpt_t *lr, size_t i)
 
 void local_rcpt_maps_from_config(str_t *alias_maps, str_t *recipient_maps)
 {
-	config_item_t it;
+	pconfig_item_t it;
 
-	str_set(alias_maps, config_get_str("alias_maps"));
-	str_set(recipient_maps, config_get_str("local_recipient_maps"));
-	if (!private_instance() || !config_item("alias_maps", &it)
-	    || it.origin != CONFIG_DEFAULT)
+	str_set(alias_maps, pconfig_get_str("alias_maps"));
+	str_set(recipient_maps, pconfig_get_str("local_recipient_maps"));
+	if (!private_instance() || !pconfig_item("alias_maps", &it)
+	    || it.origin != PCONFIG_DEFAULT)
 		return;
 	str_setf(alias_maps, "hash:%s/aliases",
-	    config_get_str("config_directory"));
-	if (config_item("local_recipient_maps", &it)
-	    && it.origin == CONFIG_DEFAULT)
+	    pconfig_get_str("config_directory"));
+	if (pconfig_item("local_recipient_maps", &it)
+	    && it.origin == PCONFIG_DEFAULT)
 		str_setf(recipient_maps, "%s %s", USERDB_SPEC,
 		    str_cstr(alias_maps));
 }
@@ -82,8 +82,8 @@ local_rcpt_t *local_rcpt_from_config(void)
 	local_rcpt_t *lr;
 
 	local_rcpt_maps_from_config(&aliases, &maps);
-	lr = local_rcpt_new(str_cstr(&maps), config_get_str("local_mail_root"),
-	    config_get_str("recipient_delimiter"));
+	lr = local_rcpt_new(str_cstr(&maps), pconfig_get_str("local_mail_root"),
+	    pconfig_get_str("recipient_delimiter"));
 	str_release(&aliases);
 	str_release(&maps);
 	return lr;

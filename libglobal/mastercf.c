@@ -433,7 +433,7 @@ int mastercf_apply_overrides(const mastercf_entry_t *e, str_t *err)
 	str_setf(&origin, "%s:%d", e->file, e->line);
 	int rc = 0;
 	for (int i = 0; i < e->noverride && rc == 0; i++)
-		rc = config_override(e->override_name[i], e->override_value[i],
+		rc = pconfig_override(e->override_name[i], e->override_value[i],
 		    str_cstr(&origin), err);
 	str_release(&origin);
 	return rc;
@@ -443,5 +443,5 @@ int mastercf_maxproc(const mastercf_entry_t *e)
 {
 	if (e->maxproc >= 0)
 		return e->maxproc;
-	return (int)config_get_int("default_process_limit");
+	return (int)pconfig_get_int("default_process_limit");
 }

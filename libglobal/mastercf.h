@@ -75,7 +75,7 @@ bool mastercf_type_parse(const char *name, mastercf_type_t *type);
  * and its arguments, "{ }" around arguments with white space. */
 void mastercf_format(const mastercf_entry_t *e, str_t *out);
 
-/* Applies the entry's -o settings with config_override().  -1 with the
+/* Applies the entry's -o settings with pconfig_override().  -1 with the
  * first error in err ("FILE:LINE: ..."). */
 int mastercf_apply_overrides(const mastercf_entry_t *e, str_t *err);
 

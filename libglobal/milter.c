@@ -152,17 +152,17 @@ static const char *const stage_params[MILTER_M_COUNT] = {
 void milter_params_load(milter_params_t *p)
 {
 	memset(p, 0, sizeof(*p));
-	p->connect_ms = (int)config_get_time("milter_connect_timeout") * 1000;
-	p->command_ms = (int)config_get_time("milter_command_timeout") * 1000;
-	p->content_ms = (int)config_get_time("milter_content_timeout") * 1000;
-	if (!milter_defact_parse(config_get_str("milter_default_action"),
+	p->connect_ms = (int)pconfig_get_time("milter_connect_timeout") * 1000;
+	p->command_ms = (int)pconfig_get_time("milter_command_timeout") * 1000;
+	p->content_ms = (int)pconfig_get_time("milter_content_timeout") * 1000;
+	if (!milter_defact_parse(pconfig_get_str("milter_default_action"),
 	    &p->default_action))
 		p->default_action = MILTER_DEF_TEMPFAIL;	/* checked at load */
-	p->protocol = (int)config_get_int("milter_protocol");
+	p->protocol = (int)pconfig_get_int("milter_protocol");
 	for (int i = 0; i < MILTER_M_COUNT; i++)
-		p->macros[i] = config_get_str(stage_params[i]);
+		p->macros[i] = pconfig_get_str(stage_params[i]);
 	p->actions = ACTIONS_ALL;
-	p->body_limit = (size_t)config_get_size("message_size_limit");
+	p->body_limit = (size_t)pconfig_get_size("message_size_limit");
 }
 
 /* ---- The list ------------------------------------------------------- */

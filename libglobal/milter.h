@@ -1,7 +1,7 @@
 /* The client side of the milter protocol (Sendmail's libmilter, protocol
  * version 6 with option negotiation; doc/milter.md).
  *
- *	milters_t *ms = milters_new(config_get_str("smtpd_milters"),
+ *	milters_t *ms = milters_new(pconfig_get_str("smtpd_milters"),
  *	    &params, &err);			// NULL: bad list (err)
  *	milters_set_macros(ms, my_macro_fn, ctx);
  *	milters_connect(ms, "host", "192.0.2.1", 4711, AF_INET, &r);

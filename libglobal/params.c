@@ -1176,7 +1176,7 @@ const char *param_system_hostname(void)
 static const char *compute_mydomain(void)
 {
 	static str_t dom = STR_INIT;
-	const char *host = config_get_str("myhostname");
+	const char *host = pconfig_get_str("myhostname");
 	const char *dot = strchr(host, '.');
 	str_set(&dom, dot && dot[1] != 0 ? dot + 1 : "localdomain");
 	return str_cstr(&dom);

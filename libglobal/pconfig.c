@@ -29,7 +29,7 @@ struct setting {
 	char *value;
 	char *file;		/* main.cf path, or override origin */
 	int line;
-	enum config_origin origin;
+	enum pconfig_origin origin;
 	unsigned seq;		/* order of appearance */
 };
 
@@ -91,7 +91,7 @@ static void clear_cache(void)
 	cache = htable_new(256, 0);
 }
 
-void config_reset(void)
+void pconfig_reset(void)
 {
 	init();
 	htable_free(settings, free_setting);
@@ -107,17 +107,17 @@ void config_reset(void)
 	xdepth = 0;
 }
 
-const char *config_errors(void)
+const char *pconfig_errors(void)
 {
 	return str_cstr(&errors);
 }
 
-const char *config_warnings(void)
+const char *pconfig_warnings(void)
 {
 	return str_cstr(&warnings);
 }
 
-const char *config_file(void)
+const char *pconfig_file(void)
 {
 	return loaded_file;
 }
@@ -158,7 +158,7 @@ static void where(str_t *out, const struct setting *s)
 }
 
 static void set_value(const char *written, const char *value, const char *file,
-    int line, enum config_origin origin)
+    int line, enum pconfig_origin origin)
 {
 	const char *cname = canon(written);
 	struct setting *s = xcalloc(1, sizeof(*s));
@@ -422,7 +422,7 @@ static int expand_text_nested(const char *t, str_t *out)
 	return rc;
 }
 
-int config_expand(const char *text, str_t *out)
+int pconfig_expand(const char *text, str_t *out)
 {
 	init();
 	return expand_text(text, out);
@@ -453,13 +453,13 @@ static const char *get_expanded(const char *name)
 	return c;
 }
 
-const char *config_get_raw(const char *name)
+const char *pconfig_get_raw(const char *name)
 {
-	config_item_t it;
-	return config_item(name, &it) ? it.value : NULL;
+	pconfig_item_t it;
+	return pconfig_item(name, &it) ? it.value : NULL;
 }
 
-const char *config_get_str(const char *name)
+const char *pconfig_get_str(const char *name)
 {
 	return get_expanded(name);
 }
@@ -502,22 +502,22 @@ static long get_typed(const char *name, const param_def_t *d, enum param_type ty
 	return n;
 }
 
-long config_get_int(const char *name)
+long pconfig_get_int(const char *name)
 {
 	return get_typed(name, def_of(canon(name)), PARAM_INT);
 }
 
-bool config_get_bool(const char *name)
+bool pconfig_get_bool(const char *name)
 {
 	return get_typed(name, def_of(canon(name)), PARAM_BOOL) != 0;
 }
 
-long config_get_time(const char *name)
+long pconfig_get_time(const char *name)
 {
 	return get_typed(name, def_of(canon(name)), PARAM_TIME);
 }
 
-long config_get_size(const char *name)
+long pconfig_get_size(const char *name)
 {
 	return get_typed(name, def_of(canon(name)), PARAM_SIZE);
 }
@@ -540,7 +540,7 @@ static const char *tr_name(const char *transport, const char *suffix,
 	return setting_of(str_cstr(buf)) ? str_cstr(buf) : fb->name;
 }
 
-const char *config_get_str_tr(const char *transport, const char *name)
+const char *pconfig_get_str_tr(const char *transport, const char *name)
 {
 	str_t buf = STR_INIT;
 	const param_def_t *d;
@@ -559,22 +559,22 @@ static long get_typed_tr(const char *transport, const char *name, enum param_typ
 	return v;
 }
 
-long config_get_int_tr(const char *transport, const char *name)
+long pconfig_get_int_tr(const char *transport, const char *name)
 {
 	return get_typed_tr(transport, name, PARAM_INT);
 }
 
-bool config_get_bool_tr(const char *transport, const char *name)
+bool pconfig_get_bool_tr(const char *transport, const char *name)
 {
 	return get_typed_tr(transport, name, PARAM_BOOL) != 0;
 }
 
-long config_get_time_tr(const char *transport, const char *name)
+long pconfig_get_time_tr(const char *transport, const char *name)
 {
 	return get_typed_tr(transport, name, PARAM_TIME);
 }
 
-long config_get_size_tr(const char *transport, const char *name)
+long pconfig_get_size_tr(const char *transport, const char *name)
 {
 	return get_typed_tr(transport, name, PARAM_SIZE);
 }
@@ -661,7 +661,7 @@ static void check_all(void)
 	/* Names nobody knows or uses are probably typing mistakes. */
 	for (size_t i = 0; i < n; i++) {
 		const struct setting *s = list[i]->value;
-		if (s->origin != CONFIG_FILE || param_find(s->name))
+		if (s->origin != PCONFIG_FILE || param_find(s->name))
 			continue;
 		if (param_split_transport(s->name, NULL)) {
 			if (!service_known(s->name)) {
@@ -703,7 +703,7 @@ static void parse_logical(const char *line, const char *file, int lineno)
 		str_catf(&errors, "%s:%d: bad parameter name '%s' (letters, digits, "
 		    "'_', '-' and '.' only)\n", file, lineno, name);
 	else
-		set_value(name, v, file, lineno, CONFIG_FILE);
+		set_value(name, v, file, lineno, PCONFIG_FILE);
 	free(name_buf);
 	free(value);
 }
@@ -739,12 +739,12 @@ static void parse_text(const char *text, size_t len, const char *file)
 
 static bool defer_warnings;
 
-void config_defer_warnings(void)
+void pconfig_defer_warnings(void)
 {
 	defer_warnings = true;
 }
 
-void config_log_warnings(void)
+void pconfig_log_warnings(void)
 {
 	const char *p = str_cstr(&warnings);
 	while (*p) {
@@ -777,7 +777,7 @@ static void myorigin_from_file(void)
 	str_t text = STR_INIT, path = STR_INIT;
 	char *line, *nl;
 
-	if (s == NULL || s->origin != CONFIG_FILE || s->value[0] != '/')
+	if (s == NULL || s->origin != PCONFIG_FILE || s->value[0] != '/')
 		return;
 	str_set(&path, s->value);
 	if (file_read_all_follow(str_cstr(&path), &text, 4096) < 0) {
@@ -798,7 +798,7 @@ static void myorigin_from_file(void)
 	{
 		char *file = s->file ? xstrdup(s->file) : NULL;
 		int lineno = s->line;
-		set_value("myorigin", line, file, lineno, CONFIG_FILE);
+		set_value("myorigin", line, file, lineno, PCONFIG_FILE);
 		free(file);
 	}
 out:
@@ -810,12 +810,12 @@ out:
  * facility (syslog_facility was checked against its choices). */
 static void apply_logging(void)
 {
-	(void)log_set_syslog_facility(config_get_str("syslog_facility"));
+	(void)log_set_syslog_facility(pconfig_get_str("syslog_facility"));
 }
 
-int config_load_text(const char *text, const char *filename)
+int pconfig_load_text(const char *text, const char *filename)
 {
-	config_reset();
+	pconfig_reset();
 	loaded_file = xstrdup(filename);
 	parse_text(text, strlen(text), filename);
 	myorigin_from_file();
@@ -826,11 +826,11 @@ int config_load_text(const char *text, const char *filename)
 	return str_len(&errors) ? -1 : 0;
 }
 
-int config_load(const char *dir)
+int pconfig_load(const char *dir)
 {
 	str_t path = STR_INIT, text = STR_INIT, mcf_errs = STR_INIT;
 
-	config_reset();
+	pconfig_reset();
 	str_setf(&path, "%s/master.cf", dir);
 	mastercf_t *m = mastercf_load(str_cstr(&path), &mcf_errs);
 	if (m) {
@@ -852,7 +852,7 @@ int config_load(const char *dir)
 	str_release(&text);
 	/* The directory we were told to use is the configuration directory,
 	 * whatever main.cf says (it could not have been read otherwise). */
-	set_value("config_directory", dir, NULL, 0, CONFIG_RUNTIME);
+	set_value("config_directory", dir, NULL, 0, PCONFIG_RUNTIME);
 	myorigin_from_file();
 	check_all();
 	log_warnings();
@@ -861,7 +861,7 @@ int config_load(const char *dir)
 	return str_len(&errors) ? -1 : 0;
 }
 
-int config_override(const char *name, const char *value, const char *origin,
+int pconfig_override(const char *name, const char *value, const char *origin,
     str_t *err)
 {
 	init();
@@ -872,7 +872,7 @@ int config_override(const char *name, const char *value, const char *origin,
 	}
 	const char *cname = canon(name);
 	struct setting *old = htable_delete(settings, cname);
-	set_value(name, value, origin, 0, CONFIG_OVERRIDE);
+	set_value(name, value, origin, 0, PCONFIG_OVERRIDE);
 
 	struct xctx x;
 	str_t errs = STR_INIT, warns = STR_INIT;
@@ -907,7 +907,7 @@ int config_override(const char *name, const char *value, const char *origin,
 
 /* ---- listing ---- */
 
-bool config_item(const char *name, config_item_t *item)
+bool pconfig_item(const char *name, pconfig_item_t *item)
 {
 	init();
 	const char *cname = canon(name);
@@ -932,8 +932,8 @@ bool config_item(const char *name, config_item_t *item)
 	}
 	item->def = d;
 	item->value = s ? s->value : item->defval;
-	item->origin = s ? s->origin : CONFIG_DEFAULT;
-	if (s && s->origin == CONFIG_FILE) {
+	item->origin = s ? s->origin : PCONFIG_DEFAULT;
+	if (s && s->origin == PCONFIG_FILE) {
 		item->file = s->file;
 		item->line = s->line;
 	}
@@ -942,21 +942,21 @@ bool config_item(const char *name, config_item_t *item)
 
 static int cmp_item(const void *a, const void *b)
 {
-	return strcmp(((const config_item_t *)a)->name, ((const config_item_t *)b)->name);
+	return strcmp(((const pconfig_item_t *)a)->name, ((const pconfig_item_t *)b)->name);
 }
 
-config_item_t *config_list(size_t *count)
+pconfig_item_t *pconfig_list(size_t *count)
 {
 	size_t tn, sn, n = 0;
 	init();
 	const param_def_t *t = param_table(&tn);
 	htable_entry_t **set = htable_list(settings, &sn);
-	config_item_t *items = xreallocarray(NULL, tn + sn + 1, sizeof(*items));
+	pconfig_item_t *items = xreallocarray(NULL, tn + sn + 1, sizeof(*items));
 	for (size_t i = 0; i < tn; i++)
-		config_item(t[i].name, &items[n++]);
+		pconfig_item(t[i].name, &items[n++]);
 	for (size_t i = 0; i < sn; i++)
 		if (param_find(set[i]->key) == NULL)
-			config_item(set[i]->key, &items[n++]);
+			pconfig_item(set[i]->key, &items[n++]);
 	free(set);
 	qsort(items, n, sizeof(*items), cmp_item);
 	*count = n;

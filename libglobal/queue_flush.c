@@ -34,10 +34,10 @@ int queue_flush_trigger(const char *config_dir, const char *bytes, str_t *err)
 		str_setf(err, "%s has no qmgr service", str_cstr(&path));
 		goto out;
 	}
-	str_setf(&path, "%s/%s/%s", config_get_str("queue_directory"),
+	str_setf(&path, "%s/%s/%s", pconfig_get_str("queue_directory"),
 	    e->private_svc ? "private" : "public", e->service);
 	if (trigger_send(str_cstr(&path), bytes, strlen(bytes),
-	    (int)config_get_time("trigger_timeout") * 1000) < 0) {
+	    (int)pconfig_get_time("trigger_timeout") * 1000) < 0) {
 		str_setf(err, "cannot reach qmgr at %s: %s%s", str_cstr(&path),
 		    strerror(errno), errno == ENOENT || errno == ECONNREFUSED
 		    || errno == ENXIO ? " (is Petrel running?)" : "");

@@ -69,15 +69,15 @@ int queue_layout_init(queue_layout_t *ql, const char *queue_dir,
 
 int queue_layout_from_config(queue_layout_t *ql, str_t *err)
 {
-	return queue_layout_init(ql, config_get_str("queue_directory"),
-	    config_get_str("hash_queue_names"),
-	    config_get_int("hash_queue_depth"), err);
+	return queue_layout_init(ql, pconfig_get_str("queue_directory"),
+	    pconfig_get_str("hash_queue_names"),
+	    pconfig_get_int("hash_queue_depth"), err);
 }
 
 int queue_layout_here(queue_layout_t *ql, str_t *err)
 {
-	return queue_layout_init(ql, ".", config_get_str("hash_queue_names"),
-	    config_get_int("hash_queue_depth"), err);
+	return queue_layout_init(ql, ".", pconfig_get_str("hash_queue_names"),
+	    pconfig_get_int("hash_queue_depth"), err);
 }
 
 void queue_layout_free(queue_layout_t *ql)

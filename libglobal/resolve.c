@@ -302,20 +302,20 @@ resolver_t *resolver_from_config(str_t *err)
 	resolve_config_t c;
 
 	memset(&c, 0, sizeof(c));
-	c.mydestination = config_get_str("mydestination");
-	c.relay_domains = config_get_str("relay_domains");
-	c.virtual_mailbox_domains = config_get_str("virtual_mailbox_domains");
-	c.virtual_transport = config_get_str("virtual_transport");
-	c.virtual_alias_domains = config_get_str("virtual_alias_domains");
-	c.transport_maps = config_get_str("transport_maps");
-	c.relayhost = config_get_str("relayhost");
-	c.default_transport = config_get_str("default_transport");
-	c.relay_transport = config_get_str("relay_transport");
-	c.local_transport = config_get_str("local_transport");
-	c.myhostname = config_get_str("myhostname");
-	c.recipient_delimiter = config_get_str("recipient_delimiter");
-	c.inet_interfaces = config_get_str("inet_interfaces");
-	c.proxy_interfaces = config_get_str("proxy_interfaces");
+	c.mydestination = pconfig_get_str("mydestination");
+	c.relay_domains = pconfig_get_str("relay_domains");
+	c.virtual_mailbox_domains = pconfig_get_str("virtual_mailbox_domains");
+	c.virtual_transport = pconfig_get_str("virtual_transport");
+	c.virtual_alias_domains = pconfig_get_str("virtual_alias_domains");
+	c.transport_maps = pconfig_get_str("transport_maps");
+	c.relayhost = pconfig_get_str("relayhost");
+	c.default_transport = pconfig_get_str("default_transport");
+	c.relay_transport = pconfig_get_str("relay_transport");
+	c.local_transport = pconfig_get_str("local_transport");
+	c.myhostname = pconfig_get_str("myhostname");
+	c.recipient_delimiter = pconfig_get_str("recipient_delimiter");
+	c.inet_interfaces = pconfig_get_str("inet_interfaces");
+	c.proxy_interfaces = pconfig_get_str("proxy_interfaces");
 	c.parent_matches = true;
 	return resolver_new(&c, err);
 }

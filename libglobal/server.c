@@ -88,7 +88,7 @@ bool server_jail_has(const char *path, const char *needed_for)
 		return true;
 	log_warning("chroot jail %s: %s is missing (%s): add it to "
 	    "chroot_files in main.cf and run \"petrel reload\"",
-	    config_get_str("queue_directory"), path, needed_for);
+	    pconfig_get_str("queue_directory"), path, needed_for);
 	return false;
 }
 char **server_argv(void) { return S.argv; }
@@ -210,9 +210,9 @@ static void accept_lock_open(void)
 	str_t path = STR_INIT;
 
 	if (S.spec->model != SERVER_SINGLE || S.nlisten == 0 ||
-	    strcmp(config_get_str("accept_lock"), "no") == 0)
+	    strcmp(pconfig_get_str("accept_lock"), "no") == 0)
 		return;
-	str_setf(&path, "%s/%s.", config_get_str("process_id_directory"),
+	str_setf(&path, "%s/%s.", pconfig_get_str("process_id_directory"),
 	    S.type_name);
 	for (const char *p = S.service; *p; p++)
 		str_putc(&path, *p == '/' ? '_' : *p);
@@ -227,7 +227,7 @@ static void accept_lock_open(void)
 static void accept_lock_decide(void)
 {
 	if (accept_lock_fd >= 0 &&
-	    strcmp(config_get_str("accept_lock"), "auto") == 0 &&
+	    strcmp(pconfig_get_str("accept_lock"), "auto") == 0 &&
 	    event_loop_exclusive(S.loop)) {
 		close(accept_lock_fd);
 		accept_lock_fd = -1;
@@ -455,7 +455,7 @@ static int accept_client(int lfd)
 	if (S.type == MCF_PASS) {
 		/* The client hands over the real connection on this one. */
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		long t = config_get_time("ipc_timeout");
+		long t = pconfig_get_time("ipc_timeout");
 		int r = poll(&p, 1, (int)(t > 60 ? 60000 : t * 1000));
 		int cfd = r > 0 ? sock_recv_fd(fd) : -1;
 		if (cfd < 0)
@@ -605,7 +605,7 @@ static void trigger_conn_timeout(void *ctx)
 
 static void trigger_accept(int lfd)
 {
-	long t = config_get_time("trigger_timeout");
+	long t = pconfig_get_time("trigger_timeout");
 
 	while (S.clients < TRIGGER_CONN_MAX) {
 		int fd = accept_client(lfd);
@@ -672,7 +672,7 @@ static void usage(void)
  * configuration expand the rest. */
 static void run_debugger(void)
 {
-	const char *raw = config_get_raw("debugger_command");
+	const char *raw = pconfig_get_raw("debugger_command");
 	str_t cmd = STR_INIT, out = STR_INIT;
 	char pid[32];
 	int st;
@@ -709,7 +709,7 @@ static void run_debugger(void)
 		if (!done)
 			str_putc(&cmd, *p);
 	}
-	if (config_expand(str_cstr(&cmd), &out) < 0)
+	if (pconfig_expand(str_cstr(&cmd), &out) < 0)
 		log_warning("debugger_command: expansion loop");
 	log_info("running debugger_command: %s", str_cstr(&out));
 	st = system(str_cstr(&out));
@@ -721,11 +721,11 @@ static void run_debugger(void)
 
 static void setup_logging(void)
 {
-	const char *file = config_get_str("maillog_file");
+	const char *file = pconfig_get_str("maillog_file");
 	str_t name = STR_INIT;
 
 	/* log_init keeps what fits of a long name. */
-	str_setf(&name, "%s/%s", config_get_str("syslog_name"), S.progname);
+	str_setf(&name, "%s/%s", pconfig_get_str("syslog_name"), S.progname);
 	log_init(str_cstr(&name));
 	str_release(&name);
 	if (*file) {
@@ -794,7 +794,7 @@ __attribute__((noreturn))
 static void check_and_exit(const server_spec_t *spec)
 {
 	str_t err = STR_INIT;
-	const char *qdir = config_get_str("queue_directory");
+	const char *qdir = pconfig_get_str("queue_directory");
 
 	/* Relative table paths are relative to the queue, as in service. */
 	if (chdir(qdir) < 0)
@@ -803,13 +803,13 @@ static void check_and_exit(const server_spec_t *spec)
 		const char *msg = str_cstr(&err);
 		size_t n = strcspn(msg, ": ");
 		char *name = xstrndup(msg, n);
-		config_item_t it;
+		pconfig_item_t it;
 
-		if (msg[n] == ':' && config_item(name, &it) &&
-		    it.origin == CONFIG_FILE && it.file)
+		if (msg[n] == ':' && pconfig_item(name, &it) &&
+		    it.origin == PCONFIG_FILE && it.file)
 			log_error("%s:%d: %s", it.file, it.line, msg);
-		else if (msg[n] == ':' && config_item(name, &it) &&
-		    it.origin == CONFIG_OVERRIDE)
+		else if (msg[n] == ':' && pconfig_item(name, &it) &&
+		    it.origin == PCONFIG_OVERRIDE)
 			log_error("%s (set with -o)", msg);
 		else
 			log_error("%s", msg);
@@ -887,10 +887,10 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	 * lacks) are master's to log, once at start and at each reload: a
 	 * daemon that logged them too would repeat them at every process
 	 * start.  Errors still stop the daemon with their reason. */
-	config_defer_warnings();
-	if (config_load(config_dir) < 0)
+	pconfig_defer_warnings();
+	if (pconfig_load(config_dir) < 0)
 	{
-		log_lines(LOG_LVL_ERROR, config_errors());
+		log_lines(LOG_LVL_ERROR, pconfig_errors());
 		log_fatal("errors in %s/main.cf", config_dir);
 	}
 	{
@@ -902,7 +902,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 			if (eq == NULL)
 				log_fatal("-o %s: expected name=value", p);
 			name = xstrndup(p, (size_t)(eq - p));
-			if (config_override(str_trim(name), eq + 1, "-o", &err) < 0)
+			if (pconfig_override(str_trim(name), eq + 1, "-o", &err) < 0)
 				log_fatal("-o %s: %s", p, str_cstr(&err));
 			free(name);
 		}
@@ -917,15 +917,15 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 	S.under_master = true;
 	check_listen_fds(nfds);
 
-	S.max_use = config_get_int("max_use");
-	S.max_idle = config_get_time("max_idle");
-	S.daemon_timeout = config_get_time("daemon_timeout");
+	S.max_use = pconfig_get_int("max_use");
+	S.max_idle = pconfig_get_time("max_idle");
+	S.daemon_timeout = pconfig_get_time("daemon_timeout");
 
 	if (debug)
 		run_debugger();
 
 	/* Everything that needs files outside the queue comes now. */
-	owner = config_get_str("mail_owner");
+	owner = pconfig_get_str("mail_owner");
 	if (geteuid() == 0 && unpriv) {
 		struct passwd *pw = getpwnam(owner);
 		if (pw == NULL)
@@ -938,7 +938,7 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 		gid = pw->pw_gid;
 	}
 	tzset();
-	qdir = config_get_str("queue_directory");
+	qdir = pconfig_get_str("queue_directory");
 	if (chdir(qdir) < 0)
 		log_fatal("queue_directory %s: %s", qdir, strerror(errno));
 	accept_lock_open();

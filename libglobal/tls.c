@@ -645,9 +645,9 @@ tls_ctx_t *tls_server_ctx_from_config(str_t *err)
 	tls_ctx_t *ctx;
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.cert_file = config_get_str("smtpd_tls_cert_file");
-	cfg.key_file = config_get_str("smtpd_tls_key_file");
-	cfg.protocols = config_get_str("smtpd_tls_protocols");
+	cfg.cert_file = pconfig_get_str("smtpd_tls_cert_file");
+	cfg.key_file = pconfig_get_str("smtpd_tls_key_file");
+	cfg.protocols = pconfig_get_str("smtpd_tls_protocols");
 	str_reset(err);
 	if (empty(cfg.cert_file)) {
 		str_set(err, "smtpd_tls_cert_file is empty: no server certificate");
@@ -681,11 +681,11 @@ tls_ctx_t *tls_client_ctx_from_config(const char *proto, bool load_now,
 		str_setf(err, "bad protocol name \"%s\"", proto);
 		return NULL;
 	}
-	cfg.CAfile = config_get_str(n[0]);
-	cfg.CApath = config_get_str(n[1]);
-	cfg.cert_file = config_get_str(n[2]);
-	cfg.key_file = config_get_str(n[3]);
-	cfg.protocols = config_get_str(n[4]);
+	cfg.CAfile = pconfig_get_str(n[0]);
+	cfg.CApath = pconfig_get_str(n[1]);
+	cfg.cert_file = pconfig_get_str(n[2]);
+	cfg.key_file = pconfig_get_str(n[3]);
+	cfg.protocols = pconfig_get_str(n[4]);
 	str_reset(err);
 	if (tls_protocols_parse(cfg.protocols, &min, &max, err) < 0) {
 		str_t msg = STR_INIT;

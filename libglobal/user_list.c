@@ -44,7 +44,7 @@ static int item_matches(const char *param, const char *item,
 
 int user_list_match(const char *param, const char *user, str_t *why)
 {
-	char *copy = xstrdup(config_get_str(param)), *p = copy, *item;
+	char *copy = xstrdup(pconfig_get_str(param)), *p = copy, *item;
 	int result = 0;
 
 	/* "inline:{ a=x, b=y }" is one item (maps.h). */

@@ -11,7 +11,7 @@
  * differ only by case in practice).
  *
  * Life of an entry:
- *   dsc_mark_dead()   a queue was declared dead (feedback.h FB_DEAD), or a
+ *   dsc_mark_dead()   a queue was declared dead (feedback.h FEEDBACK_DEAD), or a
  *                     probe failed: creates the entry (failures = 1,
  *                     died_at = now) or extends it (failures + 1);
  *                     retry_at = now + backoff_delay(failures, now -
@@ -30,7 +30,7 @@
  *                       DSC_PROBE     the retry time has come and this
  *                                     caller gets THE probe: deliver one
  *                                     message with window 1 (feedback.h
- *                                     fb_probe_start); until the outcome
+ *                                     feedback_probe_start); until the outcome
  *                                     is reported every other check says
  *                                     DSC_SUSPENDED (a probe that has not
  *                                     reported after maximal_backoff_time

@@ -11,7 +11,7 @@
  * is 0.9999999999999999), so the thresholds of the pseudo-code allow this
  * much rounding error; otherwise a run would be one event too long
  * (doc/scheduling-rules.md §4.6). */
-#define FB_EPSILON 1e-9
+#define FEEDBACK_EPSILON 1e-9
 
 /* ---- feedback functions ---- */
 
@@ -52,7 +52,7 @@ static bool func_fail(str_t *err, const char *param, const char *text,
 	return parse_fail(err, param, "invalid feedback value", text, len, why);
 }
 
-bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
+bool feedback_func_parse(const char *text, const char *param, feedback_func_t *out,
     str_t *err)
 {
 	static const char expect[] =
@@ -60,7 +60,7 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 	    "NUMBER in [0, 1]";
 	size_t len;
 	const char *s = trim(text, &len);
-	fb_func_t fn;
+	feedback_func_t fn;
 
 	/* The number: plain decimal only (strtod would also take "inf",
 	 * "nan" and hex, which make no sense here). */
@@ -86,7 +86,7 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 	while (i < len && isspace((unsigned char)s[i]))
 		i++;
 	if (i == len) {
-		fn.kind = FB_KIND_CONSTANT;
+		fn.kind = FEEDBACK_KIND_CONSTANT;
 	} else if (s[i] == '/') {
 		i++;
 		while (i < len && isspace((unsigned char)s[i]))
@@ -94,10 +94,10 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 		size_t rest = len - i;
 		if (rest == strlen("concurrency")
 		    && strncasecmp(s + i, "concurrency", rest) == 0)
-			fn.kind = FB_KIND_INVERSE;
+			fn.kind = FEEDBACK_KIND_INVERSE;
 		else if (rest == strlen("sqrt_concurrency")
 		    && strncasecmp(s + i, "sqrt_concurrency", rest) == 0)
-			fn.kind = FB_KIND_INVERSE_SQRT;
+			fn.kind = FEEDBACK_KIND_INVERSE_SQRT;
 		else
 			return func_fail(err, param, s, len, expect);
 	} else {
@@ -107,81 +107,81 @@ bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
 	return true;
 }
 
-double fb_func_eval(const fb_func_t *fn, int window)
+double feedback_func_eval(const feedback_func_t *fn, int window)
 {
 	double n = window < 1 ? 1 : window;
 
 	switch (fn->kind) {
-	case FB_KIND_INVERSE:
+	case FEEDBACK_KIND_INVERSE:
 		return fn->x / n;
-	case FB_KIND_INVERSE_SQRT:
+	case FEEDBACK_KIND_INVERSE_SQRT:
 		return fn->x / sqrt(n);
-	case FB_KIND_CONSTANT:
+	case FEEDBACK_KIND_CONSTANT:
 	default:
 		return fn->x;
 	}
 }
 
-const char *fb_func_format(const fb_func_t *fn, str_t *out)
+const char *feedback_func_format(const feedback_func_t *fn, str_t *out)
 {
 	str_setf(out, "%g", fn->x);
-	if (fn->kind == FB_KIND_INVERSE)
+	if (fn->kind == FEEDBACK_KIND_INVERSE)
 		str_cat(out, "/concurrency");
-	else if (fn->kind == FB_KIND_INVERSE_SQRT)
+	else if (fn->kind == FEEDBACK_KIND_INVERSE_SQRT)
 		str_cat(out, "/sqrt_concurrency");
 	return str_cstr(out);
 }
 
-bool fb_mode_parse(const char *text, const char *param, fb_mode_t *out,
+bool feedback_mode_parse(const char *text, const char *param, feedback_mode_t *out,
     str_t *err)
 {
 	size_t len;
 	const char *s = trim(text, &len);
 
 	if (len == strlen("postfix") && strncasecmp(s, "postfix", len) == 0) {
-		*out = FB_MODE_POSTFIX;
+		*out = FEEDBACK_MODE_POSTFIX;
 		return true;
 	}
 	if (len == strlen("learn") && strncasecmp(s, "learn", len) == 0) {
-		*out = FB_MODE_LEARN;
+		*out = FEEDBACK_MODE_LEARN;
 		return true;
 	}
 	return parse_fail(err, param, "unknown feedback mode", s, len,
 	    "expected postfix or learn");
 }
 
-const char *fb_mode_name(fb_mode_t mode)
+const char *feedback_mode_name(feedback_mode_t mode)
 {
-	return mode == FB_MODE_LEARN ? "learn" : "postfix";
+	return mode == FEEDBACK_MODE_LEARN ? "learn" : "postfix";
 }
 
 /* ---- settings ---- */
 
-void fb_settings_init(fb_settings_t *s)
+void feedback_settings_init(feedback_settings_t *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->initial_concurrency = FB_DEF_INITIAL_CONCURRENCY;
-	s->concurrency_limit = FB_DEF_CONCURRENCY_LIMIT;
-	s->failed_cohort_limit = FB_DEF_FAILED_COHORT_LIMIT;
-	s->positive.kind = FB_KIND_CONSTANT;
+	s->initial_concurrency = FEEDBACK_DEF_INITIAL_CONCURRENCY;
+	s->concurrency_limit = FEEDBACK_DEF_CONCURRENCY_LIMIT;
+	s->failed_cohort_limit = FEEDBACK_DEF_FAILED_COHORT_LIMIT;
+	s->positive.kind = FEEDBACK_KIND_CONSTANT;
 	s->positive.x = 1;
-	s->negative.kind = FB_KIND_CONSTANT;
+	s->negative.kind = FEEDBACK_KIND_CONSTANT;
 	s->negative.x = 1;
-	s->rate_delay = FB_DEF_RATE_DELAY;
+	s->rate_delay = FEEDBACK_DEF_RATE_DELAY;
 	s->debug = false;
 }
 
-static bool func_ok(const fb_func_t *fn)
+static bool func_ok(const feedback_func_t *fn)
 {
-	return (unsigned)fn->kind <= FB_KIND_INVERSE_SQRT
+	return (unsigned)fn->kind <= FEEDBACK_KIND_INVERSE_SQRT
 	    && fn->x >= 0 && fn->x <= 1;
 }
 
-bool fb_settings_check(const fb_settings_t *s, str_t *err)
+bool feedback_settings_check(const feedback_settings_t *s, str_t *err)
 {
 	const char *why = NULL;
 
-	if ((unsigned)s->mode > FB_MODE_LEARN)
+	if ((unsigned)s->mode > FEEDBACK_MODE_LEARN)
 		why = "destination_concurrency_feedback_mode must be postfix or learn";
 	else if (s->initial_concurrency < 1)
 		why = "initial_destination_concurrency must be >= 1";
@@ -205,7 +205,7 @@ bool fb_settings_check(const fb_settings_t *s, str_t *err)
 /* ---- state ---- */
 
 /* doc/scheduling-rules.md §4.1. */
-static int initial_window(const fb_settings_t *s)
+static int initial_window(const feedback_settings_t *s)
 {
 	int w = s->initial_concurrency;
 	if (s->concurrency_limit > 0 && w > s->concurrency_limit)
@@ -213,44 +213,44 @@ static int initial_window(const fb_settings_t *s)
 	return w < 1 ? 1 : w;
 }
 
-static void debug_log(const fb_state_t *st, const fb_settings_t *s,
+static void debug_log(const feedback_state_t *st, const feedback_settings_t *s,
     const char *event, int before, int flags)
 {
 	if (!s->debug)
 		return;
-	if (s->mode == FB_MODE_LEARN) {
+	if (s->mode == FEEDBACK_MODE_LEARN) {
 		static const char *const probe[] = { "idle", "ready", "out" };
 		log_info("feedback: %s %s: window %d->%d busy %d success %.3f "
 		    "failure %.3f fail_cohorts %.3f base %d ceiling %d probe %s%s%s",
 		    st->name ? st->name : "(unnamed)", event, before, st->window,
 		    st->busy, st->success, st->failure, st->fail_cohorts,
 		    st->base, st->ceiling,
-		    probe[(unsigned)st->probe_state <= FB_PROBE_OUT ? st->probe_state : 0],
-		    (flags & FB_DEAD) ? " dead" : "",
-		    (flags & FB_REVIVED) ? " revived" : "");
+		    probe[(unsigned)st->probe_state <= FEEDBACK_PROBE_OUT ? st->probe_state : 0],
+		    (flags & FEEDBACK_DEAD) ? " dead" : "",
+		    (flags & FEEDBACK_REVIVED) ? " revived" : "");
 		return;
 	}
 	log_info("feedback: %s %s: window %d->%d busy %d success %.3f "
 	    "failure %.3f fail_cohorts %.3f%s%s",
 	    st->name ? st->name : "(unnamed)", event, before, st->window,
 	    st->busy, st->success, st->failure, st->fail_cohorts,
-	    (flags & FB_DEAD) ? " dead" : "",
-	    (flags & FB_REVIVED) ? " revived" : "");
+	    (flags & FEEDBACK_DEAD) ? " dead" : "",
+	    (flags & FEEDBACK_REVIVED) ? " revived" : "");
 }
 
 /* learn: forget the ceiling and the probe (start, revival). */
-static void learn_reset(fb_state_t *st)
+static void learn_reset(feedback_state_t *st)
 {
 	st->base = st->window;
 	st->ceiling = 0;
-	st->probe_state = FB_PROBE_IDLE;
-	st->probe_interval = FB_LEARN_PROBE_MIN;
+	st->probe_state = FEEDBACK_PROBE_IDLE;
+	st->probe_interval = FEEDBACK_LEARN_PROBE_MIN;
 	st->next_probe = 0;
 }
 
 /* learn: the window the scheduler uses (doc/scheduling-rules.md §4.7,
  * rule 1). */
-static int learn_window(const fb_state_t *st)
+static int learn_window(const feedback_state_t *st)
 {
 	int cap;
 
@@ -258,11 +258,11 @@ static int learn_window(const fb_state_t *st)
 		return 0;
 	if (st->ceiling <= 0)
 		return st->base;
-	cap = st->ceiling + (st->probe_state == FB_PROBE_READY ? 1 : 0);
+	cap = st->ceiling + (st->probe_state == FEEDBACK_PROBE_READY ? 1 : 0);
 	return st->base < cap ? st->base : cap;
 }
 
-void fb_init(fb_state_t *st, const fb_settings_t *s, const char *name)
+void feedback_init(feedback_state_t *st, const feedback_settings_t *s, const char *name)
 {
 	memset(st, 0, sizeof(*st));
 	st->window = initial_window(s);
@@ -270,7 +270,7 @@ void fb_init(fb_state_t *st, const fb_settings_t *s, const char *name)
 	learn_reset(st);
 }
 
-static void revive(fb_state_t *st, const fb_settings_t *s)
+static void revive(feedback_state_t *st, const feedback_settings_t *s)
 {
 	st->window = initial_window(s);
 	st->success = st->failure = st->fail_cohorts = 0;
@@ -281,14 +281,14 @@ static void revive(fb_state_t *st, const fb_settings_t *s)
 /* The Postfix growth rule (doc/scheduling-rules.md §4.4) on *w (the
  * window, or base in learn mode),
  * clamped to the concurrency limit and to cap (0: none). */
-static void pf_grow(fb_state_t *st, const fb_settings_t *s, int *w, int cap)
+static void pf_grow(feedback_state_t *st, const feedback_settings_t *s, int *w, int cap)
 {
 	st->fail_cohorts = 0;
 	/* Growth is held back while many deliveries are in flight: their
 	 * feedback (possibly negative) is still to come. */
 	if (*w < st->busy + s->initial_concurrency) {
-		st->success += fb_func_eval(&s->positive, *w);
-		while (st->success >= 1 - FB_EPSILON) {
+		st->success += feedback_func_eval(&s->positive, *w);
+		while (st->success >= 1 - FEEDBACK_EPSILON) {
 			*w += 1;
 			st->failure = 0;
 			st->success -= 1;
@@ -303,21 +303,21 @@ static void pf_grow(fb_state_t *st, const fb_settings_t *s, int *w, int cap)
 /* The Postfix shrink rule and failed-cohort count (doc/scheduling-rules.md
  * §4.5) on *w; true when the
  * destination is now dead (*w = 0). */
-static bool pf_shrink(fb_state_t *st, const fb_settings_t *s, int *w)
+static bool pf_shrink(feedback_state_t *st, const feedback_settings_t *s, int *w)
 {
 	bool died = false;
 
 	if (*w > 0) {
 		st->fail_cohorts += 1.0 / *w;
-		if (st->fail_cohorts > s->failed_cohort_limit + FB_EPSILON) {
+		if (st->fail_cohorts > s->failed_cohort_limit + FEEDBACK_EPSILON) {
 			*w = 0;
 			st->dead = true;
 			died = true;
 		}
 	}
 	if (*w > 0) {
-		st->failure -= fb_func_eval(&s->negative, *w);
-		while (st->failure < -FB_EPSILON) {
+		st->failure -= feedback_func_eval(&s->negative, *w);
+		while (st->failure < -FEEDBACK_EPSILON) {
 			*w -= 1;
 			st->failure += 1;
 			st->success = 0;
@@ -330,52 +330,52 @@ static bool pf_shrink(fb_state_t *st, const fb_settings_t *s, int *w)
 
 /* learn: open a probe when its time has come (doc/scheduling-rules.md
  * §4.7, rule 3). */
-static void learn_maybe_probe(fb_state_t *st, const fb_settings_t *s,
+static void learn_maybe_probe(feedback_state_t *st, const feedback_settings_t *s,
     double now)
 {
 	if (st->dead || st->probing || st->ceiling <= 0
-	    || st->probe_state != FB_PROBE_IDLE || st->base < st->ceiling
+	    || st->probe_state != FEEDBACK_PROBE_IDLE || st->base < st->ceiling
 	    || now < st->next_probe
 	    || (s->concurrency_limit > 0 && st->ceiling >= s->concurrency_limit))
 		return;
-	st->probe_state = FB_PROBE_READY;
+	st->probe_state = FEEDBACK_PROBE_READY;
 	st->base = st->ceiling + 1;
 	st->success = st->failure = 0;
 }
 
-static void learn_after_probe(fb_state_t *st, double now)
+static void learn_after_probe(feedback_state_t *st, double now)
 {
-	st->probe_state = FB_PROBE_IDLE;
+	st->probe_state = FEEDBACK_PROBE_IDLE;
 	st->next_probe = now + st->probe_interval;
 }
 
 /* One feedback event in learn mode (doc/scheduling-rules.md §4.7).  tk
  * may be NULL. */
-static int learn_event(fb_state_t *st, const fb_settings_t *s,
-    fb_outcome_t outcome, const fb_ticket_t *tk, double now)
+static int learn_event(feedback_state_t *st, const feedback_settings_t *s,
+    feedback_outcome_t outcome, const feedback_ticket_t *tk, double now)
 {
 	int before = st->window;
 	int flags = 0;
-	fb_ticket_t guess;
-	const char *event = outcome == FB_POSITIVE ? "positive" : "negative";
+	feedback_ticket_t guess;
+	const char *event = outcome == FEEDBACK_POSITIVE ? "positive" : "negative";
 
 	if (tk == NULL) {
 		guess.conc = st->busy;
-		guess.probe = st->probe_state == FB_PROBE_OUT
+		guess.probe = st->probe_state == FEEDBACK_PROBE_OUT
 		    && st->ceiling > 0 && st->busy > st->ceiling;
 		guess.negatives = st->negatives;
 		tk = &guess;
 	}
-	if (outcome == FB_POSITIVE) {
+	if (outcome == FEEDBACK_POSITIVE) {
 		if (st->probing || st->dead) {
 			revive(st, s);
-			flags = FB_REVIVED;
+			flags = FEEDBACK_REVIVED;
 			debug_log(st, s, event, before, flags);
 			return flags;
 		}
 		pf_grow(st, s, &st->base, st->ceiling > 0 ? st->ceiling
-		    + (st->probe_state != FB_PROBE_IDLE ? 1 : 0) : 0);
-		if (tk->probe && st->probe_state == FB_PROBE_OUT) {
+		    + (st->probe_state != FEEDBACK_PROBE_IDLE ? 1 : 0) : 0);
+		if (tk->probe && st->probe_state == FEEDBACK_PROBE_OUT) {
 			if (tk->negatives == st->negatives && tk->conc > st->ceiling) {
 				/* The server took one session more. */
 				st->ceiling = tk->conc;
@@ -386,17 +386,17 @@ static int learn_event(fb_state_t *st, const fb_settings_t *s,
 					st->base = st->ceiling;
 				/* The limit may be rising: the next probe at
 				 * once, then back off from the minimum. */
-				st->probe_interval = FB_LEARN_PROBE_MIN;
-				st->probe_state = FB_PROBE_IDLE;
+				st->probe_interval = FEEDBACK_LEARN_PROBE_MIN;
+				st->probe_state = FEEDBACK_PROBE_IDLE;
 				st->next_probe = now;
 			} else {
 				learn_after_probe(st, now);
 			}
 		}
-	} else if (outcome == FB_NEGATIVE) {
+	} else if (outcome == FEEDBACK_NEGATIVE) {
 		if (st->probing) {
-			fb_kill(st, s);
-			flags = FB_DEAD;
+			feedback_kill(st, s);
+			flags = FEEDBACK_DEAD;
 			debug_log(st, s, event, before, flags);
 			return flags;
 		}
@@ -407,16 +407,16 @@ static int learn_event(fb_state_t *st, const fb_settings_t *s,
 		st->negatives++;
 		if (pf_shrink(st, s, &st->base)) {
 			st->window = 0;
-			st->probe_state = FB_PROBE_IDLE;
-			flags = FB_DEAD;
+			st->probe_state = FEEDBACK_PROBE_IDLE;
+			flags = FEEDBACK_DEAD;
 			debug_log(st, s, event, before, flags);
 			return flags;
 		}
-		if (tk->probe && st->probe_state == FB_PROBE_OUT) {
+		if (tk->probe && st->probe_state == FEEDBACK_PROBE_OUT) {
 			/* The limit is where we thought: probe less often. */
 			st->probe_interval *= 2;
-			if (st->probe_interval > FB_LEARN_PROBE_MAX)
-				st->probe_interval = FB_LEARN_PROBE_MAX;
+			if (st->probe_interval > FEEDBACK_LEARN_PROBE_MAX)
+				st->probe_interval = FEEDBACK_LEARN_PROBE_MAX;
 			learn_after_probe(st, now);
 		} else if (!tk->probe && tk->conc >= 2
 		    && (st->ceiling <= 0 || tk->conc - 1 < st->ceiling)) {
@@ -426,78 +426,78 @@ static int learn_event(fb_state_t *st, const fb_settings_t *s,
 			 * about that skew than about the limit.  A real fall
 			 * refuses again at once and takes the next step. */
 			if (st->ceiling <= 0) {
-				st->probe_interval = FB_LEARN_PROBE_MIN;
+				st->probe_interval = FEEDBACK_LEARN_PROBE_MIN;
 				st->ceiling = tk->conc - 1;
 			} else {
 				st->ceiling -= 1;
 			}
-			if (st->probe_state == FB_PROBE_READY)
-				st->probe_state = FB_PROBE_IDLE;
+			if (st->probe_state == FEEDBACK_PROBE_READY)
+				st->probe_state = FEEDBACK_PROBE_IDLE;
 			st->next_probe = now + st->probe_interval;
 		}
-	} else if (tk->probe && st->probe_state == FB_PROBE_OUT) {
+	} else if (tk->probe && st->probe_state == FEEDBACK_PROBE_OUT) {
 		learn_after_probe(st, now);	/* no verdict */
 	}
 	learn_maybe_probe(st, s, now);
 	st->window = learn_window(st);
 	if (st->window > before)
-		flags |= FB_GREW;
+		flags |= FEEDBACK_GREW;
 	else if (st->window < before)
-		flags |= FB_SHRANK;
-	if (outcome != FB_NONE)
+		flags |= FEEDBACK_SHRANK;
+	if (outcome != FEEDBACK_NONE)
 		debug_log(st, s, event, before, flags);
 	return flags;
 }
 
-/* fb_positive and fb_negative get no time: in learn mode the start of the
+/* feedback_positive and feedback_negative get no time: in learn mode the start of the
  * latest delivery stands for it (probe timing only). */
-int fb_positive(fb_state_t *st, const fb_settings_t *s)
+int feedback_positive(feedback_state_t *st, const feedback_settings_t *s)
 {
 	int before = st->window;
 	int flags = 0;
 
-	if (s->mode == FB_MODE_LEARN)
-		return learn_event(st, s, FB_POSITIVE, NULL, st->last_start);
+	if (s->mode == FEEDBACK_MODE_LEARN)
+		return learn_event(st, s, FEEDBACK_POSITIVE, NULL, st->last_start);
 
 	if (st->probing || st->dead) {
 		/* The probe got through, or a delivery that was in flight when
 		 * the site was declared dead succeeded: the site is back. */
 		revive(st, s);
-		flags = FB_REVIVED;
+		flags = FEEDBACK_REVIVED;
 		debug_log(st, s, "positive", before, flags);
 		return flags;
 	}
 	pf_grow(st, s, &st->window, 0);
 	if (st->window > before)
-		flags |= FB_GREW;
+		flags |= FEEDBACK_GREW;
 	debug_log(st, s, "positive", before, flags);
 	return flags;
 }
 
-int fb_negative(fb_state_t *st, const fb_settings_t *s)
+int feedback_negative(feedback_state_t *st, const feedback_settings_t *s)
 {
 	int before = st->window;
 	int flags = 0;
 
-	if (s->mode == FB_MODE_LEARN)
-		return learn_event(st, s, FB_NEGATIVE, NULL, st->last_start);
+	if (s->mode == FEEDBACK_MODE_LEARN)
+		return learn_event(st, s, FEEDBACK_NEGATIVE, NULL, st->last_start);
 
 	if (st->probing) {
-		fb_kill(st, s);
-		flags = FB_DEAD;
+		feedback_kill(st, s);
+		flags = FEEDBACK_DEAD;
 		debug_log(st, s, "negative", before, flags);
 		return flags;
 	}
 	if (pf_shrink(st, s, &st->window))
-		flags |= FB_DEAD;
-	if (st->window < before && !(flags & FB_DEAD))
-		flags |= FB_SHRANK;
+		flags |= FEEDBACK_DEAD;
+	if (st->window < before && !(flags & FEEDBACK_DEAD))
+		flags |= FEEDBACK_SHRANK;
 	debug_log(st, s, "negative", before, flags);
 	return flags;
 }
 
 /* The half-open state of doc/scheduling-rules.md §5.3. */
-void fb_probe_start(fb_state_t *st, const fb_settings_t *s)
+void feedback_probe_start(feedback_state_t *st, const feedback_settings_t *s)
 {
 	int before = st->window;
 	st->window = 1;
@@ -505,11 +505,11 @@ void fb_probe_start(fb_state_t *st, const fb_settings_t *s)
 	st->dead = false;
 	st->probing = true;
 	st->base = 1;
-	st->probe_state = FB_PROBE_IDLE;
+	st->probe_state = FEEDBACK_PROBE_IDLE;
 	debug_log(st, s, "probe", before, 0);
 }
 
-void fb_kill(fb_state_t *st, const fb_settings_t *s)
+void feedback_kill(feedback_state_t *st, const feedback_settings_t *s)
 {
 	int before = st->window;
 	st->window = 0;
@@ -517,12 +517,12 @@ void fb_kill(fb_state_t *st, const fb_settings_t *s)
 	st->dead = true;
 	st->probing = false;
 	st->base = 0;
-	st->probe_state = FB_PROBE_IDLE;
+	st->probe_state = FEEDBACK_PROBE_IDLE;
 	if (before != 0)
-		debug_log(st, s, "kill", before, FB_DEAD);
+		debug_log(st, s, "kill", before, FEEDBACK_DEAD);
 }
 
-int fb_effective_window(const fb_state_t *st, const fb_settings_t *s)
+int feedback_effective_window(const feedback_state_t *st, const feedback_settings_t *s)
 {
 	if (st->dead || st->window <= 0)
 		return 0;
@@ -531,24 +531,24 @@ int fb_effective_window(const fb_state_t *st, const fb_settings_t *s)
 	return st->window;
 }
 
-double fb_next_start_time(const fb_state_t *st, const fb_settings_t *s)
+double feedback_next_start_time(const feedback_state_t *st, const feedback_settings_t *s)
 {
 	if (!(s->rate_delay > 0) || !st->started)
 		return -HUGE_VAL;
 	return st->last_start + s->rate_delay;
 }
 
-bool fb_can_start(const fb_state_t *st, const fb_settings_t *s, double now)
+bool feedback_can_start(const feedback_state_t *st, const feedback_settings_t *s, double now)
 {
-	if (st->busy >= fb_effective_window(st, s))
+	if (st->busy >= feedback_effective_window(st, s))
 		return false;
-	return now >= fb_next_start_time(st, s);
+	return now >= feedback_next_start_time(st, s);
 }
 
-fb_ticket_t fb_delivery_start(fb_state_t *st, const fb_settings_t *s,
+feedback_ticket_t feedback_delivery_start(feedback_state_t *st, const feedback_settings_t *s,
     double now)
 {
-	fb_ticket_t tk;
+	feedback_ticket_t tk;
 
 	st->busy += 1;
 	st->started = true;
@@ -556,35 +556,35 @@ fb_ticket_t fb_delivery_start(fb_state_t *st, const fb_settings_t *s,
 	tk.conc = st->busy;
 	tk.negatives = st->negatives;
 	tk.probe = false;
-	if (s->mode == FB_MODE_LEARN && st->probe_state == FB_PROBE_READY
+	if (s->mode == FEEDBACK_MODE_LEARN && st->probe_state == FEEDBACK_PROBE_READY
 	    && st->ceiling > 0 && st->busy > st->ceiling) {
 		int before = st->window;
 		tk.probe = true;
-		st->probe_state = FB_PROBE_OUT;
+		st->probe_state = FEEDBACK_PROBE_OUT;
 		st->window = learn_window(st);
 		debug_log(st, s, "limit-probe", before, 0);
 	}
 	return tk;
 }
 
-int fb_delivery_end(fb_state_t *st, const fb_settings_t *s, double now,
-    fb_outcome_t outcome, const fb_ticket_t *tk)
+int feedback_delivery_end(feedback_state_t *st, const feedback_settings_t *s, double now,
+    feedback_outcome_t outcome, const feedback_ticket_t *tk)
 {
 	int flags = 0;
 
-	if (s->mode == FB_MODE_LEARN)
+	if (s->mode == FEEDBACK_MODE_LEARN)
 		flags = learn_event(st, s, outcome, tk, now);
-	else if (outcome == FB_POSITIVE)
-		flags = fb_positive(st, s);
-	else if (outcome == FB_NEGATIVE)
-		flags = fb_negative(st, s);
+	else if (outcome == FEEDBACK_POSITIVE)
+		flags = feedback_positive(st, s);
+	else if (outcome == FEEDBACK_NEGATIVE)
+		flags = feedback_negative(st, s);
 	if (st->busy > 0)
 		st->busy -= 1;
 	return flags;
 }
 
-int fb_delivery_done(fb_state_t *st, const fb_settings_t *s, double now,
-    fb_outcome_t outcome)
+int feedback_delivery_done(feedback_state_t *st, const feedback_settings_t *s, double now,
+    feedback_outcome_t outcome)
 {
-	return fb_delivery_end(st, s, now, outcome, NULL);
+	return feedback_delivery_end(st, s, now, outcome, NULL);
 }

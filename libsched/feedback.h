@@ -7,31 +7,31 @@
  * refusing sessions, with a probe above it now and then.
  *
  * Pure logic, TIME UNIT: double seconds (virtual clock; the rate delay
- * and the learn mode's probes use time).  One fb_state_t lives in each
+ * and the learn mode's probes use time).  One feedback_state_t lives in each
  * destination queue
- * (transport x nexthop); one fb_settings_t per transport, filled by the
+ * (transport x nexthop); one feedback_settings_t per transport, filled by the
  * caller from main.cf (TRANSPORT_X overriding default_X).
  *
  * The caller's protocol for one delivery:
- *     if (fb_can_start(&q->fb, set, now)) {
- *         tk = fb_delivery_start(&q->fb, set, now);   busy++, remembers now
+ *     if (feedback_can_start(&q->fb, set, now)) {
+ *         tk = feedback_delivery_start(&q->fb, set, now);   busy++, remembers now
  *         ... hand the entry to a delivery agent, keep tk with it ...
  *     }
  *     ... later, when the agent reports:
- *     fb_delivery_end(&q->fb, set, now, FB_POSITIVE, &tk);  or FB_NEGATIVE
- *                                                       or FB_NONE
- * (fb_delivery_done is the same without a ticket; the learn mode then
+ *     feedback_delivery_end(&q->fb, set, now, FEEDBACK_POSITIVE, &tk);  or FEEDBACK_NEGATIVE
+ *                                                       or FEEDBACK_NONE
+ * (feedback_delivery_done is the same without a ticket; the learn mode then
  * guesses the delivery's concurrency from busy.)
- * fb_delivery_end applies the feedback while the finished delivery still
+ * feedback_delivery_end applies the feedback while the finished delivery still
  * counts as busy (as Postfix does) and then decrements busy.  Callers
- * that track busy themselves may set st->busy and call fb_positive() /
- * fb_negative() directly.
+ * that track busy themselves may set st->busy and call feedback_positive() /
+ * feedback_negative() directly.
  *
  * Positive feedback = a delivery that did not fail while connecting or in
  * the handshake (rejected recipients included: the server talked to us).
  * Negative feedback = connect refused/timed out, no greeting, 421 at the
  * greeting, TLS handshake failure, connection dropped before the first
- * reply.  Other failures are FB_NONE (doc/scheduling-rules.md §4.3).
+ * reply.  Other failures are FEEDBACK_NONE (doc/scheduling-rules.md §4.3).
  *
  * The algorithm (doc/scheduling-rules.md §4.4, §4.5), N = window, g/f =
  * positive/negative feedback function:
@@ -53,12 +53,12 @@
  * g and f are evaluated with N = the window before the event.
  *
  * Dead destinations and probes (doc/scheduling-rules.md §5): when
- * fb_negative reports FB_DEAD the
+ * feedback_negative reports FEEDBACK_DEAD the
  * caller enters the destination in the DSC (dsc.h) and defers its mail.
- * At the DSC retry time the caller calls fb_probe_start() (window 1, not
+ * At the DSC retry time the caller calls feedback_probe_start() (window 1, not
  * dead) and starts the single probe delivery; its outcome then either
- * revives the queue (positive: window = initial, FB_REVIVED) or kills it
- * again at once (negative: window 0, FB_DEAD), whatever the cohort count.
+ * revives the queue (positive: window = initial, FEEDBACK_REVIVED) or kills it
+ * again at once (negative: window 0, FEEDBACK_DEAD), whatever the cohort count.
  * A positive event on a dead queue that is not probing (a delivery that
  * was in flight when the site was declared dead got through) revives it
  * too, as Postfix does; the caller then also clears the DSC entry.
@@ -80,16 +80,16 @@
 #include "str.h"
 
 /* A feedback function: g(N) = x/N, x/sqrt(N) or the constant x. */
-typedef enum fb_kind {
-	FB_KIND_CONSTANT = 0,		/* "x" */
-	FB_KIND_INVERSE,		/* "x/concurrency" */
-	FB_KIND_INVERSE_SQRT,		/* "x/sqrt_concurrency" */
-} fb_kind_t;
+typedef enum feedback_kind {
+	FEEDBACK_KIND_CONSTANT = 0,		/* "x" */
+	FEEDBACK_KIND_INVERSE,		/* "x/concurrency" */
+	FEEDBACK_KIND_INVERSE_SQRT,		/* "x/sqrt_concurrency" */
+} feedback_kind_t;
 
-typedef struct fb_func {
-	fb_kind_t kind;
+typedef struct feedback_func {
+	feedback_kind_t kind;
 	double x;			/* in [0, 1] */
-} fb_func_t;
+} feedback_func_t;
 
 /* Parse "1/concurrency", "1/sqrt_concurrency", "0.5/concurrency", "1",
  * "0.25", ... (blanks allowed around '/', names case-insensitive).  The
@@ -97,63 +97,63 @@ typedef struct fb_func {
  * puts a one-line reason in err (if not NULL), naming 'param' (the
  * parameter being parsed, e.g. "smtp_destination_concurrency_positive_
  * feedback"; may be NULL). */
-bool fb_func_parse(const char *text, const char *param, fb_func_t *out,
+bool feedback_func_parse(const char *text, const char *param, feedback_func_t *out,
     str_t *err);
 /* Value for window N (N < 1 is treated as 1, so nothing divides by 0;
  * doc/scheduling-rules.md §4.2). */
-double fb_func_eval(const fb_func_t *fn, int window);
+double feedback_func_eval(const feedback_func_t *fn, int window);
 /* Canonical text ("1/concurrency", "0.5/sqrt_concurrency", "1") into out
  * (replacing its contents); returns str_cstr(out). */
-const char *fb_func_format(const fb_func_t *fn, str_t *out);
+const char *feedback_func_format(const feedback_func_t *fn, str_t *out);
 
 /* Defaults as in Postfix (doc/scheduling-rules.md §4.1, §4.5, §4.8). */
-#define FB_DEF_INITIAL_CONCURRENCY	5	/* initial_destination_concurrency */
-#define FB_DEF_CONCURRENCY_LIMIT	20	/* default_destination_concurrency_limit */
-#define FB_DEF_FAILED_COHORT_LIMIT	1.0	/* ..._failed_cohort_limit */
-#define FB_DEF_RATE_DELAY		0.0	/* destination_rate_delay, s */
+#define FEEDBACK_DEF_INITIAL_CONCURRENCY	5	/* initial_destination_concurrency */
+#define FEEDBACK_DEF_CONCURRENCY_LIMIT	20	/* default_destination_concurrency_limit */
+#define FEEDBACK_DEF_FAILED_COHORT_LIMIT	1.0	/* ..._failed_cohort_limit */
+#define FEEDBACK_DEF_RATE_DELAY		0.0	/* destination_rate_delay, s */
 
 /* destination_concurrency_feedback_mode: postfix (doc/scheduling-rules.md
  * §4.4, §4.5 alone) or learn (the same underneath, plus a learned session limit:
  * doc/scheduler-feedback.md section 2a). */
-typedef enum fb_mode {
-	FB_MODE_POSTFIX = 0,
-	FB_MODE_LEARN,
-} fb_mode_t;
+typedef enum feedback_mode {
+	FEEDBACK_MODE_POSTFIX = 0,
+	FEEDBACK_MODE_LEARN,
+} feedback_mode_t;
 
 /* "postfix" or "learn" (case-insensitive, blanks trimmed).  On error
  * returns false, leaves *out alone and puts a one-line reason naming
  * param (may be NULL) in err (if not NULL). */
-bool fb_mode_parse(const char *text, const char *param, fb_mode_t *out,
+bool feedback_mode_parse(const char *text, const char *param, feedback_mode_t *out,
     str_t *err);
-const char *fb_mode_name(fb_mode_t mode);
+const char *feedback_mode_name(feedback_mode_t mode);
 
 /* learn mode: probe interval bounds, seconds (doc/scheduling-rules.md
  * §4.7). */
-#define FB_LEARN_PROBE_MIN	1.0
-#define FB_LEARN_PROBE_MAX	20.0
+#define FEEDBACK_LEARN_PROBE_MIN	1.0
+#define FEEDBACK_LEARN_PROBE_MAX	20.0
 
 /* Per-transport settings, filled by the caller. */
-typedef struct fb_settings {
-	fb_mode_t mode;			/* destination_concurrency_feedback_mode */
+typedef struct feedback_settings {
+	feedback_mode_t mode;			/* destination_concurrency_feedback_mode */
 	int initial_concurrency;	/* >= 1 */
 	int concurrency_limit;		/* >= 0; 0 = no limit (as Postfix) */
 	double failed_cohort_limit;	/* >= 0 */
-	fb_func_t positive;		/* destination_concurrency_positive_feedback */
-	fb_func_t negative;		/* destination_concurrency_negative_feedback */
+	feedback_func_t positive;		/* destination_concurrency_positive_feedback */
+	feedback_func_t negative;		/* destination_concurrency_negative_feedback */
 	double rate_delay;		/* destination_rate_delay, s, >= 0 */
 	bool debug;			/* destination_concurrency_feedback_debug */
-} fb_settings_t;
+} feedback_settings_t;
 
 /* Defaults: initial 5, limit 20, cohort limit 1, both feedbacks the
  * constant 1, no rate delay, no debug. */
-void fb_settings_init(fb_settings_t *s);
+void feedback_settings_init(feedback_settings_t *s);
 /* Range checks; false with a one-line reason in err on error. */
-bool fb_settings_check(const fb_settings_t *s, str_t *err);
+bool feedback_settings_check(const feedback_settings_t *s, str_t *err);
 
 /* Per-destination state.  Fields are public for reading (reports,
  * simulator statistics); change them only through the functions below,
  * except busy for callers that count in-flight deliveries themselves. */
-typedef struct fb_state {
+typedef struct feedback_state {
 	int window;			/* concurrency allowed now; 0 = dead */
 	int busy;			/* deliveries in flight */
 	double success;			/* positive feedback accumulator */
@@ -168,78 +168,78 @@ typedef struct fb_state {
 	 * ready]); see doc/scheduler-feedback.md section 2a). */
 	int base;			/* the Postfix window underneath */
 	int ceiling;			/* learned session limit; 0 = none */
-	int probe_state;		/* FB_PROBE_IDLE, _READY, _OUT */
-	double probe_interval;		/* s, FB_LEARN_PROBE_MIN..MAX */
+	int probe_state;		/* FEEDBACK_PROBE_IDLE, _READY, _OUT */
+	double probe_interval;		/* s, FEEDBACK_LEARN_PROBE_MIN..MAX */
 	double next_probe;		/* earliest time of the next probe */
 	unsigned long negatives;	/* negative events so far */
-} fb_state_t;
+} feedback_state_t;
 
-enum { FB_PROBE_IDLE = 0, FB_PROBE_READY, FB_PROBE_OUT };
+enum { FEEDBACK_PROBE_IDLE = 0, FEEDBACK_PROBE_READY, FEEDBACK_PROBE_OUT };
 
-/* What fb_delivery_start says about one delivery; the caller keeps it with
- * the delivery and gives it back to fb_delivery_end. */
-typedef struct fb_ticket {
+/* What feedback_delivery_start says about one delivery; the caller keeps it with
+ * the delivery and gives it back to feedback_delivery_end. */
+typedef struct feedback_ticket {
 	int conc;			/* in flight at its start, itself included */
 	bool probe;			/* learn: the probe above the ceiling */
 	unsigned long negatives;	/* st->negatives at its start */
-} fb_ticket_t;
+} feedback_ticket_t;
 
 /* What an event did (bit flags; 0 = nothing changed in the window). */
 enum {
-	FB_GREW = 1,			/* window went up */
-	FB_SHRANK = 2,			/* window went down (still >= 1) */
-	FB_DEAD = 4,			/* destination declared dead, window 0 */
-	FB_REVIVED = 8,			/* probe succeeded, window = initial */
+	FEEDBACK_GREW = 1,			/* window went up */
+	FEEDBACK_SHRANK = 2,			/* window went down (still >= 1) */
+	FEEDBACK_DEAD = 4,			/* destination declared dead, window 0 */
+	FEEDBACK_REVIVED = 8,			/* probe succeeded, window = initial */
 };
 
-/* Outcome of a delivery, for fb_delivery_done. */
-typedef enum fb_outcome {
-	FB_NONE = 0,			/* no feedback (e.g. agent crashed) */
-	FB_POSITIVE,
-	FB_NEGATIVE,
-} fb_outcome_t;
+/* Outcome of a delivery, for feedback_delivery_done. */
+typedef enum feedback_outcome {
+	FEEDBACK_NONE = 0,			/* no feedback (e.g. agent crashed) */
+	FEEDBACK_POSITIVE,
+	FEEDBACK_NEGATIVE,
+} feedback_outcome_t;
 
 /* window = initial clamped to the limit (and to >= 1), accumulators 0,
  * busy 0, not dead.  name (e.g. "smtp:example.com") is only used in debug
  * logs and must outlive the state (the queue's own name string). */
-void fb_init(fb_state_t *st, const fb_settings_t *s, const char *name);
+void feedback_init(feedback_state_t *st, const feedback_settings_t *s, const char *name);
 
-/* The two feedback events; return FB_* flags. */
-int fb_positive(fb_state_t *st, const fb_settings_t *s);
-int fb_negative(fb_state_t *st, const fb_settings_t *s);
+/* The two feedback events; return FEEDBACK_* flags. */
+int feedback_positive(feedback_state_t *st, const feedback_settings_t *s);
+int feedback_negative(feedback_state_t *st, const feedback_settings_t *s);
 
 /* Half-open state for a DSC probe: window 1, not dead, accumulators 0,
- * probing.  The next fb_positive revives (window = initial), the next
- * fb_negative kills at once. */
-void fb_probe_start(fb_state_t *st, const fb_settings_t *s);
+ * probing.  The next feedback_positive revives (window = initial), the next
+ * feedback_negative kills at once. */
+void feedback_probe_start(feedback_state_t *st, const feedback_settings_t *s);
 /* Declare dead now (e.g. the DSC already knows the destination is down):
  * window 0, dead, not probing. */
-void fb_kill(fb_state_t *st, const fb_settings_t *s);
+void feedback_kill(feedback_state_t *st, const feedback_settings_t *s);
 
 /* The concurrency that may actually be used: 0 if dead, min(window, 1)
  * with a rate delay, else window (doc/scheduling-rules.md §4.8). */
-int fb_effective_window(const fb_state_t *st, const fb_settings_t *s);
+int feedback_effective_window(const feedback_state_t *st, const feedback_settings_t *s);
 /* Earliest time a new delivery may start because of the rate delay:
  * last_start + rate_delay, or -HUGE_VAL if there is no rate delay or no
  * delivery was started yet.  (It says nothing about busy/window.) */
-double fb_next_start_time(const fb_state_t *st, const fb_settings_t *s);
+double feedback_next_start_time(const feedback_state_t *st, const feedback_settings_t *s);
 /* May one more delivery start now?  busy < effective window, and with a
- * rate delay also busy == 0 and now >= fb_next_start_time(). */
-bool fb_can_start(const fb_state_t *st, const fb_settings_t *s, double now);
+ * rate delay also busy == 0 and now >= feedback_next_start_time(). */
+bool feedback_can_start(const feedback_state_t *st, const feedback_settings_t *s, double now);
 /* A delivery starts: busy++, last_start = now.  Returns its ticket (in
  * learn mode it may be the probe: see section 2a). */
-fb_ticket_t fb_delivery_start(fb_state_t *st, const fb_settings_t *s,
+feedback_ticket_t feedback_delivery_start(feedback_state_t *st, const feedback_settings_t *s,
     double now);
 /* A delivery ended: apply the outcome's feedback (busy still counting the
  * finished delivery), then busy-- (never below 0); in learn mode also the
  * learned ceiling and the probe timing.  tk is the delivery's ticket from
- * fb_delivery_start (NULL: unknown; c is then taken as busy and an
+ * feedback_delivery_start (NULL: unknown; c is then taken as busy and an
  * outstanding probe as this delivery if busy is above the ceiling).
- * Returns FB_* flags. */
-int fb_delivery_end(fb_state_t *st, const fb_settings_t *s, double now,
-    fb_outcome_t outcome, const fb_ticket_t *tk);
-/* fb_delivery_end without a ticket. */
-int fb_delivery_done(fb_state_t *st, const fb_settings_t *s, double now,
-    fb_outcome_t outcome);
+ * Returns FEEDBACK_* flags. */
+int feedback_delivery_end(feedback_state_t *st, const feedback_settings_t *s, double now,
+    feedback_outcome_t outcome, const feedback_ticket_t *tk);
+/* feedback_delivery_end without a ticket. */
+int feedback_delivery_done(feedback_state_t *st, const feedback_settings_t *s, double now,
+    feedback_outcome_t outcome);
 
 #endif

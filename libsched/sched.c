@@ -84,7 +84,7 @@ void sched_free(sched_t *s)
 		}
 		free(qs);
 		htable_free(t->queues, NULL);
-		sheap_free(&t->runq);
+		sched_heap_free(&t->runq);
 		free(t->name);
 		free(t);
 	}

@@ -116,7 +116,7 @@ typedef struct sched_tparams {
 	long extra_recipient_limit;	/* more for preempting jobs, default 1000 */
 	long recipient_refill_limit;	/* read a batch when this much room, 100 */
 	double recipient_refill_delay;	/* or when this long since the last, 5s */
-	fb_settings_t conc;		/* concurrency feedback (feedback.h) */
+	feedback_settings_t conc;		/* concurrency feedback (feedback.h) */
 	sched_limits_t limits;		/* rate limits of every destination */
 	/* Ask driver.dest_limits for each new destination queue of this
 	 * transport (it has a rate table). */

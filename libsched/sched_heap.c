@@ -6,13 +6,13 @@
 #include "sched_int.h"
 #include "mem.h"
 
-static void place(sheap_t *h, size_t i, void *x)
+static void place(sched_heap_t *h, size_t i, void *x)
 {
 	h->v[i] = x;
 	h->setidx(x, i);
 }
 
-static void up(sheap_t *h, size_t i)
+static void up(sched_heap_t *h, size_t i)
 {
 	void *x = h->v[i];
 	uint64_t k = h->key(x);
@@ -26,7 +26,7 @@ static void up(sheap_t *h, size_t i)
 	place(h, i, x);
 }
 
-static void down(sheap_t *h, size_t i)
+static void down(sched_heap_t *h, size_t i)
 {
 	void *x = h->v[i];
 	uint64_t k = h->key(x);
@@ -47,7 +47,7 @@ static void down(sheap_t *h, size_t i)
 	place(h, i, x);
 }
 
-void sheap_init(sheap_t *h, uint64_t (*key)(const void *),
+void sched_heap_init(sched_heap_t *h, uint64_t (*key)(const void *),
     void (*setidx)(void *, size_t))
 {
 	h->v = NULL;
@@ -56,7 +56,7 @@ void sheap_init(sheap_t *h, uint64_t (*key)(const void *),
 	h->setidx = setidx;
 }
 
-void sheap_push(sheap_t *h, void *x)
+void sched_heap_push(sched_heap_t *h, void *x)
 {
 	if (h->n == h->cap) {
 		h->cap = h->cap ? 2 * h->cap : 8;
@@ -66,17 +66,17 @@ void sheap_push(sheap_t *h, void *x)
 	up(h, h->n - 1);
 }
 
-void sheap_remove(sheap_t *h, size_t i)
+void sched_heap_remove(sched_heap_t *h, size_t i)
 {
 	void *x = h->v[i];
 	h->setidx(x, SIZE_MAX);
 	if (i != --h->n) {
 		place(h, i, h->v[h->n]);
-		sheap_update(h, i);
+		sched_heap_update(h, i);
 	}
 }
 
-void sheap_update(sheap_t *h, size_t i)
+void sched_heap_update(sched_heap_t *h, size_t i)
 {
 	void *x = h->v[i];
 	up(h, i);
@@ -84,7 +84,7 @@ void sheap_update(sheap_t *h, size_t i)
 		down(h, i);
 }
 
-void sheap_free(sheap_t *h)
+void sched_heap_free(sched_heap_t *h)
 {
 	free(h->v);
 	h->v = NULL;

@@ -12,15 +12,15 @@ typedef struct sheap {
 	size_t n, cap;
 	uint64_t (*key)(const void *);
 	void (*setidx)(void *, size_t);	/* SIZE_MAX when removed */
-} sheap_t;
+} sched_heap_t;
 
-void sheap_init(sheap_t *h, uint64_t (*key)(const void *),
+void sched_heap_init(sched_heap_t *h, uint64_t (*key)(const void *),
     void (*setidx)(void *, size_t));
-void sheap_push(sheap_t *h, void *x);
-void sheap_remove(sheap_t *h, size_t i);
-void sheap_update(sheap_t *h, size_t i);
-void sheap_free(sheap_t *h);
-static inline void *sheap_min(const sheap_t *h)
+void sched_heap_push(sched_heap_t *h, void *x);
+void sched_heap_remove(sched_heap_t *h, size_t i);
+void sched_heap_update(sched_heap_t *h, size_t i);
+void sched_heap_free(sched_heap_t *h);
+static inline void *sched_heap_min(const sched_heap_t *h)
 {
 	return h->n ? h->v[0] : NULL;
 }
@@ -64,7 +64,7 @@ struct sched_transport {
 	sched_job_t *current;		/* where selection starts */
 	/* The linked jobs that are not blockers, by list position: the
 	 * selection takes the first, so blockers cost nothing. */
-	sheap_t runq;
+	sched_heap_t runq;
 	/* Preemption candidate cache. */
 	bool cand_valid;
 	sched_job_t *cand_current;	/* the current job it was computed for */
@@ -80,12 +80,12 @@ struct sched_queue {
 	sched_transport_t *t;
 	char *nexthop;
 	char *name;			/* "transport:nexthop" for logs */
-	fb_state_t fb;
+	feedback_state_t fb;
 	list_t todo, busy;		/* entries */
 	size_t ntodo, nbusy;
 	/* Peers with pending entries whose job is blocked (possibly stale:
 	 * their job may run again), by job list position. */
-	sheap_t blocked;
+	sched_heap_t blocked;
 	bool suspended;			/* DSC: defer new mail at once */
 	bool dsc_known;			/* may be in the DSC: check before use */
 	double retry_at;		/* end of suspension */
@@ -174,7 +174,7 @@ struct sched_entry {
 	size_t n, cap;
 	bool busy;
 	bool probe;
-	fb_ticket_t fbt;		/* from fb_delivery_start, while busy */
+	feedback_ticket_t fbt;		/* from feedback_delivery_start, while busy */
 };
 
 #define PEER_NEXTHOP(p)		((p)->nexthop ? (p)->nexthop : (p)->q->nexthop)
@@ -213,8 +213,8 @@ void sched_queue_kill(sched_queue_t *q, const char *reason, double now);
 void sched_queue_revive(sched_queue_t *q, double now);
 void sched_queue_gc_mark(sched_queue_t *q);
 void sched_queue_check_unblock(sched_queue_t *q, double now);
-void sched_heap_remove(sched_t *s, sched_queue_t *q);
-void sched_heap_set(sched_t *s, sched_queue_t *q, double when);
+void sched_queue_wake_remove(sched_t *s, sched_queue_t *q);
+void sched_queue_wake_set(sched_t *s, sched_queue_t *q, double when);
 void sched_run_timers(sched_t *s, double now);
 bool sched_queue_rate_keep(sched_queue_t *q, double now);
 

@@ -63,12 +63,12 @@ static void peer_setidx(void *x, size_t i)
 
 void sched_transport_heaps_init(sched_transport_t *t)
 {
-	sheap_init(&t->runq, job_key, job_setidx);
+	sched_heap_init(&t->runq, job_key, job_setidx);
 }
 
 void sched_queue_heaps_init(sched_queue_t *q)
 {
-	sheap_init(&q->blocked, peer_key, peer_setidx);
+	sched_heap_init(&q->blocked, peer_key, peer_setidx);
 }
 
 /* Labels follow the job list order (order maintenance): a new position
@@ -136,11 +136,11 @@ static void job_rekey(sched_job_t *j)
 	list_node_t *n;
 
 	if (j->ridx != SIZE_MAX)
-		sheap_update(&j->t->runq, j->ridx);
+		sched_heap_update(&j->t->runq, j->ridx);
 	list_foreach(n, &j->ready) {
 		sched_peer_t *p = list_entry(n, sched_peer_t, rnode);
 		if (p->bidx != SIZE_MAX)
-			sheap_update(&p->q->blocked, p->bidx);
+			sched_heap_update(&p->q->blocked, p->bidx);
 	}
 }
 
@@ -154,11 +154,11 @@ static void job_block(sched_job_t *j)
 
 	j->blocked = true;
 	if (j->ridx != SIZE_MAX)
-		sheap_remove(&t->runq, j->ridx);
+		sched_heap_remove(&t->runq, j->ridx);
 	list_foreach(n, &j->ready) {
 		sched_peer_t *p = list_entry(n, sched_peer_t, rnode);
 		if (p->bidx == SIZE_MAX)
-			sheap_push(&p->q->blocked, p);
+			sched_heap_push(&p->q->blocked, p);
 	}
 	if (t->cand == j)
 		RESET_CAND_CACHE(t);
@@ -172,7 +172,7 @@ static void job_unblock(sched_job_t *j)
 
 	j->blocked = false;
 	if (j->stack_level >= 0 && j->ridx == SIZE_MAX)
-		sheap_push(&t->runq, j);
+		sched_heap_push(&t->runq, j);
 	t->current = job_first(t);
 	RESET_CAND_CACHE(t);
 }
@@ -181,7 +181,7 @@ static void job_unblock(sched_job_t *j)
 void sched_peer_todo_gone(sched_peer_t *p)
 {
 	if (p->bidx != SIZE_MAX)
-		sheap_remove(&p->q->blocked, p->bidx);
+		sched_heap_remove(&p->q->blocked, p->bidx);
 }
 
 /* Put a job on its transport's list by queue time.  Normally the job is
@@ -206,7 +206,7 @@ static void job_link(sched_job_t *j)
 	job_label(j);
 	j->stack_level = 0;
 	j->blocked = false;
-	sheap_push(&t->runq, j);
+	sched_heap_push(&t->runq, j);
 	t->njobs++;
 	/* An older job than the current one starts the next selection. */
 	if (t->current == NULL || passed_current)
@@ -264,7 +264,7 @@ static void job_unlink(sched_job_t *j)
 	if (t->current == j)
 		t->current = job_next(j);
 	if (j->ridx != SIZE_MAX)
-		sheap_remove(&t->runq, j->ridx);
+		sched_heap_remove(&t->runq, j->ridx);
 	{
 		list_node_t *x;
 		list_foreach(x, &j->ready)
@@ -336,8 +336,8 @@ sched_job_t *sched_job_obtain(sched_msg_t *m, sched_transport_t *t)
 void sched_job_wake(sched_queue_t *q, int n)
 {
 	while (n > 0 && q->blocked.n > 0) {
-		sched_peer_t *p = sheap_min(&q->blocked);
-		sheap_remove(&q->blocked, 0);
+		sched_peer_t *p = sched_heap_min(&q->blocked);
+		sched_heap_remove(&q->blocked, 0);
 		if (p->j->blocked) {
 			job_unblock(p->j);
 			n--;
@@ -577,7 +577,7 @@ sched_entry_t *sched_job_entry_select(sched_transport_t *t, double now)
 	 * the current one is a blocker (sched_check verifies it), so this is
 	 * the first non-blocker from the current job on, and a preempting
 	 * job (just in front of the one it preempted) comes first. */
-	while ((j = sheap_min(&t->runq)) != NULL) {
+	while ((j = sched_heap_min(&t->runq)) != NULL) {
 		sched_peer_t *p;
 		if ((p = job_peer_select(j, now)) != NULL) {
 			sched_entry_t *e = entry_select(p, now);

@@ -21,7 +21,7 @@ void sched_tparams_init(sched_tparams_t *p, const char *name)
 	p->extra_recipient_limit = 1000;
 	p->recipient_refill_limit = 100;
 	p->recipient_refill_delay = 5;
-	fb_settings_init(&p->conc);
+	feedback_settings_init(&p->conc);
 	sched_limits_init(&p->limits);
 	if (name && strcmp(name, "local") == 0) {
 		p->destination_recipient_limit = 1;
@@ -167,9 +167,9 @@ bool sched_tparams_set(sched_tparams_t *p, const char *name,
 		return true;
 	}
 	if (strcmp(name, "destination_concurrency_positive_feedback") == 0)
-		return fb_func_parse(value, name, &p->conc.positive, err);
+		return feedback_func_parse(value, name, &p->conc.positive, err);
 	if (strcmp(name, "destination_concurrency_negative_feedback") == 0)
-		return fb_func_parse(value, name, &p->conc.negative, err);
+		return feedback_func_parse(value, name, &p->conc.negative, err);
 	if (strcmp(name, "destination_message_rate") == 0)
 		return tb_rate_parse(value, &p->limits.msg_rate, err);
 	if (strcmp(name, "destination_connection_rate") == 0)
@@ -189,7 +189,7 @@ bool sched_tparams_set(sched_tparams_t *p, const char *name,
 		return true;
 	}
 	if (strcmp(name, "destination_concurrency_feedback_mode") == 0)
-		return fb_mode_parse(value, name, &p->conc.mode, err);
+		return feedback_mode_parse(value, name, &p->conc.mode, err);
 	if (strcmp(name, "destination_concurrency_feedback_debug") == 0) {
 		if (!parse_bool(value, &p->conc.debug))
 			return bad(err, name, value, "yes or no");
@@ -236,7 +236,7 @@ bool sched_tparams_check(const sched_tparams_t *p, str_t *err)
 			str_setf(err, "rates must be >= 0 and bursts >= 1");
 		return false;
 	}
-	return fb_settings_check(&p->conc, err);
+	return feedback_settings_check(&p->conc, err);
 }
 
 void sched_params_init(sched_params_t *p)

@@ -25,7 +25,7 @@ sched_queue_t *sched_queue_create(sched_transport_t *t, const char *nexthop,
 	q->nexthop = xstrdup(nexthop);
 	str_setf(&name, "%s:%s", t->name, nexthop);
 	q->name = str_steal(&name);
-	fb_init(&q->fb, &t->p.conc, q->name);
+	feedback_init(&q->fb, &t->p.conc, q->name);
 	list_init(&q->todo);
 	list_init(&q->busy);
 	sched_queue_heaps_init(q);
@@ -48,7 +48,7 @@ sched_queue_t *sched_queue_create(sched_transport_t *t, const char *nexthop,
 		if (de->state == DSC_STATE_PROBING)
 			dsc_probe_abort(s->dsc, t->name, nexthop, NULL);
 		q->dsc_known = true;
-		fb_kill(&q->fb, &t->p.conc);
+		feedback_kill(&q->fb, &t->p.conc);
 		q->reason = xstrdup(de->reason ? de->reason : "unknown reason");
 		if (de->retry_at > now) {
 			q->suspended = true;
@@ -65,8 +65,8 @@ void sched_queue_free(sched_queue_t *q)
 	if (q->ntodo || q->nbusy)
 		log_panic("sched: free queue %s with %zu/%zu entries", q->name,
 		    q->ntodo, q->nbusy);
-	sched_heap_remove(t->s, q);
-	sheap_free(&q->blocked);
+	sched_queue_wake_remove(t->s, q);
+	sched_heap_free(&q->blocked);
 	if (q->on_gc)
 		list_remove(&q->gc_node);
 	htable_delete(t->queues, q->nexthop);
@@ -132,7 +132,7 @@ static double rate_full(const sched_queue_t *q, double now)
  * doc/scheduling-rules.md §9.3, §9.4. */
 static void rate_arm(sched_queue_t *q, double now)
 {
-	const fb_settings_t *set = &q->t->p.conc;
+	const feedback_settings_t *set = &q->t->p.conc;
 	double w, d;
 
 	if (q->ntodo == 0 && q->nbusy == 0)
@@ -140,11 +140,11 @@ static void rate_arm(sched_queue_t *q, double now)
 	else {
 		w = rate_next(q, now);
 		if (set->rate_delay > 0
-		    && (d = fb_next_start_time(&q->fb, set)) > w)
+		    && (d = feedback_next_start_time(&q->fb, set)) > w)
 			w = d;
 	}
 	if (w > now)
-		sched_heap_set(q->t->s, q, w);
+		sched_queue_wake_set(q->t->s, q, w);
 }
 
 /* From the gc: an empty limited queue is kept (not freed) while its
@@ -168,15 +168,15 @@ static bool needs_verdict(const sched_queue_t *q)
 /* The same test as sched_queue_can_start without its side effects. */
 bool sched_queue_may_start(sched_queue_t *q, double now)
 {
-	const fb_settings_t *set = &q->t->p.conc;
+	const feedback_settings_t *set = &q->t->p.conc;
 
 	if (sched_queue_suspended(q, now))
 		return false;
 	if (q->limited && !rate_ok(q, now))
 		return false;
 	if (needs_verdict(q))
-		return q->fb.busy == 0 && now >= fb_next_start_time(&q->fb, set);
-	return fb_can_start(&q->fb, set, now);
+		return q->fb.busy == 0 && now >= feedback_next_start_time(&q->fb, set);
+	return feedback_can_start(&q->fb, set, now);
 }
 
 static void queue_suspend(sched_queue_t *q, const dsc_entry_t *de, double now)
@@ -200,7 +200,7 @@ bool sched_queue_can_start(sched_queue_t *q, double now)
 {
 	sched_transport_t *t = q->t;
 	sched_t *s = t->s;
-	const fb_settings_t *set = &t->p.conc;
+	const feedback_settings_t *set = &t->p.conc;
 
 	if (sched_queue_suspended(q, now))
 		return false;
@@ -214,7 +214,7 @@ bool sched_queue_can_start(sched_queue_t *q, double now)
 		const dsc_entry_t *de = NULL;
 		dsc_verdict_t v;
 
-		if (q->fb.busy > 0 || now < fb_next_start_time(&q->fb, set))
+		if (q->fb.busy > 0 || now < feedback_next_start_time(&q->fb, set))
 			return false;
 		v = s->dsc ? dsc_check(s->dsc, t->name, q->nexthop, NULL, now, &de)
 		    : DSC_DELIVER;
@@ -226,7 +226,7 @@ bool sched_queue_can_start(sched_queue_t *q, double now)
 		}
 		switch (v) {
 		case DSC_PROBE:
-			fb_probe_start(&q->fb, set);
+			feedback_probe_start(&q->fb, set);
 			break;
 		case DSC_DELIVER:
 			/* Not (or no longer) in the cache.  A queue that died
@@ -234,7 +234,7 @@ bool sched_queue_can_start(sched_queue_t *q, double now)
 			 * still gets a single probe first. */
 			q->dsc_known = false;
 			if (q->fb.dead)
-				fb_probe_start(&q->fb, set);
+				feedback_probe_start(&q->fb, set);
 			break;
 		case DSC_SUSPENDED:
 		default:
@@ -242,16 +242,16 @@ bool sched_queue_can_start(sched_queue_t *q, double now)
 			return false;
 		}
 	}
-	return fb_can_start(&q->fb, set, now);
+	return feedback_can_start(&q->fb, set, now);
 }
 
 /* A delivery starts: busy, its tokens (doc/scheduling-rules.md §9.2),
  * the rate-delay timer (§4.8). */
 void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now)
 {
-	const fb_settings_t *set = &q->t->p.conc;
+	const feedback_settings_t *set = &q->t->p.conc;
 
-	e->fbt = fb_delivery_start(&q->fb, set, now);
+	e->fbt = feedback_delivery_start(&q->fb, set, now);
 	e->probe = q->fb.probing;
 	q->deliveries++;
 	/* A rate-delayed destination needs a wake-up when it may start
@@ -265,7 +265,7 @@ void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now)
 			tb_take(&q->conn_tb, now);
 		rate_arm(q, now);
 	} else if (set->rate_delay > 0)
-		sched_heap_set(q->t->s, q, fb_next_start_time(&q->fb, set));
+		sched_queue_wake_set(q->t->s, q, feedback_next_start_time(&q->fb, set));
 }
 
 /* Take one pending (todo) entry off its lists and report its recipients
@@ -320,7 +320,7 @@ void sched_queue_kill(sched_queue_t *q, const char *reason, double now)
 		reason = "unknown reason";
 	if (s->dsc)
 		de = dsc_mark_dead(s->dsc, t->name, q->nexthop, NULL, reason, now);
-	fb_kill(&q->fb, &t->p.conc);
+	feedback_kill(&q->fb, &t->p.conc);
 	q->dsc_known = true;
 	q->suspended = true;
 	q->retry_at = de ? de->retry_at
@@ -338,7 +338,7 @@ void sched_queue_kill(sched_queue_t *q, const char *reason, double now)
  * doc/scheduling-rules.md §5.3, §5.5). */
 void sched_queue_revive(sched_queue_t *q, double now)
 {
-	const fb_settings_t *set = &q->t->p.conc;
+	const feedback_settings_t *set = &q->t->p.conc;
 	int busy = q->fb.busy;
 	double last = q->fb.last_start;
 	bool started = q->fb.started;
@@ -347,7 +347,7 @@ void sched_queue_revive(sched_queue_t *q, double now)
 	q->suspended = false;
 	q->dsc_known = false;
 	if (q->fb.dead || q->fb.probing) {
-		fb_init(&q->fb, set, q->name);
+		feedback_init(&q->fb, set, q->name);
 		q->fb.busy = busy;
 		q->fb.last_start = last;
 		q->fb.started = started;
@@ -361,30 +361,30 @@ void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
 {
 	sched_transport_t *t = q->t;
 	sched_t *s = t->s;
-	fb_outcome_t outcome;
+	feedback_outcome_t outcome;
 	int r;
 
 	if (flags & SCHED_DLV_NO_FEEDBACK)
-		outcome = FB_NONE;
+		outcome = FEEDBACK_NONE;
 	else if (flags & SCHED_DLV_CONN_FAIL)
-		outcome = FB_NEGATIVE;
+		outcome = FEEDBACK_NEGATIVE;
 	else
-		outcome = FB_POSITIVE;
-	if (outcome == FB_NEGATIVE)
+		outcome = FEEDBACK_POSITIVE;
+	if (outcome == FEEDBACK_NEGATIVE)
 		q->conn_failures++;
-	r = fb_delivery_end(&q->fb, &t->p.conc, now, outcome, &e->fbt);
+	r = feedback_delivery_end(&q->fb, &t->p.conc, now, outcome, &e->fbt);
 
-	if ((flags & SCHED_DLV_SITE_FAIL) || (r & FB_DEAD)) {
+	if ((flags & SCHED_DLV_SITE_FAIL) || (r & FEEDBACK_DEAD)) {
 		sched_queue_kill(q, reason, now);
-	} else if (outcome == FB_POSITIVE && (q->dsc_known || (r & FB_REVIVED))) {
+	} else if (outcome == FEEDBACK_POSITIVE && (q->dsc_known || (r & FEEDBACK_REVIVED))) {
 		if (s->dsc)
 			dsc_probe_ok(s->dsc, t->name, q->nexthop, NULL);
 		sched_queue_revive(q, now);
-	} else if (outcome == FB_NONE && e->probe) {
+	} else if (outcome == FEEDBACK_NONE && e->probe) {
 		/* No verdict: the next check hands out a new probe. */
 		if (s->dsc)
 			dsc_probe_abort(s->dsc, t->name, q->nexthop, NULL);
-		fb_kill(&q->fb, &t->p.conc);
+		feedback_kill(&q->fb, &t->p.conc);
 		q->dsc_known = true;
 	}
 	sched_queue_check_unblock(q, now);
@@ -401,7 +401,7 @@ void sched_queue_check_unblock(sched_queue_t *q, double now)
 	if (q->blocked.n == 0 || q->ntodo == 0 || !sched_queue_may_start(q, now))
 		return;
 	c = needs_verdict(q) ? 1
-	    : fb_effective_window(&q->fb, &q->t->p.conc) - q->fb.busy;
+	    : feedback_effective_window(&q->fb, &q->t->p.conc) - q->fb.busy;
 	if (q->limited) {
 		/* No more jobs than there are tokens. */
 		double tk = q->lim.msg_rate > 0 ? tb_tokens(&q->msg_tb, now) : c;
@@ -449,7 +449,7 @@ static void heap_down(sched_t *s, size_t i)
 	}
 }
 
-void sched_heap_remove(sched_t *s, sched_queue_t *q)
+void sched_queue_wake_remove(sched_t *s, sched_queue_t *q)
 {
 	size_t i = q->heap_idx;
 
@@ -464,9 +464,9 @@ void sched_heap_remove(sched_t *s, sched_queue_t *q)
 	}
 }
 
-void sched_heap_set(sched_t *s, sched_queue_t *q, double when)
+void sched_queue_wake_set(sched_t *s, sched_queue_t *q, double when)
 {
-	sched_heap_remove(s, q);
+	sched_queue_wake_remove(s, q);
 	if (s->nheap == s->capheap) {
 		s->capheap = s->capheap ? 2 * s->capheap : 16;
 		s->heap = xreallocarray(s->heap, s->capheap, sizeof(*s->heap));
@@ -481,7 +481,7 @@ void sched_run_timers(sched_t *s, double now)
 {
 	while (s->nheap > 0 && s->heap[0]->wake <= now) {
 		sched_queue_t *q = s->heap[0];
-		sched_heap_remove(s, q);
+		sched_queue_wake_remove(s, q);
 		sched_queue_check_unblock(q, now);
 		/* A timer that fired early (clock granularity) waits again
 		 * for the exact time. */

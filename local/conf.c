@@ -55,7 +55,7 @@ int local_conf_from_config(local_conf_t *c, str_t *err)
 	int lk;
 
 	memset(c, 0, sizeof(*c));
-#define S(f, name) c->f = xstrdup(config_get_str(name))
+#define S(f, name) c->f = xstrdup(pconfig_get_str(name))
 	S(alias_maps, "alias_maps");
 	S(local_recipient_maps, "local_recipient_maps");
 	S(recipient_delimiter, "recipient_delimiter");
@@ -80,24 +80,24 @@ int local_conf_from_config(local_conf_t *c, str_t *err)
 		c->local_recipient_maps = str_steal(&rm);
 	}
 	c->cleanup_service = xstrdup("");
-	c->command_time_limit = config_get_time("command_time_limit");
-	c->mailbox_size_limit = config_get_size("mailbox_size_limit");
-	c->ipc_timeout = config_get_time("ipc_timeout");
+	c->command_time_limit = pconfig_get_time("command_time_limit");
+	c->mailbox_size_limit = pconfig_get_size("mailbox_size_limit");
+	c->ipc_timeout = pconfig_get_time("ipc_timeout");
 	if (c->ipc_timeout > 600)
 		c->ipc_timeout = 600;
 	c->lock_wait = 10;
-	c->owner_request_special = config_get_bool("owner_request_special");
-	c->expand_owner_alias = config_get_bool("expand_owner_alias");
+	c->owner_request_special = pconfig_get_bool("owner_request_special");
+	c->expand_owner_alias = pconfig_get_bool("expand_owner_alias");
 	if (words("allow_mail_to_commands",
-	    config_get_str("allow_mail_to_commands"), classes, class_bits, 3,
+	    pconfig_get_str("allow_mail_to_commands"), classes, class_bits, 3,
 	    &c->allow_commands, err) < 0
-	    || words("allow_mail_to_files", config_get_str("allow_mail_to_files"),
+	    || words("allow_mail_to_files", pconfig_get_str("allow_mail_to_files"),
 	    classes, class_bits, 3, &c->allow_files, err) < 0
 	    || words("prepend_delivered_header",
-	    config_get_str("prepend_delivered_header"), dt, dt_bits, 3,
+	    pconfig_get_str("prepend_delivered_header"), dt, dt_bits, 3,
 	    &c->prepend_delivered, err) < 0
 	    || words("mailbox_delivery_lock",
-	    config_get_str("mailbox_delivery_lock"), locks, lock_bits, 2, &lk,
+	    pconfig_get_str("mailbox_delivery_lock"), locks, lock_bits, 2, &lk,
 	    err) < 0) {
 		local_conf_free(c);
 		return -1;

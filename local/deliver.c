@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "addr.h"
 #include "aliases.h"
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "command.h"
 #include "deliver.h"
 #include "file.h"
@@ -331,7 +331,7 @@ void deliver_add_forward(dstate_t *s, const char *addr)
 static int to_cleanup(const void *data, size_t len, void *ctx)
 {
 	/* Errors are sticky in the client and come back from finish. */
-	(void)cleanup_write(ctx, data, len);
+	(void)cleanup_clnt_write(ctx, data, len);
 	return 0;
 }
 
@@ -342,7 +342,7 @@ static void deliver_forwards(dstate_t *s)
 	const local_conf_t *cf = &s->l->conf;
 	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
 	cleanup_reply_t reply;
-	cleanup_client_t *c;
+	cleanup_clnt_t *c;
 	str_t err = STR_INIT, envid = STR_INIT, ident = STR_INIT;
 	lmsg_copy_t cp;
 	const char *orcpt;
@@ -350,7 +350,7 @@ static void deliver_forwards(dstate_t *s)
 
 	if (s->fwd.n == 0)
 		return;
-	c = cleanup_connect(*cf->cleanup_service ? cf->cleanup_service : NULL,
+	c = cleanup_clnt_connect(*cf->cleanup_service ? cf->cleanup_service : NULL,
 	    (int)(cf->ipc_timeout * 1000), &err);
 	if (c == NULL) {
 		deliver_fail(s, "4.3.0", "cannot forward mail: %s", str_cstr(&err));
@@ -379,17 +379,17 @@ static void deliver_forwards(dstate_t *s)
 	}
 	str_setf(&ident, "local %s", s->msg->queue_id);
 	env.log_ident = str_cstr(&ident);
-	(void)cleanup_send_envelope(c, &env);
+	(void)cleanup_clnt_send_envelope(c, &env);
 	for (size_t i = 0; i < s->fwd.n; i++)
-		(void)cleanup_send_rcpt(c, s->fwd.v[i].text, orcpt, notify);
+		(void)cleanup_clnt_send_rcpt(c, s->fwd.v[i].text, orcpt, notify);
 	copy_opts(s, &cp, 0, (cf->prepend_delivered & LOCAL_DT_FORWARD) != 0);
 	if (lmsg_copy(s->msg->content, &cp, to_cleanup, c, &err) == LMSG_EREAD) {
-		(void)cleanup_abort(c, NULL);
-		cleanup_close(c);
+		(void)cleanup_clnt_abort(c, NULL);
+		cleanup_clnt_close(c);
 		deliver_fail(s, "4.3.0", "%s", str_cstr(&err));
 		goto out;
 	}
-	if (cleanup_finish(c, &reply) == 0) {
+	if (cleanup_clnt_finish(c, &reply) == 0) {
 		lstatus_t st = LSTATUS_INIT;
 		lstatus_set(&st, "2.0.0", "forwarded as %s", reply.queue_id);
 		deliver_result(s, &st);
@@ -401,7 +401,7 @@ static void deliver_forwards(dstate_t *s)
 		deliver_fail(s, reply.dsn[0] == '4' ? reply.dsn : "4.3.0",
 		    "cannot forward mail: %s", reply.text);
 	}
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 out:
 	str_release(&err);
 	str_release(&envid);

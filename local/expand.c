@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "addr.h"
 #include "aliases.h"
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "deliver.h"
 #include "file.h"
 #include "htable.h"

@@ -74,10 +74,10 @@ static void usage(void)
 
 static void setup_logging(void)
 {
-	const char *file = config_get_str("maillog_file");
+	const char *file = pconfig_get_str("maillog_file");
 	str_t name = STR_INIT;
 
-	str_setf(&name, "%s/master", config_get_str("syslog_name"));
+	str_setf(&name, "%s/master", pconfig_get_str("syslog_name"));
 	log_init(str_cstr(&name));
 	str_release(&name);
 	if (*file) {
@@ -134,7 +134,7 @@ static void ready(int fd, bool foreground)
 		return;
 	dup2(null, 0);
 	dup2(null, 1);
-	const char *file = config_get_str("maillog_file");
+	const char *file = pconfig_get_str("maillog_file");
 	int errfd = *file ? open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
 	dup2(errfd >= 0 ? errfd : null, 2);
 	if (errfd >= 0)
@@ -173,10 +173,10 @@ int main(int argc, char **argv)
 
 	/* main.cf's warnings are logged below, once the log is set up (and
 	 * by nobody else: the daemons leave them to master). */
-	config_defer_warnings();
-	if (config_load(master.config_dir) < 0)
+	pconfig_defer_warnings();
+	if (pconfig_load(master.config_dir) < 0)
 	{
-		log_lines(LOG_LVL_ERROR, config_errors());
+		log_lines(LOG_LVL_ERROR, pconfig_errors());
 		log_fatal("errors in %s/main.cf", master.config_dir);
 	}
 	master_pidfile_path(&path);
@@ -197,19 +197,19 @@ int main(int argc, char **argv)
 
 	setup_logging();
 	log_also_stderr(1);
-	config_log_warnings();
+	pconfig_log_warnings();
 	/* Services of a Postfix master.cf whose daemon Petrel does not have
 	 * are left out, with a warning (petrel check says the same). */
-	if (postfix_mastercf_filter(master.mcf, config_get_str("daemon_directory"),
+	if (postfix_mastercf_filter(master.mcf, pconfig_get_str("daemon_directory"),
 	    &errors) > 0)
 		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
-	master.queue_dir = xstrdup(config_get_str("queue_directory"));
+	master.queue_dir = xstrdup(pconfig_get_str("queue_directory"));
 	if (chdir(master.queue_dir) < 0)
 		log_fatal("queue_directory %s: %s (petrel check creates it)",
 		    master.queue_dir, strerror(errno));
 	master.private_instance = geteuid() != 0;
 	if (!master.private_instance) {
-		const char *owner = config_get_str("mail_owner");
+		const char *owner = pconfig_get_str("mail_owner");
 		struct passwd *pw = getpwnam(owner);
 		if (pw == NULL)
 			log_fatal("mail_owner account '%s' does not exist "
@@ -249,7 +249,7 @@ int main(int argc, char **argv)
 		    pw ? pw->pw_name : "?", (long)geteuid());
 	}
 	if (!master.private_instance && jail_wanted(master.mcf))
-		(void)jail_refresh(master.queue_dir, config_get_str("chroot_files"));
+		(void)jail_refresh(master.queue_dir, pconfig_get_str("chroot_files"));
 	master_services_start(true);
 	log_info("daemon started -- version %s, configuration %s",
 	    PETREL_VERSION, master.config_dir);

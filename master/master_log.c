@@ -94,14 +94,14 @@ void master_log_drain(void)
 
 void master_log_reopen(const char *why)
 {
-	const char *file = config_get_str("maillog_file");
+	const char *file = pconfig_get_str("maillog_file");
 	str_t name = STR_INIT;
 	int fd;
 
 	/* What was sent before belongs in the old file. */
 	master_log_drain();
 	/* A reload may have changed syslog_name (multi_instance_name). */
-	str_setf(&name, "%s/master", config_get_str("syslog_name"));
+	str_setf(&name, "%s/master", pconfig_get_str("syslog_name"));
 	log_init(str_cstr(&name));
 	str_release(&name);
 	if (*file == 0) {

@@ -28,7 +28,7 @@
 /* Which families inet_protocols allows. */
 static void protocols(bool *v4, bool *v6)
 {
-	const char *p = config_get_str("inet_protocols");
+	const char *p = pconfig_get_str("inet_protocols");
 
 	*v4 = strstr(p, "all") || strstr(p, "ipv4");
 	*v6 = strstr(p, "all") || strstr(p, "ipv6");
@@ -115,7 +115,7 @@ static int inet_addrs(const mastercf_entry_t *e, struct sockaddr_storage **a,
 {
 	bool v4, v6;
 	int port = resolve_port(e->port, err);
-	const char *hosts = *e->host ? e->host : config_get_str("inet_interfaces");
+	const char *hosts = *e->host ? e->host : pconfig_get_str("inet_interfaces");
 	char *copy, *p, *tok;
 
 	*a = NULL;
@@ -351,7 +351,7 @@ static char *command_path(const char *cmd)
 	str_t p = STR_INIT;
 	if (cmd[0] == '/')
 		return xstrdup(cmd);
-	str_setf(&p, "%s/%s", config_get_str("daemon_directory"), cmd);
+	str_setf(&p, "%s/%s", pconfig_get_str("daemon_directory"), cmd);
 	return str_steal(&p);
 }
 
@@ -518,15 +518,15 @@ void master_reload(void)
 
 	log_info("reload -- re-reading the configuration in %s", master.config_dir);
 	str_set(&oldtext, str_cstr(&master.maincf_text));
-	if (config_load(master.config_dir) < 0) {
-		log_lines(LOG_LVL_ERROR, config_errors());
+	if (pconfig_load(master.config_dir) < 0) {
+		log_lines(LOG_LVL_ERROR, pconfig_errors());
 		log_error("reload: errors in main.cf; configuration unchanged");
 		/* Back to what we ran with. */
 		str_setf(&path, "%s/main.cf", master.config_dir);
-		config_load_text(str_cstr(&oldtext), str_cstr(&path));
+		pconfig_load_text(str_cstr(&oldtext), str_cstr(&path));
 		goto out;
 	}
-	config_log_warnings();
+	pconfig_log_warnings();
 	str_setf(&path, "%s/master.cf", master.config_dir);
 	mcf = mastercf_load(str_cstr(&path), &errors);
 	if (mcf == NULL || str_len(&errors) > 0) {
@@ -536,7 +536,7 @@ void master_reload(void)
 			mastercf_free(mcf);
 		goto out;
 	}
-	if (postfix_mastercf_filter(mcf, config_get_str("daemon_directory"),
+	if (postfix_mastercf_filter(mcf, pconfig_get_str("daemon_directory"),
 	    &errors) > 0)
 		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
 	str_setf(&path, "%s/main.cf", master.config_dir);
@@ -545,7 +545,7 @@ void master_reload(void)
 	maincf_changed = strcmp(str_cstr(&text), str_cstr(&oldtext)) != 0;
 	/* The jail first: the processes started from now on see it. */
 	if (!master.private_instance && jail_wanted(mcf))
-		(void)jail_refresh(master.queue_dir, config_get_str("chroot_files"));
+		(void)jail_refresh(master.queue_dir, pconfig_get_str("chroot_files"));
 	str_set(&master.maincf_text, str_cstr(&text));
 
 	/* Match new entries with running services. */

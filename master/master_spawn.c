@@ -69,7 +69,7 @@ static void child_exec(master_service_t *s)
 {
 	const mastercf_entry_t *e = s->ent;
 	int top = SERVER_LISTEN_FD + s->nfds + 1;
-	bool relay = master.log_wr >= 0 && *config_get_str("maillog_file");
+	bool relay = master.log_wr >= 0 && *pconfig_get_str("maillog_file");
 	int logfd = -1;
 	int *tmp = xcalloc((size_t)s->nfds + 1, sizeof(int));
 	char **argv = xcalloc((size_t)e->argc + 16, sizeof(char *));
@@ -128,7 +128,7 @@ static void child_exec(master_service_t *s)
 	argv[a] = NULL;
 	execve(s->command, argv, master.envp);
 	/* fd_close_from() took our log descriptor: open it again to say why. */
-	const char *logfile = config_get_str("maillog_file");
+	const char *logfile = pconfig_get_str("maillog_file");
 	if (*logfile == 0)
 		log_to_syslog();
 	else if (log_to_file(logfile) < 0)
@@ -156,7 +156,7 @@ static void spawn(master_service_t *s)
 		/* Do not spin on a full process table. */
 		s->throttled = true;
 		event_timer_start(master.loop, &s->throttle_timer,
-		    config_get_time("service_throttle_time") * 1000);
+		    pconfig_get_time("service_throttle_time") * 1000);
 		master_update_listen(s);
 		return;
 	}
@@ -270,7 +270,7 @@ void master_status_event(int fd, int events, void *ctx)
 
 static void throttle(master_service_t *s, const char *how)
 {
-	long t = config_get_time("service_throttle_time");
+	long t = pconfig_get_time("service_throttle_time");
 
 	if (s->throttled)
 		return;
@@ -429,7 +429,7 @@ static void kill_stragglers(void *ctx)
 		log_warning("%d process%s still running after stop_drain_timeout "
 		    "(%ld s); killing %s", master.children,
 		    master.children == 1 ? "" : "es",
-		    config_get_time("stop_drain_timeout"),
+		    pconfig_get_time("stop_drain_timeout"),
 		    master.children == 1 ? "it" : "them");
 	kill_all(SIGKILL);
 }
@@ -444,7 +444,7 @@ static void kill_stragglers(void *ctx)
 void master_stop(bool abort_now)
 {
 	list_node_t *n;
-	long drain = config_get_time("stop_drain_timeout");
+	long drain = pconfig_get_time("stop_drain_timeout");
 
 	if (!master.stopping)
 		log_info("%s", abort_now ? "abort: killing every process" :

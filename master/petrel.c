@@ -73,7 +73,7 @@ static bool wait_gone(int ms)
 static char *master_path(void)
 {
 	str_t p = STR_INIT;
-	str_setf(&p, "%s/master", config_get_str("daemon_directory"));
+	str_setf(&p, "%s/master", pconfig_get_str("daemon_directory"));
 	return str_steal(&p);
 }
 
@@ -103,7 +103,7 @@ static void purge_temp_files(void)
 		str_release(&err);
 		return;
 	}
-	(void)qfile_tmp_purge(&ql, (time_t)config_get_time("temp_file_max_age"));
+	(void)qfile_tmp_purge(&ql, (time_t)pconfig_get_time("temp_file_max_age"));
 	queue_layout_free(&ql);
 	str_release(&err);
 }
@@ -186,7 +186,7 @@ static int cmd_stop(bool abort_now)
 	}
 	/* A stop lets work in progress finish for stop_drain_timeout; master
 	 * kills what is left soon after. */
-	long drain = config_get_time("stop_drain_timeout");
+	long drain = pconfig_get_time("stop_drain_timeout");
 	int stop_ms = drain > 0 && drain < 3600 && (drain + 10) * 1000 > STOP_WAIT_MS ?
 	    (int)(drain + 10) * 1000 : STOP_WAIT_MS;
 	if (wait_gone(abort_now ? ABORT_WAIT_MS : stop_ms))
@@ -261,11 +261,11 @@ static int cmd_flush(void)
 		goto out;
 	}
 	local = master_local_path(e);
-	str_setf(&path, "%s/%s", config_get_str("queue_directory"), local);
+	str_setf(&path, "%s/%s", pconfig_get_str("queue_directory"), local);
 	free(local);
 	if (trigger_send(str_cstr(&path), TRIGGER_FLUSH_REQUEST,
 	    strlen(TRIGGER_FLUSH_REQUEST),
-	    (int)config_get_time("trigger_timeout") * 1000) < 0) {
+	    (int)pconfig_get_time("trigger_timeout") * 1000) < 0) {
 		log_error("cannot flush: qmgr service %s: %s%s", str_cstr(&path),
 		    strerror(errno), errno == ENOENT || errno == ECONNREFUSED ||
 		    errno == ENXIO ? " (is qmgr running?)" : "");
@@ -305,8 +305,8 @@ int main(int argc, char **argv)
 	if (realpath(config_dir, real) == NULL)
 		log_fatal("configuration directory %s: %s", config_dir, strerror(errno));
 	config_dir = real;
-	if (config_load(config_dir) < 0) {
-		log_lines(LOG_LVL_ERROR, config_errors());
+	if (pconfig_load(config_dir) < 0) {
+		log_lines(LOG_LVL_ERROR, pconfig_errors());
 		/* Stopping or asking about a running system must work with a
 		 * main.cf broken since it started. */
 		if (strcmp(cmd, "start") == 0 || strcmp(cmd, "start-fg") == 0 ||
@@ -317,10 +317,10 @@ int main(int argc, char **argv)
 	}
 
 	/* Messages go to the terminal and to the mail log. */
-	str_setf(&name, "%s/petrel", config_get_str("syslog_name"));
+	str_setf(&name, "%s/petrel", pconfig_get_str("syslog_name"));
 	log_init(str_cstr(&name));
 	str_release(&name);
-	file = config_get_str("maillog_file");
+	file = pconfig_get_str("maillog_file");
 	if (*file == 0)
 		log_to_syslog();
 	else if (log_to_file(file) < 0)

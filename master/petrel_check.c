@@ -116,8 +116,8 @@ static int create_user(const char *name, const char *home)
 /* Root: mail_owner and setgid_group exist (created if not); fills o. */
 static int accounts(queue_owners_t *o, const char *qdir)
 {
-	const char *owner = config_get_str("mail_owner");
-	const char *group = config_get_str("setgid_group");
+	const char *owner = pconfig_get_str("mail_owner");
+	const char *group = pconfig_get_str("setgid_group");
 	struct passwd *pw;
 	struct group *gr;
 
@@ -371,7 +371,7 @@ static int check_services(const mastercf_t *m, const char *config_dir)
 		if (e->argv[0][0] == '/')
 			str_set(&cmd, e->argv[0]);
 		else
-			str_setf(&cmd, "%s/%s", config_get_str("daemon_directory"),
+			str_setf(&cmd, "%s/%s", pconfig_get_str("daemon_directory"),
 			    e->argv[0]);
 		if (access(str_cstr(&cmd), X_OK) < 0) {
 			log_error("%s:%d: service %s/%s: %s: %s", e->file, e->line,
@@ -393,12 +393,12 @@ static int check_services(const mastercf_t *m, const char *config_dir)
  * Mail to virtual_mailbox_domains would wait in the queue for it. */
 static void check_virtual_transport(const mastercf_t *m)
 {
-	const char *vt = config_get_str("virtual_transport");
+	const char *vt = pconfig_get_str("virtual_transport");
 	const char *colon = strchr(vt, ':');
 	size_t n = colon != NULL ? (size_t)(colon - vt) : strlen(vt);
 	char name[256];
 
-	if (config_get_str("virtual_mailbox_domains")[0] == '\0' || n == 0 ||
+	if (pconfig_get_str("virtual_mailbox_domains")[0] == '\0' || n == 0 ||
 	    n >= sizeof(name))
 		return;
 	memcpy(name, vt, n);
@@ -437,7 +437,7 @@ static int check_content_filters(const mastercf_t *m, const char *config_dir)
 	int problems;
 
 	str_setf(&where, "%s/main.cf", config_dir);
-	problems = check_filter_value(m, config_get_str("content_filter"),
+	problems = check_filter_value(m, pconfig_get_str("content_filter"),
 	    str_cstr(&where));
 	for (size_t i = 0; i < m->count; i++) {
 		const mastercf_entry_t *e = m->entries[i];
@@ -455,7 +455,7 @@ static int check_content_filters(const mastercf_t *m, const char *config_dir)
 
 int petrel_check(const char *config_dir)
 {
-	const char *qdir = config_get_str("queue_directory");
+	const char *qdir = pconfig_get_str("queue_directory");
 	queue_owners_t o;
 	str_t path = STR_INIT, errors = STR_INIT;
 	mastercf_t *m;
@@ -474,7 +474,7 @@ int petrel_check(const char *config_dir)
 	if (m == NULL || str_len(&errors)) {
 		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
 		problems++;
-	} else if (postfix_mastercf_filter(m, config_get_str("daemon_directory"),
+	} else if (postfix_mastercf_filter(m, pconfig_get_str("daemon_directory"),
 	    &errors) > 0) {
 		/* Not a problem: master leaves them out the same way. */
 		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
@@ -483,7 +483,7 @@ int petrel_check(const char *config_dir)
 		check_virtual_transport(m);
 	if (m != NULL)
 		problems += check_content_filters(m, config_dir);
-	str_setf(&path, "%s/master", config_get_str("daemon_directory"));
+	str_setf(&path, "%s/master", pconfig_get_str("daemon_directory"));
 	if (access(str_cstr(&path), X_OK) < 0) {
 		log_error("%s: %s (daemon_directory)", str_cstr(&path), strerror(errno));
 		problems++;
@@ -508,7 +508,7 @@ int petrel_check(const char *config_dir)
 	problems += r < 0 ? 1 : r;
 	stale_dirsync_state(qdir, o.mail_uid);
 	if (geteuid() == 0 && jail_wanted(m))
-		problems += jail_refresh(qdir, config_get_str("chroot_files"));
+		problems += jail_refresh(qdir, pconfig_get_str("chroot_files"));
 	/* The daemons check from the queue directory, as they run. */
 	if (m && r == 0)
 		problems += check_services(m, config_dir);

@@ -142,9 +142,9 @@ static int compress(const char *compressor, const char *file)
 
 int petrel_logrotate(pid_t master_pid)
 {
-	const char *file = config_get_str("maillog_file");
-	const char *fmt = config_get_str("maillog_file_rotate_suffix");
-	const char *compressor = config_get_str("maillog_file_compressor");
+	const char *file = pconfig_get_str("maillog_file");
+	const char *fmt = pconfig_get_str("maillog_file_rotate_suffix");
+	const char *compressor = pconfig_get_str("maillog_file_compressor");
 	char suffix[256];
 	str_t rotated = STR_INIT;
 	struct stat st;
@@ -210,7 +210,7 @@ int petrel_logrotate(pid_t master_pid)
 	    master_pid > 0 ? "" : " (the mail system is not running)");
 	if (*compressor && compress(compressor, str_cstr(&rotated)) != 0)
 		rc = 1;
-	if (prune(file, config_get_int("maillog_file_rotate_count")) != 0)
+	if (prune(file, pconfig_get_int("maillog_file_rotate_count")) != 0)
 		rc = 1;
 	str_release(&rotated);
 	return rc;

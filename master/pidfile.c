@@ -11,11 +11,11 @@
 
 void master_pidfile_path(str_t *out)
 {
-	const char *piddir = config_get_str("process_id_directory");
+	const char *piddir = pconfig_get_str("process_id_directory");
 
 	str_reset(out);
 	if (*piddir != '/')
-		str_catf(out, "%s/", config_get_str("queue_directory"));
+		str_catf(out, "%s/", pconfig_get_str("queue_directory"));
 	str_catf(out, "%s/master.pid", piddir);
 }
 

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "content_filter.h"
 #include "file.h"
 #include "log.h"
@@ -184,12 +184,12 @@ static bool transient_errno(int e)
 }
 
 /* The connection to cleanup, kept for the whole scan. */
-static cleanup_client_t *cln;
+static cleanup_clnt_t *cln;
 
-static void cln_drop(void)
+static void drop_cleanup(void)
 {
 	if (cln) {
-		cleanup_close(cln);
+		cleanup_clnt_close(cln);
 		cln = NULL;
 	}
 }
@@ -264,18 +264,18 @@ static enum result pickup_file(const entry_t *e)
 	str_setf(&ident, "pickup %s/%s", QUEUE_MAILDROP, e->id);
 	env.log_ident = str_cstr(&ident);
 
-	if (cln == NULL && (cln = cleanup_connect(CLEANUP_SERVICE,
-	    (int)config_get_time("ipc_timeout") * 1000, &err)) == NULL) {
+	if (cln == NULL && (cln = cleanup_clnt_connect(CLEANUP_SERVICE,
+	    (int)pconfig_get_time("ipc_timeout") * 1000, &err)) == NULL) {
 		log_warning("cannot connect to cleanup: %s; mail stays in %s/ "
 		    "until the next scan", str_cstr(&err), QUEUE_MAILDROP);
 		res = R_STOP;
 		goto out;
 	}
-	cleanup_send_envelope(cln, &env);
+	cleanup_clnt_send_envelope(cln, &env);
 	while ((n = qfile_rcpt_read(qf, &batch, RCPT_BATCH, 0)) > 0)
 		for (long i = 0; i < n; i++) {
 			const qf_rcpt_t *rc = &batch.rcpt[i];
-			cleanup_send_rcpt(cln, str_cstr(&rc->address),
+			cleanup_clnt_send_rcpt(cln, str_cstr(&rc->address),
 			    str_len(&rc->orcpt) ? str_cstr(&rc->orcpt) : NULL,
 			    rc->notify);
 		}
@@ -283,11 +283,11 @@ static enum result pickup_file(const entry_t *e)
 		goto damaged;
 	qfile_content_rewind(qf);
 	while ((r = qfile_read_line(qf, &line, CLEANUP_CHUNK)) > 0) {
-		cleanup_write(cln, str_cstr(&line), str_len(&line));
+		cleanup_clnt_write(cln, str_cstr(&line), str_len(&line));
 		if (r == QF_LINE_LF)
-			cleanup_write(cln, "\n", 1);
+			cleanup_clnt_write(cln, "\n", 1);
 		else if (r == QF_LINE_CRLF)
-			cleanup_write(cln, "\r\n", 2);
+			cleanup_clnt_write(cln, "\r\n", 2);
 	}
 	if (r < 0)
 		goto damaged;
@@ -295,11 +295,11 @@ static enum result pickup_file(const entry_t *e)
 	 * about it. */
 	{
 		char qid[QUEUE_ID_SIZE];
-		if (cleanup_queue_id(cln, qid) == 0)
+		if (cleanup_clnt_queue_id(cln, qid) == 0)
 			log_info("%s: uid=%ld from=<%s>", qid, (long)st.st_uid,
 			    env.sender);
 	}
-	cleanup_finish(cln, &reply);
+	cleanup_clnt_finish(cln, &reply);
 	switch (reply.status) {
 	case CLEANUP_STAT_OK:
 		/* Committed in incoming/: only now may the file go. */
@@ -322,8 +322,8 @@ static enum result pickup_file(const entry_t *e)
 		res = R_KEEP;
 		/* A broken connection means cleanup went away: stop here
 		 * rather than fail every other file the same way. */
-		if (cleanup_client_error(cln) != NULL) {
-			cln_drop();
+		if (cleanup_clnt_error(cln) != NULL) {
+			drop_cleanup();
 			res = R_STOP;
 		}
 	}
@@ -331,7 +331,7 @@ static enum result pickup_file(const entry_t *e)
 
 damaged:
 	/* The file changed under us (it was valid when opened). */
-	cleanup_abort(cln, NULL);
+	cleanup_clnt_abort(cln, NULL);
 	if (qfile_error(qf)->damaged)
 		qfile_move_damaged(&ql, QUEUE_MAILDROP, e->id, qfile_error(qf));
 	else {
@@ -340,8 +340,8 @@ damaged:
 		res = R_KEEP;
 	}
 out:
-	if (cln && cleanup_client_error(cln) != NULL)
-		cln_drop();
+	if (cln && cleanup_clnt_error(cln) != NULL)
+		drop_cleanup();
 	qf_rcpt_batch_free(&batch);
 	qfile_close(qf);
 	str_release(&line);
@@ -369,7 +369,7 @@ static void scan_maildrop(void)
 		if (r == R_STOP)
 			break;
 	}
-	cln_drop();
+	drop_cleanup();
 	if (s.n > 0)
 		log_debug("scan of %s: %zu files, %zu done", QUEUE_MAILDROP,
 		    s.n, done);
@@ -392,12 +392,12 @@ static void on_trigger(const char *buf, size_t len, void *ctx)
  * one (also petrel check's test of the service, -C). */
 static int load_filter(void *ctx, str_t *err)
 {
-	const char *f = config_get_str("content_filter");
+	const char *f = pconfig_get_str("content_filter");
 	int bits;
 	str_t why = STR_INIT;
 
 	(void)ctx;
-	if (recv_override_parse(config_get_str("receive_override_options"),
+	if (recv_override_parse(pconfig_get_str("receive_override_options"),
 	    &bits, err) < 0)
 		return -1;
 	if (*f != '\0' && !filter_valid(f, &why)) {

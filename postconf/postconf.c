@@ -37,12 +37,12 @@ static void usage(void)
 enum { SHOW_EFFECTIVE, SHOW_DEFAULTS, SHOW_SET };
 
 /* Prints one item as "name = value" (or the value only). */
-static void print_item(const config_item_t *it, int show, bool value_only, bool expand)
+static void print_item(const pconfig_item_t *it, int show, bool value_only, bool expand)
 {
 	const char *v = show == SHOW_DEFAULTS ? it->defval : it->value;
 	str_t x = STR_INIT;
 	if (expand && !(it->def && (it->def->flags & PARAM_F_RAW))) {
-		config_expand(v, &x);
+		pconfig_expand(v, &x);
 		v = str_cstr(&x);
 	}
 	if (value_only)
@@ -59,9 +59,9 @@ static int show_params(int show, bool value_only, bool expand, char **names, int
 	int rc = 0;
 	if (n == 0) {
 		size_t count;
-		config_item_t *items = config_list(&count);
+		pconfig_item_t *items = pconfig_list(&count);
 		for (size_t i = 0; i < count; i++) {
-			if (show == SHOW_SET && items[i].origin != CONFIG_FILE)
+			if (show == SHOW_SET && items[i].origin != PCONFIG_FILE)
 				continue;
 			/* names nobody defined (per-transport names only
 			 * exist once set) have no default to show */
@@ -73,13 +73,13 @@ static int show_params(int show, bool value_only, bool expand, char **names, int
 		return 0;
 	}
 	for (int i = 0; i < n; i++) {
-		config_item_t it;
-		if (!config_item(names[i], &it)) {
+		pconfig_item_t it;
+		if (!pconfig_item(names[i], &it)) {
 			log_error("unknown parameter: %s", names[i]);
 			rc = 1;
 			continue;
 		}
-		if (show == SHOW_SET && it.origin != CONFIG_FILE)
+		if (show == SHOW_SET && it.origin != PCONFIG_FILE)
 			continue;
 		print_item(&it, show, value_only, expand);
 	}
@@ -253,9 +253,9 @@ int main(int argc, char **argv)
 		return rc < 0 ? 1 : 0;
 	}
 	int rc = 0;
-	if (show != SHOW_DEFAULTS && config_load(dir) < 0) {
+	if (show != SHOW_DEFAULTS && pconfig_load(dir) < 0) {
 		/* Show what could be read anyway: that helps to fix it. */
-		const char *p = config_errors();
+		const char *p = pconfig_errors();
 		while (*p) {
 			size_t l = strcspn(p, "\n");
 			log_error("%.*s", (int)l, p);

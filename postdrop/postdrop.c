@@ -102,8 +102,8 @@ static void check_config_dir(const char *dir)
 	if (realpath(DEF_CONFIG_DIR, def) != NULL && strcmp(real, def) == 0)
 		return;
 	/* A default main.cf that is missing or broken lists nothing. */
-	list = xstrdup(config_load(DEF_CONFIG_DIR) == 0 ?
-	    config_get_str("alternate_config_directories") : "");
+	list = xstrdup(pconfig_load(DEF_CONFIG_DIR) == 0 ?
+	    pconfig_get_str("alternate_config_directories") : "");
 	for (p = list; !ok && (item = str_token(&p, ", \t\n")) != NULL;) {
 		char r2[PATH_MAX];
 		ok = realpath(item, r2) != NULL && strcmp(r2, real) == 0;
@@ -123,7 +123,7 @@ static void trigger_pickup(const char *config_dir)
 		str_release(&rel);
 		return;
 	}
-	str_setf(&path, "%s/%s", config_get_str("queue_directory"),
+	str_setf(&path, "%s/%s", pconfig_get_str("queue_directory"),
 	    str_cstr(&rel));
 	/* Not running: the mail waits in maildrop for the next start.  A
 	 * full queue at pickup means wake-ups are pending: nothing waits. */
@@ -221,21 +221,21 @@ int main(int argc, char **argv)
 		usage();
 	if (config_dir == NULL && (config_dir = getenv("MAIL_CONFIG")) == NULL)
 		config_dir = DEF_CONFIG_DIR;
-	config_defer_warnings();
+	pconfig_defer_warnings();
 	check_config_dir(config_dir);
-	if (config_load(config_dir) < 0) {
-		log_lines(LOG_LVL_ERROR, config_errors());
+	if (pconfig_load(config_dir) < 0) {
+		log_lines(LOG_LVL_ERROR, pconfig_errors());
 		die(EX_CONFIG, "errors in %s/main.cf", config_dir);
 	}
-	str_setf(&name, "%s/postdrop", config_get_str("syslog_name"));
+	str_setf(&name, "%s/postdrop", pconfig_get_str("syslog_name"));
 	log_init(str_cstr(&name));
-	s = config_get_str("maillog_file");
+	s = pconfig_get_str("maillog_file");
 	if (*s == 0)
 		log_to_syslog();
 	else if (log_to_file(s) < 0)
 		log_to_stderr();
 	/* Configuration warnings go to the mail log, not to the user. */
-	config_log_warnings();
+	pconfig_log_warnings();
 	log_also_stderr(1);
 
 	switch (submit_user_allowed(getuid(), &err)) {
@@ -340,9 +340,9 @@ int main(int argc, char **argv)
 	}
 
 	/* The content. */
-	limit = config_get_size("message_size_limit");
-	hdr_scan_init(&hs, (size_t)config_get_size("header_size_limit"),
-	    config_get_int("hopcount_limit"));
+	limit = pconfig_get_size("message_size_limit");
+	hdr_scan_init(&hs, (size_t)pconfig_get_size("header_size_limit"),
+	    pconfig_get_int("hopcount_limit"));
 	for (;;) {
 		const void *data;
 		size_t len;

@@ -539,8 +539,8 @@ int mapcmd_main(int argc, char **argv, const mapcmd_spec_t *spec)
 		dir = getenv("MAIL_CONFIG");
 	if (dir == NULL || *dir == 0)
 		dir = DEF_CONFIG_DIR;
-	if (access(dir, F_OK) == 0 && config_load(dir) < 0)
-		log_lines(LOG_LVL_WARNING, config_errors());
+	if (access(dir, F_OK) == 0 && pconfig_load(dir) < 0)
+		log_lines(LOG_LVL_WARNING, pconfig_errors());
 
 	if (key != NULL) {
 		dict_t **d = open_all(argv, argc, flags);

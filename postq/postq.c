@@ -50,20 +50,20 @@ static void load_config(void)
 		config_dir = getenv("MAIL_CONFIG");
 	if (config_dir == NULL || *config_dir == 0)
 		config_dir = DEF_CONFIG_DIR;
-	config_defer_warnings();
-	if (config_load(config_dir) < 0)
-		log_fatal("%s", config_errors());
+	pconfig_defer_warnings();
+	if (pconfig_load(config_dir) < 0)
+		log_fatal("%s", pconfig_errors());
 	/* Warnings (an unknown parameter) go to the mail log, never to the
 	 * user's terminal or cron mail; errors still go to stderr. */
-	if (config_warnings()[0] != '\0') {
-		const char *file = config_get_str("maillog_file");
+	if (pconfig_warnings()[0] != '\0') {
+		const char *file = pconfig_get_str("maillog_file");
 		bool logged = true;
 		if (*file == 0)
 			log_to_syslog();
 		else if (log_to_file(file) < 0)
 			logged = false;
 		if (logged)
-			config_log_warnings();
+			pconfig_log_warnings();
 		log_to_stderr();
 	}
 }
@@ -102,7 +102,7 @@ static bool privileged(void)
 	struct passwd *pw;
 
 	return getuid() == 0 || ((pw = getpwuid(getuid())) != NULL
-	    && strcmp(pw->pw_name, config_get_str("mail_owner")) == 0);
+	    && strcmp(pw->pw_name, pconfig_get_str("mail_owner")) == 0);
 }
 
 static int list_direct(const queue_layout_t *ql, bool json, const char *no_showq)
@@ -315,7 +315,7 @@ static int do_postcat(const char *self, int n, char **ids)
 	if (slash)
 		str_setf(&prog, "%.*s/postcat", (int)(slash - self), self);
 	else
-		str_setf(&prog, "%s/postcat", config_get_str("command_directory"));
+		str_setf(&prog, "%s/postcat", pconfig_get_str("command_directory"));
 	argv[k++] = (char *)"postcat";
 	argv[k++] = (char *)"-c";
 	argv[k++] = (char *)config_dir;

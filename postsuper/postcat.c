@@ -320,8 +320,8 @@ int main(int argc, char **argv)
 			dir = getenv("MAIL_CONFIG");
 		if (dir == NULL || *dir == 0)
 			dir = DEF_CONFIG_DIR;
-		if (config_load(dir) < 0)
-			log_fatal("%s", config_errors());
+		if (pconfig_load(dir) < 0)
+			log_fatal("%s", pconfig_errors());
 		if (queue_layout_from_config(&ql, &err) < 0)
 			log_fatal("%s", str_cstr(&err));
 		str_release(&err);

@@ -263,8 +263,8 @@ int main(int argc, char **argv)
 		config_dir = getenv("MAIL_CONFIG");
 	if (config_dir == NULL || *config_dir == 0)
 		config_dir = DEF_CONFIG_DIR;
-	if (config_load(config_dir) < 0)
-		log_fatal("%s", config_errors());
+	if (pconfig_load(config_dir) < 0)
+		log_fatal("%s", pconfig_errors());
 	super_log_setup(verbose > 0);
 	if (queue_layout_from_config(&ql, &err) < 0)
 		log_fatal("%s", str_cstr(&err));

@@ -9,7 +9,7 @@ static bool log_set_up, echo;
 
 void super_log_setup(bool echo_actions)
 {
-	const char *file = config_get_str("maillog_file");
+	const char *file = pconfig_get_str("maillog_file");
 
 	if (file == NULL || *file == 0)
 		log_to_syslog();

@@ -30,18 +30,18 @@ static void sched_params_from_config(sched_params_t *p)
 	str_t err = STR_INIT;
 
 	sched_params_init(p);
-	p->message_recipient_limit = config_get_int("qmgr_message_recipient_limit");
-	p->message_recipient_minimum = config_get_int("qmgr_message_recipient_minimum");
-	p->dsc_limit = (size_t)config_get_int("destination_status_cache_limit");
-	if (!backoff_parse_function(config_get_str("backoff_function"),
+	p->message_recipient_limit = pconfig_get_int("qmgr_message_recipient_limit");
+	p->message_recipient_minimum = pconfig_get_int("qmgr_message_recipient_minimum");
+	p->dsc_limit = (size_t)pconfig_get_int("destination_status_cache_limit");
+	if (!backoff_parse_function(pconfig_get_str("backoff_function"),
 	    &p->backoff.function, &err))
 		log_fatal("%s", str_cstr(&err));
-	p->backoff.min_time = (double)config_get_time("minimal_backoff_time");
-	p->backoff.max_time = (double)config_get_time("maximal_backoff_time");
-	p->backoff.retry_count = (int)config_get_int("backoff_retry_count");
-	p->backoff.jitter = (double)config_get_int("backoff_jitter");
-	p->backoff.queue_lifetime = (double)config_get_time("maximal_queue_lifetime");
-	p->backoff.bounce_lifetime = (double)config_get_time("bounce_queue_lifetime");
+	p->backoff.min_time = (double)pconfig_get_time("minimal_backoff_time");
+	p->backoff.max_time = (double)pconfig_get_time("maximal_backoff_time");
+	p->backoff.retry_count = (int)pconfig_get_int("backoff_retry_count");
+	p->backoff.jitter = (double)pconfig_get_int("backoff_jitter");
+	p->backoff.queue_lifetime = (double)pconfig_get_time("maximal_queue_lifetime");
+	p->backoff.bounce_lifetime = (double)pconfig_get_time("bounce_queue_lifetime");
 	if (p->backoff.jitter > 0) {
 		srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 		p->backoff.rand = jitter_rand;
@@ -157,7 +157,7 @@ static void rate_maps_open(const mastercf_t *mcf)
 		if (me->type != MCF_UNIX
 		    || htable_get(rate_maps, me->service) != NULL)
 			continue;
-		spec = config_get_str_tr(me->service, "destination_rate_maps");
+		spec = pconfig_get_str_tr(me->service, "destination_rate_maps");
 		if (spec == NULL || *spec == 0)
 			continue;
 		str_setf(&param, "%s_destination_rate_maps", me->service);
@@ -210,49 +210,49 @@ static void tparams_from_config(sched_tparams_t *tp, const char *name,
 
 	sched_tparams_init(tp, name);
 	tp->process_limit = maxproc > 0 ? maxproc : QMGR_UNLIMITED_PROCS;
-	tp->delivery_slot_cost = (int)config_get_int_tr(name, "delivery_slot_cost");
-	tp->delivery_slot_loan = (int)config_get_int_tr(name, "delivery_slot_loan");
-	tp->delivery_slot_discount = (int)config_get_int_tr(name, "delivery_slot_discount");
-	tp->minimum_delivery_slots = (int)config_get_int_tr(name, "minimum_delivery_slots");
+	tp->delivery_slot_cost = (int)pconfig_get_int_tr(name, "delivery_slot_cost");
+	tp->delivery_slot_loan = (int)pconfig_get_int_tr(name, "delivery_slot_loan");
+	tp->delivery_slot_discount = (int)pconfig_get_int_tr(name, "delivery_slot_discount");
+	tp->minimum_delivery_slots = (int)pconfig_get_int_tr(name, "minimum_delivery_slots");
 	/* 0 is "no limit"; one request carries at most DLV_MAX_RCPT. */
-	drl = config_get_int_tr(name, "destination_recipient_limit");
+	drl = pconfig_get_int_tr(name, "destination_recipient_limit");
 	tp->destination_recipient_limit = drl <= 0 || drl > DLV_MAX_RCPT ?
 	    DLV_MAX_RCPT : (int)drl;
-	tp->recipient_limit = config_get_int_tr(name, "recipient_limit");
-	tp->extra_recipient_limit = config_get_int_tr(name, "extra_recipient_limit");
-	tp->recipient_refill_limit = config_get_int_tr(name, "recipient_refill_limit");
-	tp->recipient_refill_delay = (double)config_get_time_tr(name, "recipient_refill_delay");
-	tp->conc.initial_concurrency = (int)config_get_int_tr(name,
+	tp->recipient_limit = pconfig_get_int_tr(name, "recipient_limit");
+	tp->extra_recipient_limit = pconfig_get_int_tr(name, "extra_recipient_limit");
+	tp->recipient_refill_limit = pconfig_get_int_tr(name, "recipient_refill_limit");
+	tp->recipient_refill_delay = (double)pconfig_get_time_tr(name, "recipient_refill_delay");
+	tp->conc.initial_concurrency = (int)pconfig_get_int_tr(name,
 	    "initial_destination_concurrency");
-	tp->conc.concurrency_limit = (int)config_get_int_tr(name,
+	tp->conc.concurrency_limit = (int)pconfig_get_int_tr(name,
 	    "destination_concurrency_limit");
-	tp->conc.failed_cohort_limit = (double)config_get_int_tr(name,
+	tp->conc.failed_cohort_limit = (double)pconfig_get_int_tr(name,
 	    "destination_concurrency_failed_cohort_limit");
-	tp->conc.rate_delay = (double)config_get_time_tr(name, "destination_rate_delay");
-	tp->conc.debug = config_get_bool("destination_concurrency_feedback_debug");
-	if (!tb_rate_parse(config_get_str_tr(name, "destination_message_rate"),
+	tp->conc.rate_delay = (double)pconfig_get_time_tr(name, "destination_rate_delay");
+	tp->conc.debug = pconfig_get_bool("destination_concurrency_feedback_debug");
+	if (!tb_rate_parse(pconfig_get_str_tr(name, "destination_message_rate"),
 	    &tp->limits.msg_rate, &err)
-	    || !tb_rate_parse(config_get_str_tr(name,
+	    || !tb_rate_parse(pconfig_get_str_tr(name,
 	    "destination_connection_rate"), &tp->limits.conn_rate, &err))
 		log_fatal("transport %s: %s", name, str_cstr(&err));
-	tp->limits.msg_burst = (double)config_get_int_tr(name,
+	tp->limits.msg_burst = (double)pconfig_get_int_tr(name,
 	    "destination_message_burst");
-	tp->limits.conn_burst = (double)config_get_int_tr(name,
+	tp->limits.conn_burst = (double)pconfig_get_int_tr(name,
 	    "destination_connection_burst");
-	tp->limits.msgs_per_conn = config_get_int_tr(name,
+	tp->limits.msgs_per_conn = pconfig_get_int_tr(name,
 	    "destination_messages_per_connection");
 	tp->dest_limits = rate_maps && htable_get(rate_maps, name) != NULL;
 	/* The value was checked against its choices when main.cf was read. */
-	tp->destination_grouping = sched_grouping_parse(config_get_str_tr(name,
+	tp->destination_grouping = sched_grouping_parse(pconfig_get_str_tr(name,
 	    "destination_grouping")) == SCHED_GROUP_MX ? SCHED_GROUP_MX
 	    : SCHED_GROUP_DOMAIN;
-	if (!fb_mode_parse(config_get_str_tr(name,
+	if (!feedback_mode_parse(pconfig_get_str_tr(name,
 	    "destination_concurrency_feedback_mode"),
 	    "destination_concurrency_feedback_mode", &tp->conc.mode, &err)
-	    || !fb_func_parse(config_get_str_tr(name,
+	    || !feedback_func_parse(pconfig_get_str_tr(name,
 	    "destination_concurrency_positive_feedback"),
 	    "destination_concurrency_positive_feedback", &tp->conc.positive, &err)
-	    || !fb_func_parse(config_get_str_tr(name,
+	    || !feedback_func_parse(pconfig_get_str_tr(name,
 	    "destination_concurrency_negative_feedback"),
 	    "destination_concurrency_negative_feedback", &tp->conc.negative, &err)
 	    || !sched_tparams_check(tp, &err))
@@ -282,7 +282,7 @@ static void transport_add(const mastercf_entry_t *me)
 		    me->service);
 		tr->endpoint = str_steal(&ep);
 	}
-	tr->time_limit = config_get_time_tr(me->service, "time_limit");
+	tr->time_limit = pconfig_get_time_tr(me->service, "time_limit");
 	if (tp.destination_grouping == SCHED_GROUP_MX) {
 		tr->group_mx = true;
 		Q.group_mx++;
@@ -345,7 +345,7 @@ void qmgr_conf_preload(void)
 {
 	str_t err = STR_INIT, path = STR_INIT;
 
-	str_setf(&path, "%s/master.cf", config_get_str("config_directory"));
+	str_setf(&path, "%s/master.cf", pconfig_get_str("config_directory"));
 	pre_mcf = mastercf_load(str_cstr(&path), &err);
 	if (pre_mcf == NULL)
 		log_fatal("%s", str_cstr(&err));
@@ -370,17 +370,17 @@ void qmgr_conf_init(void)
 	 * every path is relative to it. */
 	if (queue_layout_here(&Q.ql, &err) < 0)
 		log_fatal("%s", str_cstr(&err));
-	Q.active_limit = config_get_int("qmgr_message_active_limit");
-	Q.queue_run_delay = config_get_time("queue_run_delay");
-	Q.temp_max_age = config_get_time("temp_file_max_age");
-	Q.clog_warn_time = config_get_time("qmgr_clog_warn_time");
-	Q.ipc_timeout = config_get_time("qmgr_ipc_timeout");
-	Q.transport_retry_time = config_get_time("transport_retry_time");
-	Q.delay_warning_time = config_get_time("delay_warning_time");
-	Q.soft_bounce = config_get_bool("soft_bounce");
-	Q.default_filter_nexthop = xstrdup(config_get_str("default_filter_nexthop"));
-	Q.myhostname = xstrdup(config_get_str("myhostname"));
-	Q.log_digits = (int)config_get_int("delay_logging_resolution_limit");
+	Q.active_limit = pconfig_get_int("qmgr_message_active_limit");
+	Q.queue_run_delay = pconfig_get_time("queue_run_delay");
+	Q.temp_max_age = pconfig_get_time("temp_file_max_age");
+	Q.clog_warn_time = pconfig_get_time("qmgr_clog_warn_time");
+	Q.ipc_timeout = pconfig_get_time("qmgr_ipc_timeout");
+	Q.transport_retry_time = pconfig_get_time("transport_retry_time");
+	Q.delay_warning_time = pconfig_get_time("delay_warning_time");
+	Q.soft_bounce = pconfig_get_bool("soft_bounce");
+	Q.default_filter_nexthop = xstrdup(pconfig_get_str("default_filter_nexthop"));
+	Q.myhostname = xstrdup(pconfig_get_str("myhostname"));
+	Q.log_digits = (int)pconfig_get_int("delay_logging_resolution_limit");
 	list_init(&Q.messages);
 	list_init(&Q.finish);
 	list_init(&Q.dlvs);

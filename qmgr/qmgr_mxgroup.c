@@ -47,7 +47,7 @@ void qmgr_mxgroup_preload(const mastercf_t *mcf)
 
 	for (size_t i = 0; i < mcf->count && !M.wanted; i++)
 		if (mcf->entries[i]->type == MCF_UNIX && sched_grouping_parse(
-		    config_get_str_tr(mcf->entries[i]->service,
+		    pconfig_get_str_tr(mcf->entries[i]->service,
 		    "destination_grouping")) == SCHED_GROUP_MX)
 			M.wanted = true;
 	if (!M.wanted || M.r != NULL)

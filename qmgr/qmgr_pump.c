@@ -177,7 +177,7 @@ void qmgr_shutdown(void)
 
 	Q.exiting = true;
 	event_timer_cancel(&Q.pump_timer);
-	left = qmgr_dlv_drain((double)config_get_time("stop_drain_timeout"));
+	left = qmgr_dlv_drain((double)pconfig_get_time("stop_drain_timeout"));
 	qmgr_msg_finish_run();
 	if (left > 0)
 		log_info("exiting with %zu deliveries in flight; their messages "

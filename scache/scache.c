@@ -341,7 +341,7 @@ static void on_connect(int fd, void *ctx)
 
 static int ms_of(const char *name)
 {
-	long s = config_get_time(name);
+	long s = pconfig_get_time(name);
 
 	return s > INT_MAX / 1000 ? INT_MAX : (int)(s * 1000);
 }
@@ -355,8 +355,8 @@ static void post_jail(void *ctx)
 	(void)ctx;
 	D.timeout_ms = ms_of("connection_cache_protocol_timeout");
 	D.status_ms = ms_of("connection_cache_status_update_time");
-	per_dest = (size_t)config_get_int("connection_cache_destination_limit");
-	total = (size_t)config_get_int("connection_cache_session_limit");
+	per_dest = (size_t)pconfig_get_int("connection_cache_destination_limit");
+	total = (size_t)pconfig_get_int("connection_cache_session_limit");
 
 	/* Sessions, clients and the descriptors clients send ahead of their
 	 * requests must all fit in the descriptor limit: half of what is
@@ -393,7 +393,7 @@ static void post_jail(void *ctx)
 	    ms_of("connection_cache_ttl_limit"), &hooks);
 	event_timer_init(&D.expire_timer, expire_tick, NULL);
 	event_timer_init(&D.status_timer, status_tick, NULL);
-	server_idle_init(&D.idle, (int64_t)config_get_time("max_idle") * 1000,
+	server_idle_init(&D.idle, (int64_t)pconfig_get_time("max_idle") * 1000,
 	    busy, cleanup);
 	event_timer_start(server_loop(), &D.status_timer, D.status_ms);
 	idle_check();

@@ -257,7 +257,7 @@ static int run(const char *path, char *const args[], const char *what)
 static char *command_path(const char *name)
 {
 	str_t p = STR_INIT;
-	str_setf(&p, "%s/%s", config_get_str("command_directory"), name);
+	str_setf(&p, "%s/%s", pconfig_get_str("command_directory"), name);
 	return str_steal(&p);
 }
 
@@ -276,7 +276,7 @@ static int do_list(void)
 static int do_aliases(void)
 {
 	char *path = command_path("postalias");
-	char *list = xstrdup(config_get_str("alias_database")), *p = list;
+	char *list = xstrdup(pconfig_get_str("alias_database")), *p = list;
 	char *item;
 	int rc = 0;
 
@@ -310,7 +310,7 @@ static int do_smtp(void)
 	str_t p = STR_INIT;
 	char *args[] = { "smtpd", "-S", NULL };
 
-	str_setf(&p, "%s/smtpd", config_get_str("daemon_directory"));
+	str_setf(&p, "%s/smtpd", pconfig_get_str("daemon_directory"));
 	if (access(str_cstr(&p), X_OK) < 0)
 		die(EX_UNAVAILABLE, "SMTP on standard input (-bs) is not "
 		    "supported yet: %s is not installed", str_cstr(&p));
@@ -460,7 +460,7 @@ static int do_send(int nargs, char **args)
 	size_t nrcpt;
 	str_t msg = STR_INIT, buf = STR_INIT, line = STR_INIT;
 	const char *full_name = opt.full_name;
-	long limit = config_get_size("message_size_limit");
+	long limit = pconfig_get_size("message_size_limit");
 	uint64_t total = 0;
 	stream_t *in;
 	bool at_start = true, done = false, first_line = true;
@@ -604,23 +604,23 @@ int main(int argc, char **argv)
 		opt.mode = MODE_NOTHING;
 
 	dir = config_dir();
-	config_defer_warnings();
-	if (config_load(dir) < 0) {
-		log_lines(LOG_LVL_ERROR, config_errors());
+	pconfig_defer_warnings();
+	if (pconfig_load(dir) < 0) {
+		log_lines(LOG_LVL_ERROR, pconfig_errors());
 		die(EX_CONFIG, "errors in %s/main.cf", dir);
 	}
 	/* Every program we run uses the same configuration. */
 	if (setenv("MAIL_CONFIG", dir, 1) < 0)
 		die(EX_OSERR, "setenv: %s", strerror(errno));
-	str_setf(&name, "%s/sendmail", config_get_str("syslog_name"));
+	str_setf(&name, "%s/sendmail", pconfig_get_str("syslog_name"));
 	log_init(str_cstr(&name));
-	s = config_get_str("maillog_file");
+	s = pconfig_get_str("maillog_file");
 	if (*s == 0)
 		log_to_syslog();
 	else if (log_to_file(s) < 0)
 		log_to_stderr();
 	/* Configuration warnings go to the mail log, not to the user. */
-	config_log_warnings();
+	pconfig_log_warnings();
 	log_also_stderr(1);
 
 	switch (opt.mode) {

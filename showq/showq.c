@@ -28,7 +28,7 @@ static int allowed(uid_t uid, str_t *why)
 	if (uid == 0)
 		return 1;
 	if ((pw = getpwuid(uid)) != NULL
-	    && strcmp(pw->pw_name, config_get_str("mail_owner")) == 0)
+	    && strcmp(pw->pw_name, pconfig_get_str("mail_owner")) == 0)
 		return 1;
 	r = user_list_uid_allowed("authorized_mailq_users", uid, why);
 	if (r < 0)

@@ -111,22 +111,22 @@ static int shared_find(void *ctx, bool by_endpoint, const char *label,
 
 static int ms_of(const char *name)
 {
-	long s = config_get_time(name);
+	long s = pconfig_get_time(name);
 
 	return s > INT_MAX / 1000 ? INT_MAX : (int)(s * 1000);
 }
 
 static void post_jail(void *ctx)
 {
-	const char *name = config_get_str("scache_service_name");
+	const char *name = pconfig_get_str("scache_service_name");
 
 	(void)ctx;
 	/* In the jail: the files name lookups will need there. */
-	if (strstr(config_get_str("smtp_host_lookup"), "dns") != NULL &&
-	    config_get_str("dns_server_address")[0] == '\0')
+	if (strstr(pconfig_get_str("smtp_host_lookup"), "dns") != NULL &&
+	    pconfig_get_str("dns_server_address")[0] == '\0')
 		(void)server_jail_has("/etc/resolv.conf", "DNS lookups "
 		    "(smtp_host_lookup)");
-	if (strstr(config_get_str("smtp_host_lookup"), "native") != NULL)
+	if (strstr(pconfig_get_str("smtp_host_lookup"), "native") != NULL)
 		(void)server_jail_has("/etc/hosts", "host name lookups "
 		    "(smtp_host_lookup = native)");
 	A.cl = smtp_client_new(&A.cfg, A.tls);

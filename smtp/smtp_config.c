@@ -13,7 +13,7 @@
 
 static int ms(const char *name)
 {
-	long s = config_get_time(name);
+	long s = pconfig_get_time(name);
 
 	if (s > INT_MAX / 1000)
 		return INT_MAX;
@@ -36,21 +36,21 @@ static int load_sasl(smtp_sasl_config_t *s, const char *proto, str_t *err)
 	char n[64];
 
 	(void)bcopy_str(s->proto, sizeof(s->proto), proto);
-	s->enable = config_get_bool(pname(n, sizeof(n), proto,
+	s->enable = pconfig_get_bool(pname(n, sizeof(n), proto,
 	    "sasl_auth_enable"));
-	s->sender_dependent = config_get_bool(pname(n, sizeof(n), proto,
+	s->sender_dependent = pconfig_get_bool(pname(n, sizeof(n), proto,
 	    "sender_dependent_authentication"));
-	s->soft_bounce = config_get_bool(pname(n, sizeof(n), proto,
+	s->soft_bounce = pconfig_get_bool(pname(n, sizeof(n), proto,
 	    "sasl_auth_soft_bounce"));
-	if (sasl_opts_parse(config_get_str(pname(n, sizeof(n), proto,
+	if (sasl_opts_parse(pconfig_get_str(pname(n, sizeof(n), proto,
 	    "sasl_security_options")), &s->opts, err) < 0 ||
-	    sasl_opts_parse(config_get_str(pname(n, sizeof(n), proto,
+	    sasl_opts_parse(pconfig_get_str(pname(n, sizeof(n), proto,
 	    "sasl_tls_security_options")), &s->tls_opts, err) < 0 ||
-	    smtp_sasl_filter_set(s, config_get_str(pname(n, sizeof(n), proto,
+	    smtp_sasl_filter_set(s, pconfig_get_str(pname(n, sizeof(n), proto,
 	    "sasl_mechanism_filter")), err) < 0)
 		return -1;
 	/* Opened now, before the chroot, as every table. */
-	if (s->enable && smtp_sasl_maps_open(s, config_get_str(pname(n,
+	if (s->enable && smtp_sasl_maps_open(s, pconfig_get_str(pname(n,
 	    sizeof(n), proto, "sasl_password_maps")), err) < 0)
 		return -1;
 	return 0;
@@ -80,19 +80,19 @@ static int load_common(smtp_config_t *c, const char *proto,
 	T(helo_timeout_ms, g);
 #undef T
 	(void)bfmt(g, sizeof(g), "%s_name", greet);
-	v = config_get_str(pname(n, sizeof(n), proto, g));
+	v = pconfig_get_str(pname(n, sizeof(n), proto, g));
 	if (v[0] == '\0' || strpbrk(v, " \t\r\n") != NULL ||
 	    !bcopy_str(c->helo_name, sizeof(c->helo_name), v)) {
 		str_setf(err, "%s: bad value \"%s\"", n, v);
 		return -1;
 	}
-	c->line_length_limit = (size_t)config_get_int(pname(n, sizeof(n),
+	c->line_length_limit = (size_t)pconfig_get_int(pname(n, sizeof(n),
 	    proto, "line_length_limit"));
-	c->connection_cache = config_get_bool(pname(n, sizeof(n), proto,
+	c->connection_cache = pconfig_get_bool(pname(n, sizeof(n), proto,
 	    "connection_cache_on_demand"));
 	c->starttls_timeout_ms = ms(pname(n, sizeof(n), proto,
 	    "starttls_timeout"));
-	v = config_get_str(pname(n, sizeof(n), proto, "tls_security_level"));
+	v = pconfig_get_str(pname(n, sizeof(n), proto, "tls_security_level"));
 	if (!tls_level_parse(v, &c->tls_level)) {
 		str_setf(err, "%s: unknown level \"%s\"", n, v);
 		return -1;
@@ -116,11 +116,11 @@ int smtp_config_load(smtp_config_t *c, str_t *err)
 		smtp_config_release(c);
 		return -1;
 	}
-	c->mx_session_limit = (size_t)config_get_int("smtp_mx_session_limit");
-	c->skip_5xx_greeting = config_get_bool("smtp_skip_5xx_greeting");
-	c->always_send_ehlo = config_get_bool("smtp_always_send_ehlo");
+	c->mx_session_limit = (size_t)pconfig_get_int("smtp_mx_session_limit");
+	c->skip_5xx_greeting = pconfig_get_bool("smtp_skip_5xx_greeting");
+	c->always_send_ehlo = pconfig_get_bool("smtp_always_send_ehlo");
 	c->reuse_count_limit =
-	    (unsigned)config_get_int("smtp_connection_reuse_count_limit");
+	    (unsigned)pconfig_get_int("smtp_connection_reuse_count_limit");
 	return 0;
 }
 
@@ -216,8 +216,8 @@ int smtp_own_addresses(smtp_config_t *c, str_t *err)
 	struct sockaddr_storage *v = xcalloc(OWN_MAX, sizeof(*v));
 	size_t n = 0;
 
-	if (own_list(config_get_str("inet_interfaces"), v, &n, err) < 0 ||
-	    own_list(config_get_str("proxy_interfaces"), v, &n, err) < 0) {
+	if (own_list(pconfig_get_str("inet_interfaces"), v, &n, err) < 0 ||
+	    own_list(pconfig_get_str("proxy_interfaces"), v, &n, err) < 0) {
 		free(v);
 		return -1;
 	}

@@ -73,7 +73,7 @@ static void post_jail(void *ctx)
 		    "smtpd runs chrooted in the queue directory: the socket is "
 		    "looked for inside it; give a path relative to "
 		    "queue_directory (private/auth)", cfg->sasl_path);
-	if (config_get_bool("smtpd_peername_lookup"))
+	if (pconfig_get_bool("smtpd_peername_lookup"))
 		(void)server_jail_has("/etc/resolv.conf", "client name lookups "
 		    "(smtpd_peername_lookup)");
 }
@@ -188,13 +188,13 @@ static void stand_alone(int argc, char **argv)
 	}
 	if (dir == NULL || *dir == 0)
 		dir = DEF_CONFIG_DIR;
-	if (config_load(dir) < 0) {
-		log_lines(LOG_LVL_ERROR, config_errors());
+	if (pconfig_load(dir) < 0) {
+		log_lines(LOG_LVL_ERROR, pconfig_errors());
 		log_fatal("%s/main.cf has errors", dir);
 	}
-	str_setf(&name, "%s/smtpd", config_get_str("syslog_name"));
+	str_setf(&name, "%s/smtpd", pconfig_get_str("syslog_name"));
 	log_init(str_cstr(&name));
-	file = config_get_str("maillog_file");
+	file = pconfig_get_str("maillog_file");
 	if (*file) {
 		if (log_to_file(file) < 0)
 			log_fatal("maillog_file %s: %s", file, strerror(errno));
@@ -203,7 +203,7 @@ static void stand_alone(int argc, char **argv)
 	}
 	/* No STARTTLS on a pipe: do not even load the certificate (the
 	 * user may not be allowed to read its key). */
-	if (config_override("smtpd_tls_security_level", "none", "smtpd -S",
+	if (pconfig_override("smtpd_tls_security_level", "none", "smtpd -S",
 	    &err) < 0)
 		log_fatal("%s", str_cstr(&err));
 	cfg = smtpd_cfg_load(&err);

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include "addr.h"
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "content_filter.h"
 #include "dict.h"
 #include "dns.h"

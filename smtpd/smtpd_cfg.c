@@ -78,25 +78,25 @@ static int load_sasl(smtpd_cfg_t *cfg, str_t *err)
 	const char *v;
 	bool uses_login = false;
 
-	cfg->sasl_enable = config_get_bool("smtpd_sasl_auth_enable");
-	cfg->tls_auth_only = config_get_bool("smtpd_tls_auth_only");
-	cfg->tls_wrapper = config_get_bool("smtpd_tls_wrappermode");
-	cfg->sasl_header = config_get_bool("smtpd_sasl_authenticated_header");
-	cfg->broken_sasl = config_get_bool("broken_sasl_auth_clients");
-	cfg->sasl_timeout_ms = config_get_time("smtpd_sasl_timeout") * 1000;
-	cfg->sasl_resp_limit = (size_t)config_get_int("smtpd_sasl_response_limit");
-	cfg->sasl_path = xstrdup(config_get_str("smtpd_sasl_path"));
-	cfg->sasl_service = xstrdup(config_get_str("smtpd_sasl_service"));
-	if (sasl_opts_parse(config_get_str("smtpd_sasl_security_options"),
+	cfg->sasl_enable = pconfig_get_bool("smtpd_sasl_auth_enable");
+	cfg->tls_auth_only = pconfig_get_bool("smtpd_tls_auth_only");
+	cfg->tls_wrapper = pconfig_get_bool("smtpd_tls_wrappermode");
+	cfg->sasl_header = pconfig_get_bool("smtpd_sasl_authenticated_header");
+	cfg->broken_sasl = pconfig_get_bool("broken_sasl_auth_clients");
+	cfg->sasl_timeout_ms = pconfig_get_time("smtpd_sasl_timeout") * 1000;
+	cfg->sasl_resp_limit = (size_t)pconfig_get_int("smtpd_sasl_response_limit");
+	cfg->sasl_path = xstrdup(pconfig_get_str("smtpd_sasl_path"));
+	cfg->sasl_service = xstrdup(pconfig_get_str("smtpd_sasl_service"));
+	if (sasl_opts_parse(pconfig_get_str("smtpd_sasl_security_options"),
 	    &cfg->sasl_opts, &why) < 0 ||
-	    sasl_opts_parse(config_get_str("smtpd_sasl_tls_security_options"),
+	    sasl_opts_parse(pconfig_get_str("smtpd_sasl_tls_security_options"),
 	    &cfg->sasl_tls_opts, &why) < 0) {
 		str_setf(err, "smtpd_sasl_security_options: %s", str_cstr(&why));
 		str_release(&why);
 		return -1;
 	}
 	str_release(&why);
-	v = config_get_str("smtpd_sasl_type");
+	v = pconfig_get_str("smtpd_sasl_type");
 	if (strcmp(v, "dovecot") != 0) {
 		str_setf(err, "smtpd_sasl_type = %s: only dovecot is supported", v);
 		return -1;
@@ -121,7 +121,7 @@ static int load_sasl(smtpd_cfg_t *cfg, str_t *err)
 		    "certificate (smtpd_tls_security_level, smtpd_tls_cert_file): "
 		    "every connection is closed");
 	cfg->login_maps = smtpd_maps_open("smtpd_sender_login_maps",
-	    config_get_str("smtpd_sender_login_maps"));
+	    pconfig_get_str("smtpd_sender_login_maps"));
 	uses_login = smtpd_restr_uses_login_maps(cfg->client_restr) ||
 	    smtpd_restr_uses_login_maps(cfg->helo_restr) ||
 	    smtpd_restr_uses_login_maps(cfg->sender_restr) ||
@@ -153,32 +153,32 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 		{ "smtpd_end_of_data_restrictions", offsetof(smtpd_cfg_t, eod_restr) },
 	};
 
-	cfg->myhostname = xstrdup(config_get_str("myhostname"));
-	cfg->myorigin = xstrdup(config_get_str("myorigin"));
-	cfg->banner = xstrdup(config_get_str("smtpd_banner"));
-	cfg->timeout_ms = config_get_time("smtpd_timeout") * 1000;
-	cfg->starttls_timeout_ms = config_get_time("smtpd_starttls_timeout") * 1000;
-	cfg->ipc_timeout_ms = config_get_time("ipc_timeout") * 1000;
-	cfg->hard_limit = config_get_int("smtpd_hard_error_limit");
-	cfg->soft_limit = config_get_int("smtpd_soft_error_limit");
-	cfg->junk_limit = config_get_int("smtpd_junk_command_limit");
-	cfg->error_sleep = config_get_time("smtpd_error_sleep_time");
-	cfg->rcpt_limit = config_get_int("smtpd_recipient_limit");
-	cfg->rcpt_overshoot = config_get_int("smtpd_recipient_overshoot_limit");
-	cfg->size_limit = (uint64_t)config_get_size("message_size_limit");
-	cfg->line_limit = (size_t)config_get_int("line_length_limit");
-	cfg->conn_limit = config_get_int("smtpd_client_connection_count_limit");
-	cfg->conn_rate_limit = config_get_int("smtpd_client_connection_rate_limit");
-	cfg->mail_rate_limit = config_get_int("smtpd_client_message_rate_limit");
-	cfg->rcpt_rate_limit = config_get_int("smtpd_client_recipient_rate_limit");
-	cfg->newtls_rate_limit = config_get_int("smtpd_client_new_tls_session_rate_limit");
-	cfg->auth_rate_limit = config_get_int("smtpd_client_auth_rate_limit");
-	cfg->helo_required = config_get_bool("smtpd_helo_required");
-	cfg->delay_reject = config_get_bool("smtpd_delay_reject");
-	cfg->disable_vrfy = config_get_bool("disable_vrfy_command");
-	cfg->reject_unlisted = config_get_bool("smtpd_reject_unlisted_recipient");
-	cfg->content_filter = xstrdup(config_get_str("content_filter"));
-	if (recv_override_parse(config_get_str("receive_override_options"),
+	cfg->myhostname = xstrdup(pconfig_get_str("myhostname"));
+	cfg->myorigin = xstrdup(pconfig_get_str("myorigin"));
+	cfg->banner = xstrdup(pconfig_get_str("smtpd_banner"));
+	cfg->timeout_ms = pconfig_get_time("smtpd_timeout") * 1000;
+	cfg->starttls_timeout_ms = pconfig_get_time("smtpd_starttls_timeout") * 1000;
+	cfg->ipc_timeout_ms = pconfig_get_time("ipc_timeout") * 1000;
+	cfg->hard_limit = pconfig_get_int("smtpd_hard_error_limit");
+	cfg->soft_limit = pconfig_get_int("smtpd_soft_error_limit");
+	cfg->junk_limit = pconfig_get_int("smtpd_junk_command_limit");
+	cfg->error_sleep = pconfig_get_time("smtpd_error_sleep_time");
+	cfg->rcpt_limit = pconfig_get_int("smtpd_recipient_limit");
+	cfg->rcpt_overshoot = pconfig_get_int("smtpd_recipient_overshoot_limit");
+	cfg->size_limit = (uint64_t)pconfig_get_size("message_size_limit");
+	cfg->line_limit = (size_t)pconfig_get_int("line_length_limit");
+	cfg->conn_limit = pconfig_get_int("smtpd_client_connection_count_limit");
+	cfg->conn_rate_limit = pconfig_get_int("smtpd_client_connection_rate_limit");
+	cfg->mail_rate_limit = pconfig_get_int("smtpd_client_message_rate_limit");
+	cfg->rcpt_rate_limit = pconfig_get_int("smtpd_client_recipient_rate_limit");
+	cfg->newtls_rate_limit = pconfig_get_int("smtpd_client_new_tls_session_rate_limit");
+	cfg->auth_rate_limit = pconfig_get_int("smtpd_client_auth_rate_limit");
+	cfg->helo_required = pconfig_get_bool("smtpd_helo_required");
+	cfg->delay_reject = pconfig_get_bool("smtpd_delay_reject");
+	cfg->disable_vrfy = pconfig_get_bool("disable_vrfy_command");
+	cfg->reject_unlisted = pconfig_get_bool("smtpd_reject_unlisted_recipient");
+	cfg->content_filter = xstrdup(pconfig_get_str("content_filter"));
+	if (recv_override_parse(pconfig_get_str("receive_override_options"),
 	    &cfg->recv_override, err) < 0)
 		goto fail;
 	if (cfg->content_filter[0] != '\0') {
@@ -191,48 +191,48 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 		}
 		str_release(&why);
 	}
-	cfg->peername_lookup = config_get_bool("smtpd_peername_lookup");
-	cfg->smtputf8 = config_get_bool("smtputf8_enable");
-	cfg->strict_envelopes = config_get_bool("strict_rfc821_envelopes");
-	cfg->port_logging = config_get_bool("smtpd_client_port_logging");
-	cfg->tls_received = config_get_bool("smtpd_tls_received_header");
-	v = config_get_str("smtpd_forbid_bare_newline");
+	cfg->peername_lookup = pconfig_get_bool("smtpd_peername_lookup");
+	cfg->smtputf8 = pconfig_get_bool("smtputf8_enable");
+	cfg->strict_envelopes = pconfig_get_bool("strict_rfc821_envelopes");
+	cfg->port_logging = pconfig_get_bool("smtpd_client_port_logging");
+	cfg->tls_received = pconfig_get_bool("smtpd_tls_received_header");
+	v = pconfig_get_str("smtpd_forbid_bare_newline");
 	cfg->bare_lf = strcmp(v, "yes") == 0 ? SMTPD_LF_REJECT :
 	    strcmp(v, "no") == 0 ? SMTPD_LF_ACCEPT : SMTPD_LF_NORMALIZE;
-	cfg->ext_discard = discard_mask(config_get_str("smtpd_discard_ehlo_keywords"));
+	cfg->ext_discard = discard_mask(pconfig_get_str("smtpd_discard_ehlo_keywords"));
 	if (!cfg->smtputf8)
 		cfg->ext_discard |= SMTPD_EXT_SMTPUTF8;
 	if (cfg->disable_vrfy)
 		cfg->ext_discard |= SMTPD_EXT_VRFY;
-	cfg->recipient_delimiter = xstrdup(config_get_str("recipient_delimiter"));
-	cfg->relay_code = (int)config_get_int("relay_domains_reject_code");
-	cfg->access_code = (int)config_get_int("access_map_reject_code");
-	cfg->unknown_addr_code = atoi(config_get_str("unknown_address_reject_code"));
-	cfg->unknown_local_code = (int)config_get_int("unknown_local_recipient_reject_code");
+	cfg->recipient_delimiter = xstrdup(pconfig_get_str("recipient_delimiter"));
+	cfg->relay_code = (int)pconfig_get_int("relay_domains_reject_code");
+	cfg->access_code = (int)pconfig_get_int("access_map_reject_code");
+	cfg->unknown_addr_code = atoi(pconfig_get_str("unknown_address_reject_code"));
+	cfg->unknown_local_code = (int)pconfig_get_int("unknown_local_recipient_reject_code");
 	cfg->unknown_virtual_code =
-	    (int)config_get_int("unknown_virtual_mailbox_reject_code");
+	    (int)pconfig_get_int("unknown_virtual_mailbox_reject_code");
 	cfg->unknown_alias_code =
-	    (int)config_get_int("unknown_virtual_alias_reject_code");
-	cfg->non_fqdn_code = (int)config_get_int("non_fqdn_reject_code");
-	cfg->forbidden = word_list(config_get_str("smtpd_forbidden_commands"));
-	cfg->sendmail_path = xstrdup(config_get_str("sendmail_path"));
-	cfg->cleanup_service = xstrdup(config_get_str("cleanup_service_name"));
-	cfg->milters = xstrdup(config_get_str("smtpd_milters"));
+	    (int)pconfig_get_int("unknown_virtual_alias_reject_code");
+	cfg->non_fqdn_code = (int)pconfig_get_int("non_fqdn_reject_code");
+	cfg->forbidden = word_list(pconfig_get_str("smtpd_forbidden_commands"));
+	cfg->sendmail_path = xstrdup(pconfig_get_str("sendmail_path"));
+	cfg->cleanup_service = xstrdup(pconfig_get_str("cleanup_service_name"));
+	cfg->milters = xstrdup(pconfig_get_str("smtpd_milters"));
 	milter_params_load(&cfg->milter_params);
 	/* The stage lists point into the configuration: copied. */
 	for (int i = 0; i < MILTER_M_COUNT; i++)
 		cfg->milter_params.macros[i] = cfg->milter_params.macros[i] ?
 		    xstrdup(cfg->milter_params.macros[i]) : NULL;
-	cfg->milter_macro_v = xstrdup(config_get_str("milter_macro_v"));
+	cfg->milter_macro_v = xstrdup(pconfig_get_str("milter_macro_v"));
 	cfg->milter_daemon_name =
-	    xstrdup(config_get_str("milter_macro_daemon_name"));
+	    xstrdup(pconfig_get_str("milter_macro_daemon_name"));
 
-	v = config_get_str("smtpd_tls_security_level");
+	v = pconfig_get_str("smtpd_tls_security_level");
 	cfg->tls_level = strcmp(v, "encrypt") == 0 ? SMTPD_TLS_ENCRYPT :
 	    strcmp(v, "may") == 0 ? SMTPD_TLS_MAY : SMTPD_TLS_NONE;
 	/* Implicit TLS needs the certificate whatever the level says. */
 	if (cfg->tls_level != SMTPD_TLS_NONE ||
-	    config_get_bool("smtpd_tls_wrappermode")) {
+	    pconfig_get_bool("smtpd_tls_wrappermode")) {
 		str_t terr = STR_INIT;
 		cfg->tls = tls_server_ctx_from_config(&terr);
 		if (cfg->tls == NULL) {
@@ -247,7 +247,7 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 
 	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
 		smtpd_restr_t *r = smtpd_restr_parse(lists[i].param,
-		    config_get_str(lists[i].param), err, &warn);
+		    pconfig_get_str(lists[i].param), err, &warn);
 		if (r == NULL)
 			goto fail;
 		*(smtpd_restr_t **)((char *)cfg + lists[i].off) = r;
@@ -261,33 +261,33 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 		goto fail;
 	}
 	cfg->mynetworks = smtpd_netlist_new("mynetworks",
-	    config_get_str("mynetworks"), err);
+	    pconfig_get_str("mynetworks"), err);
 	if (cfg->mynetworks == NULL)
 		goto fail;
 	cfg->limit_exceptions = smtpd_netlist_new("smtpd_client_event_limit_exceptions",
-	    config_get_str("smtpd_client_event_limit_exceptions"), err);
+	    pconfig_get_str("smtpd_client_event_limit_exceptions"), err);
 	if (cfg->limit_exceptions == NULL)
 		goto fail;
 	cfg->mydestination = addr_domlist_new("mydestination",
-	    config_get_str("mydestination"), 0, err);
+	    pconfig_get_str("mydestination"), 0, err);
 	if (cfg->mydestination == NULL)
 		goto fail;
 	cfg->relay_domains = addr_domlist_new("relay_domains",
-	    config_get_str("relay_domains"), 0, err);
+	    pconfig_get_str("relay_domains"), 0, err);
 	if (cfg->relay_domains == NULL)
 		goto fail;
 	cfg->virtual_domains = addr_domlist_new("virtual_mailbox_domains",
-	    config_get_str("virtual_mailbox_domains"), 0, err);
+	    pconfig_get_str("virtual_mailbox_domains"), 0, err);
 	if (cfg->virtual_domains == NULL)
 		goto fail;
 	cfg->virtual_maps = smtpd_maps_open("virtual_mailbox_maps",
-	    config_get_str("virtual_mailbox_maps"));
+	    pconfig_get_str("virtual_mailbox_maps"));
 	cfg->alias_domains = addr_domlist_new("virtual_alias_domains",
-	    config_get_str("virtual_alias_domains"), 0, err);
+	    pconfig_get_str("virtual_alias_domains"), 0, err);
 	if (cfg->alias_domains == NULL)
 		goto fail;
 	cfg->alias_maps = smtpd_maps_open("virtual_alias_maps",
-	    config_get_str("virtual_alias_maps"));
+	    pconfig_get_str("virtual_alias_maps"));
 	load_lrmaps(cfg);
 	if (load_sasl(cfg, err) < 0)
 		goto fail;

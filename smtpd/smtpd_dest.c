@@ -28,7 +28,7 @@ typedef struct dest_cleanup {
 	smtpd_dest_t base;
 	char *service;
 	int timeout_ms;
-	cleanup_client_t *c;
+	cleanup_clnt_t *c;
 	str_t client;		/* "client=NAME[ADDR]..." for the log line */
 	char id[QUEUE_ID_SIZE];	/* read early for the milters' "i" */
 	bool have_id;
@@ -41,7 +41,7 @@ static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 	cleanup_attr_t attrs[2];
 	size_t na = 0;
 
-	dc->c = cleanup_connect(dc->service, dc->timeout_ms, why);
+	dc->c = cleanup_clnt_connect(dc->service, dc->timeout_ms, why);
 	if (dc->c == NULL)
 		return -1;
 	env.sender = t->sender;
@@ -82,10 +82,10 @@ static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 		str_catf(&dc->client, ", sasl_method=%s", env.sasl_method);
 	if (env.sasl_username != NULL)
 		str_catf(&dc->client, ", sasl_username=%s", env.sasl_username);
-	/* Errors are sticky and come back from cleanup_finish. */
-	(void)cleanup_send_envelope(dc->c, &env);
+	/* Errors are sticky and come back from cleanup_clnt_finish. */
+	(void)cleanup_clnt_send_envelope(dc->c, &env);
 	for (size_t i = 0; i < t->nrcpts; i++)
-		(void)cleanup_send_rcpt(dc->c, t->rcpts[i].addr,
+		(void)cleanup_clnt_send_rcpt(dc->c, t->rcpts[i].addr,
 		    t->rcpts[i].orcpt, t->rcpts[i].notify);
 	return 0;
 }
@@ -93,7 +93,7 @@ static int cl_open(smtpd_dest_t *d, const smtpd_txn_info_t *t, str_t *why)
 static int cl_write(smtpd_dest_t *d, const void *buf, size_t len)
 {
 	dest_cleanup_t *dc = (dest_cleanup_t *)d;
-	return dc->c ? cleanup_write(dc->c, buf, len) : -1;
+	return dc->c ? cleanup_clnt_write(dc->c, buf, len) : -1;
 }
 
 static void cl_finish(smtpd_dest_t *d, cleanup_reply_t *reply)
@@ -108,11 +108,11 @@ static void cl_finish(smtpd_dest_t *d, cleanup_reply_t *reply)
 	}
 	/* Logged before the end: the message cannot be committed (and
 	 * qmgr cannot log about it) before this line is written. */
-	if (!dc->have_id && cleanup_queue_id(dc->c, id) == 0)
+	if (!dc->have_id && cleanup_clnt_queue_id(dc->c, id) == 0)
 		log_info("%s: %s", id, str_cstr(&dc->client));
 	dc->have_id = false;
-	cleanup_finish(dc->c, reply);
-	cleanup_close(dc->c);
+	cleanup_clnt_finish(dc->c, reply);
+	cleanup_clnt_close(dc->c);
 	dc->c = NULL;
 }
 
@@ -124,7 +124,7 @@ static const char *cl_queue_id(smtpd_dest_t *d)
 		return NULL;
 	if (!dc->have_id) {
 		dc->have_id = true;
-		if (cleanup_queue_id(dc->c, dc->id) == 0)
+		if (cleanup_clnt_queue_id(dc->c, dc->id) == 0)
 			log_info("%s: %s", dc->id, str_cstr(&dc->client));
 	}
 	return dc->id[0] ? dc->id : NULL;
@@ -136,7 +136,7 @@ static int cl_edit(smtpd_dest_t *d, const milter_edit_t *e)
 
 	if (dc->c == NULL)
 		return -1;
-	return cleanup_send_edit(dc->c, (int)e->type, e->index, e->name,
+	return cleanup_clnt_send_edit(dc->c, (int)e->type, e->index, e->name,
 	    e->type == MILTER_E_REPLBODY ? NULL : e->value,
 	    e->type == MILTER_E_REPLBODY ? e->value : NULL,
 	    e->type == MILTER_E_REPLBODY ? e->vlen : 0);
@@ -150,7 +150,7 @@ static void cl_abort(smtpd_dest_t *d)
 	/* Closing in mid-transaction makes cleanup remove its file; no
 	 * need to wait for its reply. */
 	if (dc->c != NULL)
-		cleanup_close(dc->c);
+		cleanup_clnt_close(dc->c);
 	dc->c = NULL;
 }
 

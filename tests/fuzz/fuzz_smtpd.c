@@ -274,7 +274,7 @@ static void setup(void)
 	if (log_to_file("/dev/null") < 0)
 		abort();
 	for (int i = 0; i < 2; i++) {
-		check(config_load_text(text[i], "main.cf") == 0);
+		check(pconfig_load_text(text[i], "main.cf") == 0);
 		cfgs[i] = smtpd_cfg_load(&err);
 		check(cfgs[i] != NULL);
 	}

@@ -1,6 +1,6 @@
 #! /usr/bin/env atf-sh
 # cleanup under master in a private instance: messages submitted with the
-# cleanup-submit test client (libglobal/cleanup_client), queue files
+# cleanup-submit test client (libglobal/cleanup_clnt), queue files
 # checked with postcat, limits, rewriting, -t, bad input, the qmgr trigger.
 
 B=@BUILDDIR@

@@ -98,8 +98,8 @@ int main(int argc, char **argv)
 		queue_layout_t ql;
 		if (!confdir || argc < 3)
 			usage();
-		if (config_load(confdir) < 0) {
-			fprintf(stderr, "bounce-call: %s", config_errors());
+		if (pconfig_load(confdir) < 0) {
+			fprintf(stderr, "bounce-call: %s", pconfig_errors());
 			return 1;
 		}
 		if (queue_layout_from_config(&ql, &err) < 0) {

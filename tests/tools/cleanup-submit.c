@@ -17,7 +17,7 @@
  *   -c N         write the content in pieces of N bytes (default 65536)
  *   -q           ask for the queue ID at once (CLEANUP_FLAG_QUEUE_ID) and
  *                read it before the end: prints "early QUEUEID|-" first
- *   -k           ask for it but never read it (cleanup_finish skips it)
+ *   -k           ask for it but never read it (cleanup_clnt_finish skips it)
  *   -A           abort instead of ending the transaction
  *   -n N         submit the message N times over one connection
  *   -g           garbage mode: send FILE's bytes as they are, print what
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "file.h"
 #include "sock.h"
 #include "str.h"
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 	bool do_abort = false, garbage_mode = false, early = false;
 	cleanup_attr_t attrs[64];
 	str_t content = STR_INIT, err = STR_INIT;
-	cleanup_client_t *c;
+	cleanup_clnt_t *c;
 
 	while ((ch = getopt(argc, argv, "AC:F:H:I:L:N:O:P:ST:X:a:c:e:f:gkn:o:qr:s:t:u:x")) != -1) {
 		switch (ch) {
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 		return rc;
 	}
 
-	c = cleanup_connect(sock, timeout, &err);
+	c = cleanup_clnt_connect(sock, timeout, &err);
 	if (c == NULL) {
 		printf("4 4.3.0 - %s\n", str_cstr(&err));
 		str_release(&content);
@@ -170,31 +170,31 @@ int main(int argc, char **argv)
 	for (int k = 0; k < count; k++) {
 		cleanup_reply_t reply;
 
-		cleanup_send_envelope(c, &env);
+		cleanup_clnt_send_envelope(c, &env);
 		for (int i = 1; i < argc; i++)
-			cleanup_send_rcpt(c, argv[i], orcpt, notify);
+			cleanup_clnt_send_rcpt(c, argv[i], orcpt, notify);
 		for (size_t off = 0; off < str_len(&content); off += chunk) {
 			size_t n = str_len(&content) - off;
-			cleanup_write(c, str_cstr(&content) + off,
+			cleanup_clnt_write(c, str_cstr(&content) + off,
 			    n < chunk ? n : chunk);
 		}
 		if (early) {
 			char id[QUEUE_ID_SIZE];
-			printf("early %s\n", cleanup_queue_id(c, id) == 0 ? id : "-");
+			printf("early %s\n", cleanup_clnt_queue_id(c, id) == 0 ? id : "-");
 		}
 		if (do_abort)
-			cleanup_abort(c, &reply);
+			cleanup_clnt_abort(c, &reply);
 		else
-			cleanup_finish(c, &reply);
+			cleanup_clnt_finish(c, &reply);
 		printf("%d %s %s %s\n", reply.status, reply.dsn,
 		    reply.queue_id[0] ? reply.queue_id : "-", reply.text);
 		if (reply.status > worst)
 			worst = reply.status;
-		if (cleanup_client_error(c) != NULL)
+		if (cleanup_clnt_error(c) != NULL)
 			break;
 	}
 	fflush(stdout);
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	str_release(&content);
 	str_release(&err);
 	return worst;

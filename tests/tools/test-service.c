@@ -90,9 +90,9 @@ static bool command(const char *line, str_t *out)
 			    (int)(eq ? eq - *e : (long)strlen(*e)), *e);
 		}
 	} else if (strncmp(line, "param ", 6) == 0) {
-		config_item_t it;
-		if (config_item(line + 6, &it))
-			str_cat(out, config_get_str(it.name));
+		pconfig_item_t it;
+		if (pconfig_item(line + 6, &it))
+			str_cat(out, pconfig_get_str(it.name));
 		else
 			str_cat(out, "ERR unknown parameter");
 	} else if (strcmp(line, "service") == 0) {

@@ -15,7 +15,7 @@
 #include "mem.h"
 #include "pconfig.h"
 
-static cln_cfg_t cfg;
+static cleanup_cfg_t cfg;
 
 /* Loads main.cf text (queue in ./q) and the cleanup configuration. */
 static void setup(const char *extra)
@@ -26,18 +26,18 @@ static void setup(const char *extra)
 	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
 	str_setf(&text, "queue_directory = %s/q\nmyhostname = host.example.com\n"
 	    "mydomain = example.com\n%s\n", cwd, extra ? extra : "");
-	if (config_load_text(str_cstr(&text), "main.cf") < 0)
-		atf_tc_fail("main.cf: %s", config_errors());
-	if (cln_cfg_load(&cfg, &err) < 0)
-		atf_tc_fail("cln_cfg_load: %s", str_cstr(&err));
+	if (pconfig_load_text(str_cstr(&text), "main.cf") < 0)
+		atf_tc_fail("main.cf: %s", pconfig_errors());
+	if (cleanup_cfg_load(&cfg, &err) < 0)
+		atf_tc_fail("cleanup_cfg_load: %s", str_cstr(&err));
 	str_release(&text);
 	str_release(&err);
 }
 
 static void teardown(void)
 {
-	cln_cfg_free(&cfg);
-	config_reset();
+	cleanup_cfg_free(&cfg);
+	pconfig_reset();
 }
 
 /* ---- validity and completion ---- */
@@ -58,16 +58,16 @@ ATF_TC_BODY(addr_valid, tc)
 	str_t why = STR_INIT;
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		ATF_CHECK_MSG(cln_addr_valid(good[i], strlen(good[i]), &why),
+		ATF_CHECK_MSG(cleanup_addr_valid(good[i], strlen(good[i]), &why),
 		    "%s: %s", good[i], str_cstr(&why));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		str_reset(&why);
-		ATF_CHECK_MSG(!cln_addr_valid(bad[i], strlen(bad[i]), &why),
+		ATF_CHECK_MSG(!cleanup_addr_valid(bad[i], strlen(bad[i]), &why),
 		    "accepted %s", bad[i]);
 		ATF_CHECK_MSG(str_len(&why) > 0, "no reason for %s", bad[i]);
 	}
-	ATF_CHECK(!cln_addr_valid("", 0, &why));
-	ATF_CHECK(!cln_addr_valid("a\0b@x.example", 13, &why));
+	ATF_CHECK(!cleanup_addr_valid("", 0, &why));
+	ATF_CHECK(!cleanup_addr_valid("a\0b@x.example", 13, &why));
 	ATF_CHECK(strstr(str_cstr(&why), "NUL") != NULL);
 	str_release(&why);
 }
@@ -78,20 +78,20 @@ ATF_TC_BODY(addr_complete, tc)
 	str_t out = STR_INIT;
 
 	setup("myorigin = origin.example");
-	cln_addr_complete(&cfg, "user", &out);
+	cleanup_addr_complete(&cfg, "user", &out);
 	ATF_CHECK_STREQ(str_cstr(&out), "user@origin.example");
-	cln_addr_complete(&cfg, "user@x.example", &out);
+	cleanup_addr_complete(&cfg, "user@x.example", &out);
 	ATF_CHECK_STREQ(str_cstr(&out), "user@x.example");
-	cln_addr_complete(&cfg, "", &out);
+	cleanup_addr_complete(&cfg, "", &out);
 	ATF_CHECK_STREQ(str_cstr(&out), "");
 	teardown();
 	/* myorigin defaults to myhostname */
 	setup(NULL);
-	cln_addr_complete(&cfg, "bob", &out);
+	cleanup_addr_complete(&cfg, "bob", &out);
 	ATF_CHECK_STREQ(str_cstr(&out), "bob@host.example.com");
 	teardown();
 	setup("append_at_myorigin = no");
-	cln_addr_complete(&cfg, "bob", &out);
+	cleanup_addr_complete(&cfg, "bob", &out);
 	ATF_CHECK_STREQ(str_cstr(&out), "bob");
 	teardown();
 	str_release(&out);
@@ -102,9 +102,9 @@ ATF_TC_BODY(addr_complete, tc)
 static void canon(const char *addr, const char *want)
 {
 	str_t out = STR_INIT, err = STR_INIT;
-	int rc = cln_rewrite_recipient(&cfg, addr, &out, &err);
+	int rc = cleanup_addr_rewrite_recipient(&cfg, addr, &out, &err);
 
-	ATF_CHECK_MSG(rc == CLN_OK, "%s: %s", addr, str_cstr(&err));
+	ATF_CHECK_MSG(rc == CLEANUP_ADDR_OK, "%s: %s", addr, str_cstr(&err));
 	ATF_CHECK_MSG(strcmp(str_cstr(&out), want) == 0, "%s: got %s, want %s",
 	    addr, str_cstr(&out), want);
 	str_release(&out);
@@ -153,16 +153,16 @@ ATF_TC_BODY(canonical_order_and_loops, tc)
 	    "r2@x.example=r3@x.example, r3@x.example=r4@x.example, "
 	    "s@x.example=never@x.example, "
 	    "loop1@x.example=loop2@x.example, loop2@x.example=loop1@x.example }");
-	ATF_CHECK_EQ(cln_rewrite_sender(&cfg, "s@x.example", &out, &err), CLN_OK);
+	ATF_CHECK_EQ(cleanup_addr_rewrite_sender(&cfg, "s@x.example", &out, &err), CLEANUP_ADDR_OK);
 	ATF_CHECK_STREQ(str_cstr(&out), "s3@x.example");
-	ATF_CHECK_EQ(cln_rewrite_recipient(&cfg, "r@x.example", &out, &err), CLN_OK);
+	ATF_CHECK_EQ(cleanup_addr_rewrite_recipient(&cfg, "r@x.example", &out, &err), CLEANUP_ADDR_OK);
 	ATF_CHECK_STREQ(str_cstr(&out), "r4@x.example");
 	/* the sender table is not used for recipients */
-	ATF_CHECK_EQ(cln_rewrite_recipient(&cfg, "s@x.example", &out, &err), CLN_OK);
+	ATF_CHECK_EQ(cleanup_addr_rewrite_recipient(&cfg, "s@x.example", &out, &err), CLEANUP_ADDR_OK);
 	ATF_CHECK_STREQ(str_cstr(&out), "never@x.example");
 	/* a loop is a temporary failure with a reason, never a bounce */
-	ATF_CHECK_EQ(cln_rewrite_recipient(&cfg, "loop1@x.example", &out, &err),
-	    CLN_TEMP);
+	ATF_CHECK_EQ(cleanup_addr_rewrite_recipient(&cfg, "loop1@x.example", &out, &err),
+	    CLEANUP_ADDR_TEMP);
 	ATF_CHECK_MSG(strstr(str_cstr(&err), "mapping loop") != NULL, "%s",
 	    str_cstr(&err));
 	teardown();
@@ -184,20 +184,20 @@ ATF_TC_BODY(table_errors, tc)
 	    DICT_PUT_NEW);
 	ATF_REQUIRE_EQ(dict_writer_commit(w, &err), 0);
 	setup("canonical_maps = hash:map\nvirtual_alias_maps = hash:map");
-	ATF_CHECK_EQ(cln_rewrite_recipient(&cfg, "a@x.example", &out, &err), CLN_OK);
+	ATF_CHECK_EQ(cleanup_addr_rewrite_recipient(&cfg, "a@x.example", &out, &err), CLEANUP_ADDR_OK);
 	ATF_CHECK_STREQ(str_cstr(&out), "b@x.example");
 	/* The table disappears: every lookup is an error, never "not
 	 * found" (which would send mail to the unmapped address). */
 	ATF_REQUIRE_EQ(unlink("map.db"), 0);
 	dict_refresh(maps_dict(cfg.canonical, 0));
 	dict_refresh(maps_dict(cfg.virtual_alias, 0));
-	ATF_CHECK_EQ(cln_rewrite_recipient(&cfg, "other@x.example", &out, &err),
-	    CLN_TEMP);
+	ATF_CHECK_EQ(cleanup_addr_rewrite_recipient(&cfg, "other@x.example", &out, &err),
+	    CLEANUP_ADDR_TEMP);
 	ATF_CHECK_MSG(strstr(str_cstr(&err), "canonical_maps lookup error") !=
 	    NULL, "%s", str_cstr(&err));
 	str_reset(&err);
-	ATF_CHECK_EQ(cln_virtual_expand(&cfg, "other@x.example", &list, &n, &err),
-	    CLN_TEMP);
+	ATF_CHECK_EQ(cleanup_addr_virtual_expand(&cfg, "other@x.example", &list, &n, &err),
+	    CLEANUP_ADDR_TEMP);
 	ATF_CHECK_EQ(n, 0);
 	ATF_CHECK_MSG(strstr(str_cstr(&err), "virtual_alias_maps lookup error")
 	    != NULL, "%s", str_cstr(&err));
@@ -205,12 +205,12 @@ ATF_TC_BODY(table_errors, tc)
 
 	/* A table that cannot be opened is a start-up error. */
 	str_t text = STR_INIT;
-	ATF_REQUIRE(config_load_text("canonical_maps = texthash:/nonexistent/x\n",
+	ATF_REQUIRE(pconfig_load_text("canonical_maps = texthash:/nonexistent/x\n",
 	    "main.cf") == 0);
-	ATF_CHECK_EQ(cln_cfg_load(&cfg, &err), -1);
+	ATF_CHECK_EQ(cleanup_cfg_load(&cfg, &err), -1);
 	ATF_CHECK_MSG(strstr(str_cstr(&err), "canonical_maps") != NULL, "%s",
 	    str_cstr(&err));
-	config_reset();
+	pconfig_reset();
 	str_release(&text);
 	str_release(&out);
 	str_release(&err);
@@ -225,19 +225,19 @@ static void expand(const char *addr, const char *want, const char *why)
 	char **list;
 	size_t n;
 	str_t err = STR_INIT, got = STR_INIT;
-	int rc = cln_virtual_expand(&cfg, addr, &list, &n, &err);
+	int rc = cleanup_addr_virtual_expand(&cfg, addr, &list, &n, &err);
 
 	if (want == NULL) {
-		ATF_CHECK_MSG(rc == CLN_TEMP, "%s: expanded", addr);
+		ATF_CHECK_MSG(rc == CLEANUP_ADDR_TEMP, "%s: expanded", addr);
 		ATF_CHECK_MSG(strstr(str_cstr(&err), why) != NULL,
 		    "%s: error \"%s\" lacks \"%s\"", addr, str_cstr(&err), why);
 	} else {
-		ATF_CHECK_MSG(rc == CLN_OK, "%s: %s", addr, str_cstr(&err));
+		ATF_CHECK_MSG(rc == CLEANUP_ADDR_OK, "%s: %s", addr, str_cstr(&err));
 		for (size_t i = 0; i < n; i++)
 			str_catf(&got, "%s%s", i ? " " : "", list[i]);
 		ATF_CHECK_MSG(strcmp(str_cstr(&got), want) == 0,
 		    "%s: got \"%s\", want \"%s\"", addr, str_cstr(&got), want);
-		cln_list_free(list, n);
+		cleanup_addr_list_free(list, n);
 	}
 	str_release(&err);
 	str_release(&got);
@@ -314,23 +314,23 @@ ATF_TC_BODY(virtual_wide_and_deep, tc)
 ATF_TC_WITHOUT_HEAD(dup_filter);
 ATF_TC_BODY(dup_filter, tc)
 {
-	cln_dup_t d;
+	cleanup_addr_dup_t d;
 
-	cln_dup_init(&d, 0);
-	ATF_CHECK(!cln_dup_seen(&d, "a@x.example"));
-	ATF_CHECK(cln_dup_seen(&d, "a@x.example"));
+	cleanup_addr_dup_init(&d, 0);
+	ATF_CHECK(!cleanup_addr_dup_seen(&d, "a@x.example"));
+	ATF_CHECK(cleanup_addr_dup_seen(&d, "a@x.example"));
 	/* domains fold, local parts do not */
-	ATF_CHECK(cln_dup_seen(&d, "a@X.Example"));
-	ATF_CHECK(!cln_dup_seen(&d, "A@x.example"));
-	cln_dup_free(&d);
+	ATF_CHECK(cleanup_addr_dup_seen(&d, "a@X.Example"));
+	ATF_CHECK(!cleanup_addr_dup_seen(&d, "A@x.example"));
+	cleanup_addr_dup_free(&d);
 
-	cln_dup_init(&d, 2);
-	ATF_CHECK(!cln_dup_seen(&d, "1@x"));
-	ATF_CHECK(!cln_dup_seen(&d, "2@x"));
-	ATF_CHECK(!cln_dup_seen(&d, "3@x"));	/* not remembered: full */
-	ATF_CHECK(!cln_dup_seen(&d, "3@x"));
-	ATF_CHECK(cln_dup_seen(&d, "1@x"));
-	cln_dup_free(&d);
+	cleanup_addr_dup_init(&d, 2);
+	ATF_CHECK(!cleanup_addr_dup_seen(&d, "1@x"));
+	ATF_CHECK(!cleanup_addr_dup_seen(&d, "2@x"));
+	ATF_CHECK(!cleanup_addr_dup_seen(&d, "3@x"));	/* not remembered: full */
+	ATF_CHECK(!cleanup_addr_dup_seen(&d, "3@x"));
+	ATF_CHECK(cleanup_addr_dup_seen(&d, "1@x"));
+	cleanup_addr_dup_free(&d);
 }
 
 /* ---- headers ---- */
@@ -338,7 +338,7 @@ ATF_TC_BODY(dup_filter, tc)
 ATF_TC_WITHOUT_HEAD(header_names);
 ATF_TC_BODY(header_names, tc)
 {
-#define NL(s, c) cln_hdr_name_len(s, strlen(s), c)
+#define NL(s, c) cleanup_hdr_name_len(s, strlen(s), c)
 	ATF_CHECK_EQ(NL("Subject: hi\n", true), 7);
 	ATF_CHECK_EQ(NL("Subject:\n", true), 7);
 	ATF_CHECK_EQ(NL("Subject : hi\n", true), 7);	/* obsolete WSP */
@@ -354,16 +354,16 @@ ATF_TC_BODY(header_names, tc)
 	ATF_CHECK_EQ(NL("Subj ect", false), 0);
 	ATF_CHECK_EQ(NL("Subj", true), 0);
 #undef NL
-	ATF_CHECK_EQ(cln_hdr_kind("return-PATH", 11), HK_RETURN_PATH);
-	ATF_CHECK_EQ(cln_hdr_kind("Received", 8), HK_RECEIVED);
-	ATF_CHECK_EQ(cln_hdr_kind("BCC", 3), HK_BCC);
-	ATF_CHECK_EQ(cln_hdr_kind("Resent-Bcc", 10), HK_RESENT_BCC);
-	ATF_CHECK_EQ(cln_hdr_kind("Bccx", 4), HK_OTHER);
-	ATF_CHECK_EQ(cln_hdr_kind("To", 1), HK_OTHER);
-	ATF_CHECK(cln_hdr_is_sender(cln_hdr_kind("Reply-To", 8)));
-	ATF_CHECK(!cln_hdr_is_sender(HK_TO));
-	ATF_CHECK(cln_hdr_is_address(HK_RESENT_CC));
-	ATF_CHECK(!cln_hdr_is_address(HK_MESSAGE_ID));
+	ATF_CHECK_EQ(cleanup_hdr_kind("return-PATH", 11), HK_RETURN_PATH);
+	ATF_CHECK_EQ(cleanup_hdr_kind("Received", 8), HK_RECEIVED);
+	ATF_CHECK_EQ(cleanup_hdr_kind("BCC", 3), HK_BCC);
+	ATF_CHECK_EQ(cleanup_hdr_kind("Resent-Bcc", 10), HK_RESENT_BCC);
+	ATF_CHECK_EQ(cleanup_hdr_kind("Bccx", 4), HK_OTHER);
+	ATF_CHECK_EQ(cleanup_hdr_kind("To", 1), HK_OTHER);
+	ATF_CHECK(cleanup_hdr_is_sender(cleanup_hdr_kind("Reply-To", 8)));
+	ATF_CHECK(!cleanup_hdr_is_sender(HK_TO));
+	ATF_CHECK(cleanup_hdr_is_address(HK_RESENT_CC));
+	ATF_CHECK(!cleanup_hdr_is_address(HK_MESSAGE_ID));
 }
 
 ATF_TC_WITHOUT_HEAD(dates_and_ids);
@@ -373,21 +373,21 @@ ATF_TC_BODY(dates_and_ids, tc)
 
 	setenv("TZ", "UTC", 1);
 	tzset();
-	cln_rfc5322_date(0, &s);
+	cleanup_hdr_date(0, &s);
 	ATF_CHECK_STREQ(str_cstr(&s), "Thu, 1 Jan 1970 00:00:00 +0000 (UTC)");
 	str_reset(&s);
 	setenv("TZ", "IST-5:30", 1);
 	tzset();
-	cln_rfc5322_date(1700000000, &s);
+	cleanup_hdr_date(1700000000, &s);
 	ATF_CHECK_STREQ(str_cstr(&s), "Wed, 15 Nov 2023 03:43:20 +0530 (IST)");
 	str_reset(&s);
 	setenv("TZ", "NST+3:30", 1);
 	tzset();
-	cln_rfc5322_date(1700000000, &s);
+	cleanup_hdr_date(1700000000, &s);
 	ATF_CHECK_STREQ(str_cstr(&s), "Tue, 14 Nov 2023 18:43:20 -0330 (NST)");
 	str_reset(&s);
 	/* the Message-ID uses UTC whatever the zone */
-	cln_message_id(1700000000, "1NB6Q3P0B4K7G2", "host.example.com", &s);
+	cleanup_hdr_message_id(1700000000, "1NB6Q3P0B4K7G2", "host.example.com", &s);
 	ATF_CHECK_STREQ(str_cstr(&s),
 	    "<20231114221320.1NB6Q3P0B4K7G2@host.example.com>");
 	str_release(&s);
@@ -397,7 +397,7 @@ static void phrase(const char *in, const char *want)
 {
 	str_t s = STR_INIT;
 
-	cln_phrase(in, &s);
+	cleanup_hdr_phrase(in, &s);
 	ATF_CHECK_MSG(strcmp(str_cstr(&s), want) == 0, "%s: got %s, want %s",
 	    in, str_cstr(&s), want);
 	str_release(&s);
@@ -416,7 +416,7 @@ ATF_TC_BODY(display_names, tc)
 	str_t in = STR_INIT, out = STR_INIT;
 	for (int i = 0; i < 40; i++)
 		str_cat(&in, "\xc3\xa9");	/* é, 2 bytes */
-	cln_phrase(str_cstr(&in), &out);
+	cleanup_hdr_phrase(str_cstr(&in), &out);
 	ATF_CHECK_STREQ(str_cstr(&out),
 	    "=?UTF-8?B?w6nDqcOpw6nDqcOpw6nDqcOpw6nDqcOpw6nDqcOpw6nDqcOpw6nDqcOpw6k=?= "
 	    "=?UTF-8?B?w6nDqcOpw6nDqcOpw6nDqcOpw6nDqcOpw6nDqcOpw6nDqcOp?=");

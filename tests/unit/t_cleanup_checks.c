@@ -12,28 +12,28 @@ ATF_TC_BODY(actions, tc)
 	const char *t;
 	size_t n;
 
-	ATF_CHECK_EQ(cln_act_parse("REJECT go away  ", &t, &n), CA_REJECT);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("REJECT go away  ", &t, &n), CA_REJECT);
 	ATF_CHECK(n == 7 && strncmp(t, "go away", n) == 0);
-	ATF_CHECK_EQ(cln_act_parse("reject", &t, &n), CA_REJECT);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("reject", &t, &n), CA_REJECT);
 	ATF_CHECK_EQ(n, 0);
-	ATF_CHECK_EQ(cln_act_parse("Warn\tx", &t, &n), CA_WARN);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("Warn\tx", &t, &n), CA_WARN);
 	ATF_CHECK(n == 1 && *t == 'x');
-	ATF_CHECK_EQ(cln_act_parse("DISCARD", &t, &n), CA_DISCARD);
-	ATF_CHECK_EQ(cln_act_parse("HOLD why", &t, &n), CA_HOLD);
-	ATF_CHECK_EQ(cln_act_parse("IGNORE", &t, &n), CA_IGNORE);
-	ATF_CHECK_EQ(cln_act_parse("PREPEND X-A: b", &t, &n), CA_PREPEND);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("DISCARD", &t, &n), CA_DISCARD);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("HOLD why", &t, &n), CA_HOLD);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("IGNORE", &t, &n), CA_IGNORE);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("PREPEND X-A: b", &t, &n), CA_PREPEND);
 	ATF_CHECK(n == 6 && strncmp(t, "X-A: b", 6) == 0);
-	ATF_CHECK_EQ(cln_act_parse("REPLACE Subject: x", &t, &n), CA_REPLACE);
-	ATF_CHECK_EQ(cln_act_parse("DUNNO", &t, &n), CA_NONE);
-	ATF_CHECK_EQ(cln_act_parse("OK", &t, &n), CA_NONE);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("REPLACE Subject: x", &t, &n), CA_REPLACE);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("DUNNO", &t, &n), CA_NONE);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("OK", &t, &n), CA_NONE);
 	/* not an action, or one Petrel does not do */
-	ATF_CHECK_EQ(cln_act_parse("REJECTED", &t, &n), CA_UNSUPPORTED);
-	ATF_CHECK_EQ(cln_act_parse("FILTER smtp:[x]:25 ", &t, &n), CA_FILTER);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("REJECTED", &t, &n), CA_UNSUPPORTED);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("FILTER smtp:[x]:25 ", &t, &n), CA_FILTER);
 	ATF_CHECK(n == 11 && strncmp(t, "smtp:[x]:25", n) == 0);
-	ATF_CHECK_EQ(cln_act_parse("STRIP", &t, &n), CA_UNSUPPORTED);
-	ATF_CHECK_EQ(cln_act_parse("REDIRECT a@b", &t, &n), CA_REDIRECT);
-	ATF_CHECK_EQ(cln_act_parse("BCC a@b", &t, &n), CA_UNSUPPORTED);
-	ATF_CHECK_EQ(cln_act_parse("", &t, &n), CA_UNSUPPORTED);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("STRIP", &t, &n), CA_UNSUPPORTED);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("REDIRECT a@b", &t, &n), CA_REDIRECT);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("BCC a@b", &t, &n), CA_UNSUPPORTED);
+	ATF_CHECK_EQ(cleanup_checks_act_parse("", &t, &n), CA_UNSUPPORTED);
 }
 
 static void ctype(const char *v, bool mp, bool rfc, const char *bnd)
@@ -41,7 +41,7 @@ static void ctype(const char *v, bool mp, bool rfc, const char *bnd)
 	bool m, r;
 	str_t b = STR_INIT;
 
-	cln_mime_ctype(v, strlen(v), &m, &r, &b);
+	cleanup_mime_ctype(v, strlen(v), &m, &r, &b);
 	ATF_CHECK_MSG(m == mp && r == rfc, "%s: multipart %d rfc822 %d", v,
 	    m, r);
 	ATF_CHECK_MSG(strcmp(str_cstr(&b), bnd) == 0, "%s: boundary \"%s\"", v,
@@ -92,19 +92,19 @@ static void on_start(void *ctx)
 
 static const char *run(const char *ctype_value, const char *body)
 {
-	cln_mime_t *m = cln_mime_new(60, on_hdr, on_body, on_start, NULL);
+	cleanup_mime_t *m = cleanup_mime_new(60, on_hdr, on_body, on_start, NULL);
 	const char *p = body;
 
 	str_reset(&out);
-	cln_mime_primary(m, ctype_value, ctype_value ? strlen(ctype_value) : 0);
+	cleanup_mime_primary(m, ctype_value, ctype_value ? strlen(ctype_value) : 0);
 	while (*p != '\0') {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
-		cln_mime_line(m, p, len);
+		cleanup_mime_line(m, p, len);
 		p += len + (nl != NULL);
 	}
-	cln_mime_end(m);
-	cln_mime_free(m);
+	cleanup_mime_end(m);
+	cleanup_mime_free(m);
 	return str_cstr(&out);
 }
 
@@ -150,13 +150,13 @@ ATF_TC_BODY(reader, tc)
 ATF_TC_WITHOUT_HEAD(mime_names);
 ATF_TC_BODY(mime_names, tc)
 {
-	ATF_CHECK(cln_hdr_is_mime("Content-Type: x", 15));
-	ATF_CHECK(cln_hdr_is_mime("content-transfer-encoding: 7bit", 31));
-	ATF_CHECK(cln_hdr_is_mime("MIME-Version: 1.0", 17));
-	ATF_CHECK(cln_hdr_is_mime("Mime-Version : 1.0", 18));
-	ATF_CHECK(!cln_hdr_is_mime("MIME-Versionx: 1.0", 18));
-	ATF_CHECK(!cln_hdr_is_mime("Subject: Content-Type", 21));
-	ATF_CHECK(!cln_hdr_is_mime("Content", 7));
+	ATF_CHECK(cleanup_mime_is_header("Content-Type: x", 15));
+	ATF_CHECK(cleanup_mime_is_header("content-transfer-encoding: 7bit", 31));
+	ATF_CHECK(cleanup_mime_is_header("MIME-Version: 1.0", 17));
+	ATF_CHECK(cleanup_mime_is_header("Mime-Version : 1.0", 18));
+	ATF_CHECK(!cleanup_mime_is_header("MIME-Versionx: 1.0", 18));
+	ATF_CHECK(!cleanup_mime_is_header("Subject: Content-Type", 21));
+	ATF_CHECK(!cleanup_mime_is_header("Content", 7));
 }
 
 ATF_TP_ADD_TCS(tp)

@@ -18,7 +18,7 @@
 #include "pconfig.h"
 #include "qfile.h"
 
-static cln_cfg_t cfg;
+static cleanup_cfg_t cfg;
 
 #define ARRIVAL		1700000000000000LL
 #define DATE		"Tue, 14 Nov 2023 22:13:20 +0000 (UTC)"
@@ -34,10 +34,10 @@ static void setup(const char *extra)
 	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
 	str_setf(&text, "queue_directory = %s/q\nmyhostname = host.example.com\n"
 	    "mydomain = example.com\n%s\n", cwd, extra ? extra : "");
-	if (config_load_text(str_cstr(&text), "main.cf") < 0)
-		atf_tc_fail("main.cf: %s", config_errors());
-	if (cln_cfg_load(&cfg, &err) < 0)
-		atf_tc_fail("cln_cfg_load: %s", str_cstr(&err));
+	if (pconfig_load_text(str_cstr(&text), "main.cf") < 0)
+		atf_tc_fail("main.cf: %s", pconfig_errors());
+	if (cleanup_cfg_load(&cfg, &err) < 0)
+		atf_tc_fail("cleanup_cfg_load: %s", str_cstr(&err));
 	if (queue_create_dirs(&cfg.ql, &err) < 0)
 		atf_tc_fail("queue dirs: %s", str_cstr(&err));
 	str_release(&text);
@@ -46,36 +46,36 @@ static void setup(const char *extra)
 
 static void teardown(void)
 {
-	cln_cfg_free(&cfg);
-	config_reset();
+	cleanup_cfg_free(&cfg);
+	pconfig_reset();
 }
 
-static cln_envelope_t env0(const char *sender)
+static cleanup_msg_envelope_t env0(const char *sender)
 {
-	cln_envelope_t e = { .sender = sender, .uid = -1,
+	cleanup_msg_envelope_t e = { .sender = sender, .uid = -1,
 	    .arrival_us = ARRIVAL };
 	return e;
 }
 
-/* Runs one message through cln_msg_*, the content in pieces of chunk
+/* Runs one message through cleanup_msg_*, the content in pieces of chunk
  * bytes.  rcpts is NULL-terminated. */
-static cleanup_reply_t submit_chunked(const cln_envelope_t *env,
+static cleanup_reply_t submit_chunked(const cleanup_msg_envelope_t *env,
     const char *const *rcpts, const void *content, size_t len, size_t chunk)
 {
 	cleanup_reply_t reply;
-	cln_msg_t *m = cln_msg_new(&cfg, env);
+	cleanup_msg_t *m = cleanup_msg_new(&cfg, env);
 
 	for (size_t i = 0; rcpts != NULL && rcpts[i] != NULL; i++)
-		cln_msg_rcpt(m, rcpts[i], NULL, false, 0);
+		cleanup_msg_rcpt(m, rcpts[i], NULL, false, 0);
 	for (size_t off = 0; off < len; off += chunk)
-		cln_msg_data(m, (const char *)content + off,
+		cleanup_msg_data(m, (const char *)content + off,
 		    len - off < chunk ? len - off : chunk);
-	cln_msg_end(m, &reply);
-	cln_msg_free(m);
+	cleanup_msg_end(m, &reply);
+	cleanup_msg_free(m);
 	return reply;
 }
 
-static cleanup_reply_t submit(const cln_envelope_t *env,
+static cleanup_reply_t submit(const cleanup_msg_envelope_t *env,
     const char *const *rcpts, const char *content)
 {
 	return submit_chunked(env, rcpts, content, strlen(content), 65536);
@@ -204,7 +204,7 @@ static const char *const BOB[] = { "bob@example.net", NULL };
 ATF_TC_WITHOUT_HEAD(local_submission);
 ATF_TC_BODY(local_submission, tc)
 {
-	cln_envelope_t e = env0("alice");
+	cleanup_msg_envelope_t e = env0("alice");
 	cleanup_reply_t r;
 	str_t s = STR_INIT;
 
@@ -266,7 +266,7 @@ ATF_TC_BODY(existing_headers_kept, tc)
 	    "\n"
 	    "body \xff\xfe\n"
 	    "Return-Path: <in the body, kept>\n";
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 
 	setup(NULL);
@@ -281,7 +281,7 @@ ATF_TC_BODY(smtp_received, tc)
 {
 	/* CRLF message: the added headers use CRLF too; Bcc stays for SMTP
 	 * mail; client information goes into the queue file. */
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 
 	setup(NULL);
@@ -343,39 +343,39 @@ ATF_TC_BODY(smtp_received, tc)
 ATF_TC_WITHOUT_HEAD(milter_edits);
 ATF_TC_BODY(milter_edits, tc)
 {
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	const char *two[] = { "b1@example.net", "b2@example.net", NULL };
 	cleanup_reply_t r;
-	cln_msg_t *m;
+	cleanup_msg_t *m;
 	str_t got = STR_INIT;
 
 	setup(NULL);
 	e.flags = CLEANUP_FLAG_SMTP | CLEANUP_FLAG_MILTER;
 	e.client_name = "c.example";
 	e.client_address = "192.0.2.1";
-	m = cln_msg_new(&cfg, &e);
+	m = cleanup_msg_new(&cfg, &e);
 	for (int i = 0; two[i] != NULL; i++)
-		cln_msg_rcpt(m, two[i], NULL, false, 0);
-	cln_msg_data(m, "X-A: 1\r\nSubject: s\r\nX-A: 2\r\nFrom: f@x\r\n\r\nold\r\n",
+		cleanup_msg_rcpt(m, two[i], NULL, false, 0);
+	cleanup_msg_data(m, "X-A: 1\r\nSubject: s\r\nX-A: 2\r\nFrom: f@x\r\n\r\nold\r\n",
 	    46);
-	cln_msg_edit(m, MILTER_E_CHGHDR, 2, "X-A", "two\n\tfolded", NULL, 0);
-	cln_msg_edit(m, MILTER_E_CHGHDR, 1, "subject", "", NULL, 0);
-	cln_msg_edit(m, MILTER_E_INSHDR, 0, "X-Top", "t", NULL, 0);
+	cleanup_msg_edit(m, MILTER_E_CHGHDR, 2, "X-A", "two\n\tfolded", NULL, 0);
+	cleanup_msg_edit(m, MILTER_E_CHGHDR, 1, "subject", "", NULL, 0);
+	cleanup_msg_edit(m, MILTER_E_INSHDR, 0, "X-Top", "t", NULL, 0);
 	/* 1: after the first header the milters saw (X-Top), so before
 	 * cleanup's Received: */
-	cln_msg_edit(m, MILTER_E_INSHDR, 1, "X-Mid", "m", NULL, 0);
-	cln_msg_edit(m, MILTER_E_ADDHDR, 0, "X-End", " e", NULL, 0);
-	cln_msg_edit(m, MILTER_E_CHGHDR, 1, "X-New", "n", NULL, 0);
-	cln_msg_edit(m, MILTER_E_REPLBODY, 0, NULL, NULL, "new\r\n", 5);
-	cln_msg_edit(m, MILTER_E_REPLBODY, 0, NULL, NULL, "body\r\n", 6);
-	cln_msg_edit(m, MILTER_E_ADDRCPT, 0, "<c@example.net>", NULL, NULL, 0);
-	cln_msg_edit(m, MILTER_E_ADDRCPT, 0, "<d@example.net>",
+	cleanup_msg_edit(m, MILTER_E_INSHDR, 1, "X-Mid", "m", NULL, 0);
+	cleanup_msg_edit(m, MILTER_E_ADDHDR, 0, "X-End", " e", NULL, 0);
+	cleanup_msg_edit(m, MILTER_E_CHGHDR, 1, "X-New", "n", NULL, 0);
+	cleanup_msg_edit(m, MILTER_E_REPLBODY, 0, NULL, NULL, "new\r\n", 5);
+	cleanup_msg_edit(m, MILTER_E_REPLBODY, 0, NULL, NULL, "body\r\n", 6);
+	cleanup_msg_edit(m, MILTER_E_ADDRCPT, 0, "<c@example.net>", NULL, NULL, 0);
+	cleanup_msg_edit(m, MILTER_E_ADDRCPT, 0, "<d@example.net>",
 	    "NOTIFY=NEVER", NULL, 0);
-	cln_msg_edit(m, MILTER_E_DELRCPT, 0, "<b1@example.net>", NULL, NULL, 0);
-	cln_msg_edit(m, MILTER_E_CHGFROM, 0, "<new@example.org>", "RET=HDRS",
+	cleanup_msg_edit(m, MILTER_E_DELRCPT, 0, "<b1@example.net>", NULL, NULL, 0);
+	cleanup_msg_edit(m, MILTER_E_CHGFROM, 0, "<new@example.org>", "RET=HDRS",
 	    NULL, 0);
-	ATF_REQUIRE(cln_msg_end(m, &r));
-	cln_msg_free(m);
+	ATF_REQUIRE(cleanup_msg_end(m, &r));
+	cleanup_msg_free(m);
 	expect_ok(&r);
 	expect_content(r.queue_id,
 	    "X-Top: t\r\n"
@@ -405,22 +405,22 @@ ATF_TC_BODY(milter_edits, tc)
 	e = env0("a@example.org");
 	e.uid = 1000;
 	e.flags = CLEANUP_FLAG_MILTER;
-	m = cln_msg_new(&cfg, &e);
-	cln_msg_rcpt(m, "b@example.net", NULL, false, 0);
-	cln_msg_data(m, "Subject: q\n\nbody\n", 17);
-	cln_msg_edit(m, MILTER_E_QUARANTINE, 0, NULL, "look", NULL, 0);
-	ATF_REQUIRE(cln_msg_end(m, &r));
-	cln_msg_free(m);
+	m = cleanup_msg_new(&cfg, &e);
+	cleanup_msg_rcpt(m, "b@example.net", NULL, false, 0);
+	cleanup_msg_data(m, "Subject: q\n\nbody\n", 17);
+	cleanup_msg_edit(m, MILTER_E_QUARANTINE, 0, NULL, "look", NULL, 0);
+	ATF_REQUIRE(cleanup_msg_end(m, &r));
+	cleanup_msg_free(m);
 	char path[256];
 	snprintf(path, sizeof(path), "q/hold/%s", r.queue_id);
 	ATF_CHECK_MSG(access(path, F_OK) == 0, "%s not in hold/", r.queue_id);
 	/* an unknown edit type: a clean temporary failure */
-	m = cln_msg_new(&cfg, &e);
-	cln_msg_rcpt(m, "b@example.net", NULL, false, 0);
-	cln_msg_data(m, "Subject: q\n\nbody\n", 17);
-	cln_msg_edit(m, 99, 0, NULL, NULL, NULL, 0);
-	ATF_CHECK(!cln_msg_end(m, &r));
-	cln_msg_free(m);
+	m = cleanup_msg_new(&cfg, &e);
+	cleanup_msg_rcpt(m, "b@example.net", NULL, false, 0);
+	cleanup_msg_data(m, "Subject: q\n\nbody\n", 17);
+	cleanup_msg_edit(m, 99, 0, NULL, NULL, NULL, 0);
+	ATF_CHECK(!cleanup_msg_end(m, &r));
+	cleanup_msg_free(m);
 	ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
 	str_release(&got);
 	teardown();
@@ -429,7 +429,7 @@ ATF_TC_BODY(milter_edits, tc)
 ATF_TC_WITHOUT_HEAD(null_sender_from);
 ATF_TC_BODY(null_sender_from, tc)
 {
-	cln_envelope_t e = env0("");
+	cleanup_msg_envelope_t e = env0("");
 	cleanup_reply_t r;
 
 	setup("myorigin = origin.example");
@@ -450,7 +450,7 @@ ATF_TC_BODY(null_sender_from, tc)
 ATF_TC_WITHOUT_HEAD(odd_shapes);
 ATF_TC_BODY(odd_shapes, tc)
 {
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 	const char *added =
 	    "Message-ID: " MSGID_HEAD "QID@host.example.com>\n"
@@ -498,7 +498,7 @@ ATF_TC_BODY(chunking_invariance, tc)
 	/* The result does not depend on how the content is split. */
 	str_t in = STR_INIT, first = STR_INIT, got = STR_INIT;
 	static const size_t chunks[] = { 1, 2, 3, 7, 100, 4096, 1 << 20 };
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	char id0[QUEUE_ID_SIZE];
 
 	setup(NULL);
@@ -545,7 +545,7 @@ ATF_TC_WITHOUT_HEAD(long_lines);
 ATF_TC_BODY(long_lines, tc)
 {
 	str_t in = STR_INIT, got = STR_INIT;
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 
 	setup(NULL);
@@ -593,7 +593,7 @@ ATF_TC_BODY(nul_bytes, tc)
 {
 	static const char hdr[] = "Subject: a\0b\n\nbody\n";
 	static const char body[] = "Subject: s\n\nbo\0dy\n";
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 	str_t got = STR_INIT;
 
@@ -612,7 +612,7 @@ ATF_TC_WITHOUT_HEAD(hopcount);
 ATF_TC_BODY(hopcount, tc)
 {
 	str_t in = STR_INIT;
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 
 	setup("hopcount_limit = 5");
@@ -644,7 +644,7 @@ ATF_TC_WITHOUT_HEAD(size_limit);
 ATF_TC_BODY(size_limit, tc)
 {
 	str_t in = STR_INIT;
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 
 	setup("message_size_limit = 1000");
@@ -670,7 +670,7 @@ ATF_TC_BODY(size_limit, tc)
 ATF_TC_WITHOUT_HEAD(queue_trouble_private);
 ATF_TC_BODY(queue_trouble_private, tc)
 {
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 	str_t big = STR_INIT;
 
@@ -704,9 +704,9 @@ ATF_TC_BODY(queue_trouble_private, tc)
 ATF_TC_WITHOUT_HEAD(bad_envelopes);
 ATF_TC_BODY(bad_envelopes, tc)
 {
-	cln_envelope_t e;
+	cleanup_msg_envelope_t e;
 	cleanup_reply_t r;
-	cln_msg_t *m;
+	cleanup_msg_t *m;
 	const char *badr[] = { "ok@example.net", "a@b..example", NULL };
 	const char *none[] = { NULL };
 
@@ -752,15 +752,15 @@ ATF_TC_BODY(bad_envelopes, tc)
 
 	/* ORCPT and NOTIFY are checked */
 	e = env0("a@example.org");
-	m = cln_msg_new(&cfg, &e);
-	cln_msg_rcpt(m, "x@example.net", "rfc822", false, 0);
-	cln_msg_end(m, &r);
-	cln_msg_free(m);
+	m = cleanup_msg_new(&cfg, &e);
+	cleanup_msg_rcpt(m, "x@example.net", "rfc822", false, 0);
+	cleanup_msg_end(m, &r);
+	cleanup_msg_free(m);
 	expect_fail(&r, CLEANUP_STAT_PERM, "5.5.4", "ORCPT");
-	m = cln_msg_new(&cfg, &e);
-	cln_msg_rcpt(m, "x@example.net", NULL, true, DSN_NOTIFY_NEVER | 1);
-	cln_msg_end(m, &r);
-	cln_msg_free(m);
+	m = cleanup_msg_new(&cfg, &e);
+	cleanup_msg_rcpt(m, "x@example.net", NULL, true, DSN_NOTIFY_NEVER | 1);
+	cleanup_msg_end(m, &r);
+	cleanup_msg_free(m);
 	expect_fail(&r, CLEANUP_STAT_PERM, "5.5.4", "NOTIFY");
 	teardown();
 }
@@ -772,10 +772,10 @@ ATF_TC_BODY(recipient_limit_and_dsn, tc)
 	    "4@x.example", NULL };
 	const char *dups[] = { "1@x.example", "1@X.EXAMPLE", "2@x.example",
 	    "3@x.example", "2@x.example", NULL };
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 	str_t s = STR_INIT;
-	cln_msg_t *m;
+	cleanup_msg_t *m;
 
 	setup("cleanup_recipient_limit = 3");
 	r = submit(&e, four, "S: x\n\nb\n");
@@ -789,12 +789,12 @@ ATF_TC_BODY(recipient_limit_and_dsn, tc)
 	/* DSN values are stored */
 	e.envid = "id+2B1";
 	e.ret = QF_RET_HDRS;
-	m = cln_msg_new(&cfg, &e);
-	cln_msg_rcpt(m, "x@example.net", "rfc822;X+2Bx@example.net", true,
+	m = cleanup_msg_new(&cfg, &e);
+	cleanup_msg_rcpt(m, "x@example.net", "rfc822;X+2Bx@example.net", true,
 	    DSN_NOTIFY_SUCCESS | DSN_NOTIFY_FAILURE);
-	cln_msg_rcpt(m, "y@example.net", NULL, true, DSN_NOTIFY_NEVER);
-	cln_msg_end(m, &r);
-	cln_msg_free(m);
+	cleanup_msg_rcpt(m, "y@example.net", NULL, true, DSN_NOTIFY_NEVER);
+	cleanup_msg_end(m, &r);
+	cleanup_msg_free(m);
 	expect_ok(&r);
 	rcpts_of(r.queue_id, &s);
 	ATF_CHECK_STREQ(str_cstr(&s), "x@example.net orcpt=rfc822;X+2Bx@example.net "
@@ -812,7 +812,7 @@ ATF_TC_BODY(recipient_limit_and_dsn, tc)
 ATF_TC_WITHOUT_HEAD(header_rewriting);
 ATF_TC_BODY(header_rewriting, tc)
 {
-	cln_envelope_t e = env0("alice");
+	cleanup_msg_envelope_t e = env0("alice");
 	cleanup_reply_t r;
 
 	setup("sender_canonical_maps = inline:{ alice@host.example.com=Alice.Smith@example.com }\n"
@@ -846,7 +846,7 @@ ATF_TC_BODY(header_rewriting, tc)
 ATF_TC_WITHOUT_HEAD(extract_recipients);
 ATF_TC_BODY(extract_recipients, tc)
 {
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 	str_t s = STR_INIT;
 	const char *env_rcpt[] = { "c@example.net", "extra@example.net", NULL };
@@ -902,7 +902,7 @@ ATF_TC_BODY(extract_recipients, tc)
 ATF_TC_WITHOUT_HEAD(virtual_and_duplicates);
 ATF_TC_BODY(virtual_and_duplicates, tc)
 {
-	cln_envelope_t e = env0("a@example.org");
+	cleanup_msg_envelope_t e = env0("a@example.org");
 	cleanup_reply_t r;
 	str_t s = STR_INIT;
 	const char *rc[] = { "list@v.example", "c@w.example", "user",
@@ -937,16 +937,16 @@ ATF_TC_BODY(abandoned, tc)
 {
 	/* A message freed before its end leaves nothing, not even a
 	 * temporary file. */
-	cln_envelope_t e = env0("a@example.org");
-	cln_msg_t *m;
+	cleanup_msg_envelope_t e = env0("a@example.org");
+	cleanup_msg_t *m;
 
 	setup(NULL);
-	m = cln_msg_new(&cfg, &e);
-	cln_msg_rcpt(m, "b@example.net", NULL, false, 0);
-	cln_msg_data(m, "Subject: x\n\nbody\n", 17);
+	m = cleanup_msg_new(&cfg, &e);
+	cleanup_msg_rcpt(m, "b@example.net", NULL, false, 0);
+	cleanup_msg_data(m, "Subject: x\n\nbody\n", 17);
 	ATF_CHECK_EQ(incoming_files(), 1);	/* the temporary file */
-	ATF_CHECK(queue_id_valid(cln_msg_queue_id(m)));
-	cln_msg_free(m);
+	ATF_CHECK(queue_id_valid(cleanup_msg_queue_id(m)));
+	cleanup_msg_free(m);
 	ATF_CHECK_EQ(incoming_files(), 0);
 	teardown();
 }

@@ -1,6 +1,6 @@
 /* Unit tests of the cleanup protocol: the session (cleanup/cleanup_session.c)
  * in a child process on one end of a socketpair, the client library
- * (libglobal/cleanup_client.c) or raw bytes on the other; and the client
+ * (libglobal/cleanup_clnt.c) or raw bytes on the other; and the client
  * library against fake servers. */
 #include <atf-c.h>
 #include <errno.h>
@@ -24,7 +24,7 @@
 #include "qfile.h"
 #include "server.h"
 
-static cln_cfg_t cfg;
+static cleanup_cfg_t cfg;
 
 static void setup(const char *extra)
 {
@@ -34,10 +34,10 @@ static void setup(const char *extra)
 	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
 	str_setf(&text, "queue_directory = %s/q\nmyhostname = host.example.com\n"
 	    "ipc_timeout = 10s\n%s\n", cwd, extra ? extra : "");
-	if (config_load_text(str_cstr(&text), "main.cf") < 0)
-		atf_tc_fail("main.cf: %s", config_errors());
-	if (cln_cfg_load(&cfg, &err) < 0)
-		atf_tc_fail("cln_cfg_load: %s", str_cstr(&err));
+	if (pconfig_load_text(str_cstr(&text), "main.cf") < 0)
+		atf_tc_fail("main.cf: %s", pconfig_errors());
+	if (cleanup_cfg_load(&cfg, &err) < 0)
+		atf_tc_fail("cleanup_cfg_load: %s", str_cstr(&err));
 	if (queue_create_dirs(&cfg.ql, &err) < 0)
 		atf_tc_fail("queue dirs: %s", str_cstr(&err));
 	str_release(&text);
@@ -54,7 +54,7 @@ static int start_session(pid_t *pid)
 	ATF_REQUIRE(*pid >= 0);
 	if (*pid == 0) {
 		close(sv[0]);
-		cln_session(&cfg, sv[1]);
+		cleanup_session(&cfg, sv[1]);
 		_exit(0);
 	}
 	close(sv[1]);
@@ -93,22 +93,22 @@ static int incoming_files(void)
 	return n;
 }
 
-static void send_msg(cleanup_client_t *c, const char *rcpt, const char *body)
+static void send_msg(cleanup_clnt_t *c, const char *rcpt, const char *body)
 {
 	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
 
 	env.sender = "a@example.org";
-	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_clnt_send_envelope(c, &env), 0);
 	if (rcpt != NULL)
-		ATF_CHECK_EQ(cleanup_send_rcpt(c, rcpt, NULL, 0), 0);
-	ATF_CHECK_EQ(cleanup_write(c, body, strlen(body)), 0);
+		ATF_CHECK_EQ(cleanup_clnt_send_rcpt(c, rcpt, NULL, 0), 0);
+	ATF_CHECK_EQ(cleanup_clnt_write(c, body, strlen(body)), 0);
 }
 
 ATF_TC_WITHOUT_HEAD(transactions);
 ATF_TC_BODY(transactions, tc)
 {
 	pid_t pid;
-	cleanup_client_t *c;
+	cleanup_clnt_t *c;
 	cleanup_reply_t r;
 	int tfd;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -121,10 +121,10 @@ ATF_TC_BODY(transactions, tc)
 	bcopy_str(sun.sun_path, sizeof(sun.sun_path), "public/qmgr");
 	ATF_REQUIRE_EQ(bind(tfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 
-	c = cleanup_client_fd(start_session(&pid), 10000);
+	c = cleanup_clnt_fd(start_session(&pid), 10000);
 	/* 1: queued, qmgr told */
 	send_msg(c, "b@example.net", "Subject: 1\n\none\n");
-	ATF_CHECK_EQ(cleanup_finish(c, &r), 0);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), 0);
 	ATF_CHECK_EQ(r.status, CLEANUP_STAT_OK);
 	ATF_CHECK(queue_id_valid(r.queue_id));
 	ATF_CHECK(strstr(r.text, r.queue_id) != NULL);
@@ -132,30 +132,30 @@ ATF_TC_BODY(transactions, tc)
 	ATF_CHECK_EQ(t, TRIGGER_SCAN_INCOMING);
 	/* 2: aborted: nothing queued, the connection goes on */
 	send_msg(c, "b@example.net", "Subject: 2\n\ntwo\n");
-	ATF_CHECK_EQ(cleanup_abort(c, &r), 0);
+	ATF_CHECK_EQ(cleanup_clnt_abort(c, &r), 0);
 	ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
 	ATF_CHECK_STREQ(r.dsn, "4.3.0");
 	ATF_CHECK(strstr(r.text, "aborted") != NULL);
 	/* 3: refused, the connection goes on */
 	send_msg(c, NULL, "Subject: 3\n\nthree\n");
-	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 	ATF_CHECK_EQ(r.status, CLEANUP_STAT_PERM);
 	ATF_CHECK_STREQ(r.dsn, "5.1.0");
 	ATF_CHECK_STREQ(r.queue_id, "");
-	ATF_CHECK(cleanup_client_error(c) == NULL);
+	ATF_CHECK(cleanup_clnt_error(c) == NULL);
 	/* 3b: milter edits over the client library, a body in pieces */
 	cleanup_envelope_t menv = CLEANUP_ENVELOPE_INIT;
 	menv.sender = "a@example.org";
 	menv.flags = CLEANUP_FLAG_MILTER;
-	cleanup_send_envelope(c, &menv);
-	cleanup_send_rcpt(c, "b@example.net", NULL, 0);
-	cleanup_write(c, "Subject: 3b\n\nold\n", 17);
-	ATF_CHECK_EQ(cleanup_send_edit(c, 1, 0, "X-Edit", "yes", NULL, 0), 0);
+	cleanup_clnt_send_envelope(c, &menv);
+	cleanup_clnt_send_rcpt(c, "b@example.net", NULL, 0);
+	cleanup_clnt_write(c, "Subject: 3b\n\nold\n", 17);
+	ATF_CHECK_EQ(cleanup_clnt_send_edit(c, 1, 0, "X-Edit", "yes", NULL, 0), 0);
 	str_t nb = STR_INIT;
 	for (int i = 0; i < 20000; i++)
 		str_cat(&nb, "new body line\r\n");
-	ATF_CHECK_EQ(cleanup_send_edit(c, 7, 0, NULL, NULL, nb.buf, nb.len), 0);
-	ATF_CHECK_EQ(cleanup_finish(c, &r), 0);
+	ATF_CHECK_EQ(cleanup_clnt_send_edit(c, 7, 0, NULL, NULL, nb.buf, nb.len), 0);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), 0);
 	qf_err_t qe3;
 	qfile_t *qf3 = qfile_open(&cfg.ql, QUEUE_INCOMING, r.queue_id, 0, &qe3);
 	ATF_REQUIRE(qf3 != NULL);
@@ -175,25 +175,25 @@ ATF_TC_BODY(transactions, tc)
 	/* 4: a big message in many chunks */
 	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
 	env.sender = "a@example.org";
-	cleanup_send_envelope(c, &env);
-	cleanup_send_rcpt(c, "b@example.net", NULL, 0);
-	cleanup_write(c, "Subject: 4\n\n", 12);
+	cleanup_clnt_send_envelope(c, &env);
+	cleanup_clnt_send_rcpt(c, "b@example.net", NULL, 0);
+	cleanup_clnt_write(c, "Subject: 4\n\n", 12);
 	char line[1000];
 	memset(line, 'z', sizeof(line) - 1);
 	line[sizeof(line) - 1] = '\n';
 	for (int i = 0; i < 3000; i++)
-		ATF_REQUIRE_EQ(cleanup_write(c, line, sizeof(line)), 0);
-	ATF_CHECK_EQ(cleanup_finish(c, &r), 0);
+		ATF_REQUIRE_EQ(cleanup_clnt_write(c, line, sizeof(line)), 0);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), 0);
 	qf_err_t qe;
 	qfile_t *qf = qfile_open(&cfg.ql, QUEUE_INCOMING, r.queue_id, 0, &qe);
 	ATF_REQUIRE(qf != NULL);
 	ATF_CHECK(qfile_content_size(qf) > 3000000);
 	qfile_close(qf);
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	wait_session(pid);
 	ATF_CHECK_EQ(incoming_files(), 3);
 	close(tfd);
-	cln_cfg_free(&cfg);
+	cleanup_cfg_free(&cfg);
 }
 
 /* Sends raw bytes, reads what comes back until EOF (escaped). */
@@ -291,7 +291,7 @@ ATF_TC_BODY(protocol_errors, tc)
 	    24) == 0, "%s", str_cstr(&reply));
 	ATF_CHECK_EQ(incoming_files(), 1);
 	str_release(&reply);
-	cln_cfg_free(&cfg);
+	cleanup_cfg_free(&cfg);
 }
 
 /* ---- the client library against fake servers ---- */
@@ -333,7 +333,7 @@ static pid_t fake_server(int *cfd, const char *reply, size_t want)
 ATF_TC_WITHOUT_HEAD(client_failures);
 ATF_TC_BODY(client_failures, tc)
 {
-	cleanup_client_t *c;
+	cleanup_clnt_t *c;
 	cleanup_reply_t r;
 	str_t err = STR_INIT;
 	pid_t pid;
@@ -342,10 +342,10 @@ ATF_TC_BODY(client_failures, tc)
 
 	signal(SIGPIPE, SIG_IGN);
 	/* nobody there */
-	ATF_CHECK(cleanup_connect("no/such/socket", 1000, &err) == NULL);
+	ATF_CHECK(cleanup_clnt_connect("no/such/socket", 1000, &err) == NULL);
 	ATF_CHECK_MSG(strstr(str_cstr(&err), "no/such/socket") != NULL, "%s",
 	    str_cstr(&err));
-	ATF_CHECK(cleanup_connect("nosuchservice", 1000, &err) == NULL);
+	ATF_CHECK(cleanup_clnt_connect("nosuchservice", 1000, &err) == NULL);
 	ATF_CHECK_MSG(strstr(str_cstr(&err), "public/nosuchservice") != NULL,
 	    "%s", str_cstr(&err));
 
@@ -353,28 +353,28 @@ ATF_TC_BODY(client_failures, tc)
 	 * reason, not our write error */
 	pid = fake_server(&fd, "I status 5\nS dsn 5:5.3.4\nS text 8:too big!\n"
 	    "S queue_id 0:\n.\n", 0);
-	c = cleanup_client_fd(fd, 5000);
+	c = cleanup_clnt_fd(fd, 5000);
 	send_msg(c, "b@example.net", "Subject: x\n\n");
 	memset(big, 'x', sizeof(big));
 	for (int i = 0; i < 200; i++)
-		cleanup_write(c, big, sizeof(big));
-	ATF_CHECK(cleanup_client_error(c) != NULL);
-	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+		cleanup_clnt_write(c, big, sizeof(big));
+	ATF_CHECK(cleanup_clnt_error(c) != NULL);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 	ATF_CHECK_EQ(r.status, CLEANUP_STAT_PERM);
 	ATF_CHECK_STREQ(r.dsn, "5.3.4");
 	ATF_CHECK_STREQ(r.text, "too big!");
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	waitpid(pid, &st, 0);
 
 	/* no reply in time */
 	pid = fake_server(&fd, NULL, 1);
-	c = cleanup_client_fd(fd, 300);
+	c = cleanup_clnt_fd(fd, 300);
 	send_msg(c, "b@example.net", "Subject: x\n\n");
-	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 	ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
 	ATF_CHECK_STREQ(r.dsn, "4.3.0");
 	ATF_CHECK(strstr(r.text, "timeout") != NULL);
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 
@@ -388,34 +388,34 @@ ATF_TC_BODY(client_failures, tc)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		pid = fake_server(&fd, bad[i].reply, 1);
-		c = cleanup_client_fd(fd, 5000);
+		c = cleanup_clnt_fd(fd, 5000);
 		send_msg(c, "b@example.net", "Subject: x\n\n");
-		ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+		ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 		ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
 		ATF_CHECK_MSG(strstr(r.text, bad[i].want) != NULL, "%s: %s",
 		    bad[i].want, r.text);
-		cleanup_close(c);
+		cleanup_clnt_close(c);
 		waitpid(pid, &st, 0);
 	}
 
 	/* misuse is reported through the reply too */
 	pid = fake_server(&fd, "", 0);
-	c = cleanup_client_fd(fd, 1000);
-	ATF_CHECK_EQ(cleanup_send_rcpt(c, "b@example.net", NULL, 0), -1);
-	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	c = cleanup_clnt_fd(fd, 1000);
+	ATF_CHECK_EQ(cleanup_clnt_send_rcpt(c, "b@example.net", NULL, 0), -1);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 	ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
 	ATF_CHECK_MSG(strstr(r.text, "recipient before the envelope") != NULL, "%s", r.text);
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	waitpid(pid, &st, 0);
 	/* NULL strings are refused, not sent */
 	pid = fake_server(&fd, "", 0);
-	c = cleanup_client_fd(fd, 1000);
+	c = cleanup_clnt_fd(fd, 1000);
 	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
-	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
-	ATF_CHECK_EQ(cleanup_send_rcpt(c, NULL, NULL, 0), -1);
-	ATF_CHECK_MSG(strstr(cleanup_client_error(c), "without address") != NULL,
-	    "%s", cleanup_client_error(c));
-	cleanup_close(c);
+	ATF_CHECK_EQ(cleanup_clnt_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_clnt_send_rcpt(c, NULL, NULL, 0), -1);
+	ATF_CHECK_MSG(strstr(cleanup_clnt_error(c), "without address") != NULL,
+	    "%s", cleanup_clnt_error(c));
+	cleanup_clnt_close(c);
 	waitpid(pid, &st, 0);
 	str_release(&err);
 }
@@ -451,7 +451,7 @@ ATF_TC_WITHOUT_HEAD(client_queue_id);
 ATF_TC_BODY(client_queue_id, tc)
 {
 	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
-	cleanup_client_t *c;
+	cleanup_clnt_t *c;
 	cleanup_reply_t r;
 	char id[QUEUE_ID_SIZE];
 	pid_t pid;
@@ -463,64 +463,64 @@ ATF_TC_BODY(client_queue_id, tc)
 	/* the ID, then the reply */
 	pid = fake_server_linger(&fd, "S queue_id 12:4QMZ7X2KCB7H\n.\nI status 0\n"
 	    "S dsn 5:2.0.0\nS text 2:ok\nS queue_id 12:4QMZ7X2KCB7H\n.\n");
-	c = cleanup_client_fd(fd, 5000);
-	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
-	ATF_CHECK_EQ(cleanup_queue_id(c, id), 0);
+	c = cleanup_clnt_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_clnt_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_clnt_queue_id(c, id), 0);
 	ATF_CHECK_STREQ(id, "4QMZ7X2KCB7H");
-	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);	/* once */
-	ATF_CHECK_EQ(cleanup_finish(c, &r), 0);
+	ATF_CHECK_EQ(cleanup_clnt_queue_id(c, id), -1);	/* once */
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), 0);
 	ATF_CHECK_STREQ(r.queue_id, "4QMZ7X2KCB7H");
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	waitpid(pid, &st, 0);
 	/* not read by the caller: finish skips it */
 	pid = fake_server_linger(&fd, "S queue_id 12:4QMZ7X2KCB7H\n.\nI status 0\n"
 	    "S dsn 5:2.0.0\nS text 2:ok\nS queue_id 12:4QMZ7X2KCB7H\n.\n");
-	c = cleanup_client_fd(fd, 5000);
-	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
-	ATF_CHECK_EQ(cleanup_finish(c, &r), 0);
+	c = cleanup_clnt_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_clnt_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), 0);
 	ATF_CHECK_STREQ(r.queue_id, "4QMZ7X2KCB7H");
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	waitpid(pid, &st, 0);
 	/* the envelope failed: an empty ID, the reply says why */
 	pid = fake_server(&fd, "S queue_id 0:\n.\nI status 5\nS dsn 5:5.1.7\n"
 	    "S text 3:bad\nS queue_id 0:\n.\n", 1);
-	c = cleanup_client_fd(fd, 5000);
-	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
-	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);
+	c = cleanup_clnt_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_clnt_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_clnt_queue_id(c, id), -1);
 	ATF_CHECK_STREQ(id, "");
-	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 	ATF_CHECK_STREQ(r.dsn, "5.1.7");
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	waitpid(pid, &st, 0);
 	/* a protocol error answered instead of the ID: that answer is the
 	 * result, and the connection is done */
 	pid = fake_server(&fd, "I status 4\nS dsn 5:4.3.0\nS text 15:protocol error!"
 	    "\nS queue_id 0:\n.\n", 1);
-	c = cleanup_client_fd(fd, 5000);
-	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
-	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);
-	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	c = cleanup_clnt_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_clnt_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_clnt_queue_id(c, id), -1);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 	ATF_CHECK_EQ(r.status, CLEANUP_STAT_TEMP);
 	ATF_CHECK_STREQ(r.text, "protocol error!");
-	ATF_CHECK(cleanup_client_error(c) != NULL);
-	cleanup_close(c);
+	ATF_CHECK(cleanup_clnt_error(c) != NULL);
+	cleanup_clnt_close(c);
 	waitpid(pid, &st, 0);
 	/* an invalid ID, and no answer at all */
 	pid = fake_server(&fd, "S queue_id 6:../etc\n.\n", 1);
-	c = cleanup_client_fd(fd, 5000);
-	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
-	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);
-	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	c = cleanup_clnt_fd(fd, 5000);
+	ATF_CHECK_EQ(cleanup_clnt_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_clnt_queue_id(c, id), -1);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 	ATF_CHECK_MSG(strstr(r.text, "no valid queue ID") != NULL, "%s", r.text);
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	waitpid(pid, &st, 0);
 	pid = fake_server(&fd, NULL, 1);
-	c = cleanup_client_fd(fd, 300);
-	ATF_CHECK_EQ(cleanup_send_envelope(c, &env), 0);
-	ATF_CHECK_EQ(cleanup_queue_id(c, id), -1);
-	ATF_CHECK_EQ(cleanup_finish(c, &r), -1);
+	c = cleanup_clnt_fd(fd, 300);
+	ATF_CHECK_EQ(cleanup_clnt_send_envelope(c, &env), 0);
+	ATF_CHECK_EQ(cleanup_clnt_queue_id(c, id), -1);
+	ATF_CHECK_EQ(cleanup_clnt_finish(c, &r), -1);
 	ATF_CHECK_MSG(strstr(r.text, "timeout") != NULL, "%s", r.text);
-	cleanup_close(c);
+	cleanup_clnt_close(c);
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 }

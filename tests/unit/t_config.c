@@ -11,10 +11,10 @@
 #include "str.h"
 #include "testutil.h"
 
-/* Loads text as main.cf; returns config_load_text's result. */
+/* Loads text as main.cf; returns pconfig_load_text's result. */
 static int load(const char *text)
 {
-	return config_load_text(text, "main.cf");
+	return pconfig_load_text(text, "main.cf");
 }
 
 static int count_lines(const char *all)
@@ -28,36 +28,36 @@ static int count_lines(const char *all)
 ATF_TC_WITHOUT_HEAD(defaults);
 ATF_TC_BODY(defaults, tc)
 {
-	config_reset();
-	ATF_CHECK_EQ(config_get_int("line_length_limit"), 2048);
-	ATF_CHECK_EQ(config_get_size("message_size_limit"), 10240000);
-	ATF_CHECK_EQ(config_get_int("default_process_limit"), 100);
-	ATF_CHECK_EQ(config_get_time("service_throttle_time"), 60);
-	ATF_CHECK_EQ(config_get_time("max_idle"), 100);
-	ATF_CHECK_EQ(config_get_int("max_use"), 100);
-	ATF_CHECK_EQ(config_get_time("queue_run_delay"), 300);
-	ATF_CHECK_EQ(config_get_time("minimal_backoff_time"), 300);
-	ATF_CHECK_EQ(config_get_time("maximal_backoff_time"), 4000);
-	ATF_CHECK_EQ(config_get_time("maximal_queue_lifetime"), 5 * 86400);
-	ATF_CHECK_EQ(config_get_time("bounce_queue_lifetime"), 5 * 86400);
-	ATF_CHECK_EQ(config_get_int("qmgr_message_active_limit"), 20000);
-	ATF_CHECK_EQ(config_get_int("backoff_retry_count"), 10);
-	ATF_CHECK_STREQ(config_get_str("backoff_function"), "postfix");
-	ATF_CHECK(config_get_bool("disable_vrfy_command"));
-	ATF_CHECK(!config_get_bool("destination_concurrency_feedback_debug"));
-	ATF_CHECK_STREQ(config_get_str("default_transport"), "smtp");
-	ATF_CHECK_STREQ(config_get_str("smtp_tls_security_level"), "may");
+	pconfig_reset();
+	ATF_CHECK_EQ(pconfig_get_int("line_length_limit"), 2048);
+	ATF_CHECK_EQ(pconfig_get_size("message_size_limit"), 10240000);
+	ATF_CHECK_EQ(pconfig_get_int("default_process_limit"), 100);
+	ATF_CHECK_EQ(pconfig_get_time("service_throttle_time"), 60);
+	ATF_CHECK_EQ(pconfig_get_time("max_idle"), 100);
+	ATF_CHECK_EQ(pconfig_get_int("max_use"), 100);
+	ATF_CHECK_EQ(pconfig_get_time("queue_run_delay"), 300);
+	ATF_CHECK_EQ(pconfig_get_time("minimal_backoff_time"), 300);
+	ATF_CHECK_EQ(pconfig_get_time("maximal_backoff_time"), 4000);
+	ATF_CHECK_EQ(pconfig_get_time("maximal_queue_lifetime"), 5 * 86400);
+	ATF_CHECK_EQ(pconfig_get_time("bounce_queue_lifetime"), 5 * 86400);
+	ATF_CHECK_EQ(pconfig_get_int("qmgr_message_active_limit"), 20000);
+	ATF_CHECK_EQ(pconfig_get_int("backoff_retry_count"), 10);
+	ATF_CHECK_STREQ(pconfig_get_str("backoff_function"), "postfix");
+	ATF_CHECK(pconfig_get_bool("disable_vrfy_command"));
+	ATF_CHECK(!pconfig_get_bool("destination_concurrency_feedback_debug"));
+	ATF_CHECK_STREQ(pconfig_get_str("default_transport"), "smtp");
+	ATF_CHECK_STREQ(pconfig_get_str("smtp_tls_security_level"), "may");
 	/* $-references in defaults */
-	ATF_CHECK_STREQ(config_get_str("myorigin"), config_get_str("myhostname"));
+	ATF_CHECK_STREQ(pconfig_get_str("myorigin"), pconfig_get_str("myhostname"));
 	str_t want = STR_INIT;
-	str_setf(&want, "%s, localhost.%s, localhost", config_get_str("myhostname"),
-	    config_get_str("mydomain"));
-	ATF_CHECK_STREQ(config_get_str("mydestination"), str_cstr(&want));
-	str_setf(&want, "%s ESMTP Petrel", config_get_str("myhostname"));
-	ATF_CHECK_STREQ(config_get_str("smtpd_banner"), str_cstr(&want));
+	str_setf(&want, "%s, localhost.%s, localhost", pconfig_get_str("myhostname"),
+	    pconfig_get_str("mydomain"));
+	ATF_CHECK_STREQ(pconfig_get_str("mydestination"), str_cstr(&want));
+	str_setf(&want, "%s ESMTP Petrel", pconfig_get_str("myhostname"));
+	ATF_CHECK_STREQ(pconfig_get_str("smtpd_banner"), str_cstr(&want));
 	str_release(&want);
-	ATF_CHECK(strlen(config_get_str("myhostname")) > 0);
-	ATF_CHECK_EQ(config_get_time("default_time_limit"), 1000);
+	ATF_CHECK(strlen(pconfig_get_str("myhostname")) > 0);
+	ATF_CHECK_EQ(pconfig_get_time("default_time_limit"), 1000);
 }
 
 /* Every default is a valid value of its type and expands cleanly: a
@@ -69,8 +69,8 @@ ATF_TC_BODY(table_is_consistent, tc)
 	const param_def_t *t = param_table(&n);
 	ATF_REQUIRE(n > 150);
 	ATF_CHECK_EQ(load(""), 0);
-	ATF_CHECK_STREQ(config_errors(), "");
-	ATF_CHECK_STREQ(config_warnings(), "");
+	ATF_CHECK_STREQ(pconfig_errors(), "");
+	ATF_CHECK_STREQ(pconfig_warnings(), "");
 	for (size_t i = 0; i < n; i++) {
 		str_t why = STR_INIT;
 		ATF_CHECK_MSG(param_name_ok(t[i].name), "name %s", t[i].name);
@@ -80,7 +80,7 @@ ATF_TC_BODY(table_is_consistent, tc)
 		if (t[i].flags & (PARAM_F_BUILD | PARAM_F_COMPUTED))
 			ATF_CHECK_MSG(t[i].defdesc != NULL, "%s: defdesc", t[i].name);
 		if (!(t[i].flags & PARAM_F_RAW)) {
-			const char *v = config_get_str(t[i].name);
+			const char *v = pconfig_get_str(t[i].name);
 			ATF_CHECK_MSG(param_check_value(&t[i], t[i].name, v, &why),
 			    "default of %s: %s", t[i].name, str_cstr(&why));
 		}
@@ -154,25 +154,25 @@ ATF_TC_BODY(syntax, tc)
 	    "recipient_delimiter = +\n"	/* the last one wins */
 	    "  # an indented comment line\n";
 	ATF_CHECK_EQ(load(text), 0);
-	ATF_CHECK_STREQ(config_errors(), "");
-	ATF_CHECK_STREQ(config_get_str("myhostname"), "mx.example.com");
-	ATF_CHECK_STREQ(config_get_str("relayhost"), "[gw.example.com]:587");
-	ATF_CHECK_STREQ(config_get_str("mynetworks"),
+	ATF_CHECK_STREQ(pconfig_errors(), "");
+	ATF_CHECK_STREQ(pconfig_get_str("myhostname"), "mx.example.com");
+	ATF_CHECK_STREQ(pconfig_get_str("relayhost"), "[gw.example.com]:587");
+	ATF_CHECK_STREQ(pconfig_get_str("mynetworks"),
 	    "127.0.0.0/8, 192.0.2.0/24 10.0.0.0/8");
-	ATF_CHECK_STREQ(config_get_str("smtpd_banner"), "mx.example.com ESMTP # not a comment");
-	ATF_CHECK_STREQ(config_get_str("alias_maps"), "hash:/etc/aliases");
-	ATF_CHECK_STREQ(config_get_str("recipient_delimiter"), "+");
-	config_item_t it;
-	ATF_REQUIRE(config_item("mynetworks", &it));
-	ATF_CHECK_EQ(it.origin, CONFIG_FILE);
+	ATF_CHECK_STREQ(pconfig_get_str("smtpd_banner"), "mx.example.com ESMTP # not a comment");
+	ATF_CHECK_STREQ(pconfig_get_str("alias_maps"), "hash:/etc/aliases");
+	ATF_CHECK_STREQ(pconfig_get_str("recipient_delimiter"), "+");
+	pconfig_item_t it;
+	ATF_REQUIRE(pconfig_item("mynetworks", &it));
+	ATF_CHECK_EQ(it.origin, PCONFIG_FILE);
 	ATF_CHECK_EQ(it.line, 5);
 	ATF_CHECK_STREQ(it.file, "main.cf");
 	ATF_CHECK_STREQ(it.defval, "127.0.0.0/8 [::1]/128");
-	ATF_REQUIRE(config_item("recipient_delimiter", &it));
+	ATF_REQUIRE(pconfig_item("recipient_delimiter", &it));
 	ATF_CHECK_EQ(it.line, 13);
 	/* values from the file change what defaults expand to */
-	ATF_CHECK_STREQ(config_get_str("mydomain"), "example.com");
-	ATF_CHECK_STREQ(config_get_str("mydestination"),
+	ATF_CHECK_STREQ(pconfig_get_str("mydomain"), "example.com");
+	ATF_CHECK_STREQ(pconfig_get_str("mydestination"),
 	    "mx.example.com, localhost.example.com, localhost");
 }
 
@@ -196,7 +196,7 @@ ATF_TC_BODY(bad_lines, tc)
 	    "hopcount_limit = 0\n"			/* 14 */
 	    "minimal_backoff_time = 99999999999999999999s\n";	/* 15 */
 	ATF_CHECK_EQ(load(text), -1);
-	const char *e = config_errors();
+	const char *e = pconfig_errors();
 	CHECK_LINE(e, "main.cf:1: continuation line (starts with white space) without a parameter before it");
 	CHECK_LINE(e, "main.cf:3: missing '=' after parameter name: no equals sign here");
 	CHECK_LINE(e, "main.cf:4: bad parameter name 'bad name' (letters, digits, '_', '-' and '.' only)");
@@ -212,7 +212,7 @@ ATF_TC_BODY(bad_lines, tc)
 	CHECK_LINE(e, "main.cf:15: bad time value '99999999999999999999s' for parameter minimal_backoff_time (a number with an optional unit s, m, h, d or w)");
 	ATF_CHECK_EQ(count_lines(e), 13);
 	/* the good line still counts, so tools can show the rest */
-	ATF_CHECK_STREQ(config_get_str("myhostname"), "ok.example");
+	ATF_CHECK_STREQ(pconfig_get_str("myhostname"), "ok.example");
 }
 
 ATF_TC_WITHOUT_HEAD(typed_values);
@@ -234,38 +234,38 @@ ATF_TC_BODY(typed_values, tc)
 	    "default_destination_concurrency_positive_feedback = 0.25\n"
 	    "backoff_function = geometric\n";
 	ATF_CHECK_EQ(load(text), 0);
-	ATF_CHECK_STREQ(config_errors(), "");
-	ATF_CHECK_EQ(config_get_time("queue_run_delay"), 600);
-	ATF_CHECK_EQ(config_get_time("minimal_backoff_time"), 90);
-	ATF_CHECK_EQ(config_get_time("maximal_queue_lifetime"), 3 * 86400);
-	ATF_CHECK_EQ(config_get_time("delay_warning_time"), 4 * 3600);
-	ATF_CHECK_EQ(config_get_time("bounce_queue_lifetime"), 7 * 86400);
-	ATF_CHECK_EQ(config_get_time("maximal_backoff_time"), 7200);
-	ATF_CHECK(config_get_bool("smtpd_helo_required"));
-	ATF_CHECK(!config_get_bool("smtpd_delay_reject"));
-	ATF_CHECK_EQ(config_get_size("message_size_limit"), 0);
-	ATF_CHECK_STREQ(config_get_str("default_destination_concurrency_negative_feedback"),
+	ATF_CHECK_STREQ(pconfig_errors(), "");
+	ATF_CHECK_EQ(pconfig_get_time("queue_run_delay"), 600);
+	ATF_CHECK_EQ(pconfig_get_time("minimal_backoff_time"), 90);
+	ATF_CHECK_EQ(pconfig_get_time("maximal_queue_lifetime"), 3 * 86400);
+	ATF_CHECK_EQ(pconfig_get_time("delay_warning_time"), 4 * 3600);
+	ATF_CHECK_EQ(pconfig_get_time("bounce_queue_lifetime"), 7 * 86400);
+	ATF_CHECK_EQ(pconfig_get_time("maximal_backoff_time"), 7200);
+	ATF_CHECK(pconfig_get_bool("smtpd_helo_required"));
+	ATF_CHECK(!pconfig_get_bool("smtpd_delay_reject"));
+	ATF_CHECK_EQ(pconfig_get_size("message_size_limit"), 0);
+	ATF_CHECK_STREQ(pconfig_get_str("default_destination_concurrency_negative_feedback"),
 	    "1/sqrt_concurrency");
-	ATF_CHECK_STREQ(config_get_str("backoff_function"), "geometric");
+	ATF_CHECK_STREQ(pconfig_get_str("backoff_function"), "geometric");
 	/* choices are exact, so programs can compare with strcmp */
 	str_t err = STR_INIT;
-	ATF_CHECK_EQ(config_override("backoff_function", "Geometric", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("smtp_tls_security_level", "MAY", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("inet_protocols", "IPv4", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("inet_protocols", "ipv4, ipv6", NULL, &err), 0);
-	ATF_CHECK_EQ(config_override("inet_protocols", "", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("smtp_host_lookup", "dns, nis", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("unknown_address_reject_code", "250", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("unknown_address_reject_code", "550", NULL, &err), 0);
-	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	ATF_CHECK_EQ(pconfig_override("backoff_function", "Geometric", NULL, &err), -1);
+	ATF_CHECK_EQ(pconfig_override("smtp_tls_security_level", "MAY", NULL, &err), -1);
+	ATF_CHECK_EQ(pconfig_override("inet_protocols", "IPv4", NULL, &err), -1);
+	ATF_CHECK_EQ(pconfig_override("inet_protocols", "ipv4, ipv6", NULL, &err), 0);
+	ATF_CHECK_EQ(pconfig_override("inet_protocols", "", NULL, &err), -1);
+	ATF_CHECK_EQ(pconfig_override("smtp_host_lookup", "dns, nis", NULL, &err), -1);
+	ATF_CHECK_EQ(pconfig_override("unknown_address_reject_code", "250", NULL, &err), -1);
+	ATF_CHECK_EQ(pconfig_override("unknown_address_reject_code", "550", NULL, &err), 0);
+	ATF_CHECK_EQ(pconfig_override("default_destination_concurrency_positive_feedback",
 	    "1/Concurrency", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	ATF_CHECK_EQ(pconfig_override("default_destination_concurrency_positive_feedback",
 	    "1.5", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	ATF_CHECK_EQ(pconfig_override("default_destination_concurrency_positive_feedback",
 	    "nan", NULL, &err), -1);
-	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	ATF_CHECK_EQ(pconfig_override("default_destination_concurrency_positive_feedback",
 	    "1", NULL, &err), 0);
-	ATF_CHECK_EQ(config_override("default_destination_concurrency_positive_feedback",
+	ATF_CHECK_EQ(pconfig_override("default_destination_concurrency_positive_feedback",
 	    "0", NULL, &err), 0);
 	str_release(&err);
 
@@ -298,31 +298,31 @@ ATF_TC_BODY(expansion, tc)
 	    "forward_path = $home/.forward\n"
 	    "f = $a/$a\n";
 	ATF_CHECK_EQ(load(text), 0);
-	ATF_CHECK_STREQ(config_errors(), "");
-	ATF_CHECK_STREQ(config_get_str("a"), "xB[D]y");
-	ATF_CHECK_STREQ(config_get_str("f"), "xB[D]y/xB[D]y");
-	ATF_CHECK_STREQ(config_get_str("cond1"), "set");
-	ATF_CHECK_STREQ(config_get_str("cond2"), "empty");
-	ATF_CHECK_STREQ(config_get_str("cond3"), "<D>");
-	ATF_CHECK_STREQ(config_get_str("money"), "5$ and $ alone and $.");
-	ATF_CHECK_STREQ(config_get_str("dotted"), "20");
+	ATF_CHECK_STREQ(pconfig_errors(), "");
+	ATF_CHECK_STREQ(pconfig_get_str("a"), "xB[D]y");
+	ATF_CHECK_STREQ(pconfig_get_str("f"), "xB[D]y/xB[D]y");
+	ATF_CHECK_STREQ(pconfig_get_str("cond1"), "set");
+	ATF_CHECK_STREQ(pconfig_get_str("cond2"), "empty");
+	ATF_CHECK_STREQ(pconfig_get_str("cond3"), "<D>");
+	ATF_CHECK_STREQ(pconfig_get_str("money"), "5$ and $ alone and $.");
+	ATF_CHECK_STREQ(pconfig_get_str("dotted"), "20");
 	/* a "raw" parameter is left for the program that uses it */
-	ATF_CHECK_STREQ(config_get_str("forward_path"), "$home/.forward");
+	ATF_CHECK_STREQ(pconfig_get_str("forward_path"), "$home/.forward");
 	/* user-defined names that other values use are fine; the others
 	 * are probably typing mistakes */
-	const char *w = config_warnings();
+	const char *w = pconfig_warnings();
 	CHECK_LINE(w, "main.cf:6: unknown parameter cond1 (ignored)");
 	CHECK_LINE(w, "main.cf:12: unknown parameter f (ignored)");
 	ATF_CHECK_EQ(count_lines(w), 6);
 	ATF_CHECK(strstr(w, " a ") == NULL && strstr(w, " e ") == NULL);
 	str_t out = STR_INIT;
-	ATF_CHECK_EQ(config_expand("<$d${d}$(d)>", &out), 0);
+	ATF_CHECK_EQ(pconfig_expand("<$d${d}$(d)>", &out), 0);
 	ATF_CHECK_STREQ(str_cstr(&out), "<DDD>");
 	str_release(&out);
 	/* the raw value is what was written */
-	ATF_CHECK_STREQ(config_get_raw("a"), "x$b${c}y");
-	ATF_CHECK_STREQ(config_get_raw("myorigin"), "$myhostname");
-	ATF_CHECK(config_get_raw("nonesuch") == NULL);
+	ATF_CHECK_STREQ(pconfig_get_raw("a"), "x$b${c}y");
+	ATF_CHECK_STREQ(pconfig_get_raw("myorigin"), "$myhostname");
+	ATF_CHECK(pconfig_get_raw("nonesuch") == NULL);
 }
 
 ATF_TC_WITHOUT_HEAD(expansion_unknown_and_unused);
@@ -334,14 +334,14 @@ ATF_TC_BODY(expansion_unknown_and_unused, tc)
 	    "typo_parameter = 1\n"		/* 3 */
 	    "bad = ${unclosed\n";		/* 4 */
 	ATF_CHECK_EQ(load(text), 0);		/* warnings only */
-	const char *w = config_warnings();
+	const char *w = pconfig_warnings();
 	CHECK_LINE(w, "main.cf:2: undefined parameter $nosuch in the value of relayhost (expands to nothing)");
 	CHECK_LINE(w, "main.cf:3: unknown parameter typo_parameter (ignored)");
 	CHECK_LINE(w, "main.cf:4: unmatched '${' in the value of bad");
 	CHECK_LINE(w, "main.cf:4: unknown parameter bad (ignored)");
 	ATF_CHECK_EQ(count_lines(w), 4);
-	ATF_CHECK_STREQ(config_get_str("relayhost"), "[]");
-	ATF_CHECK_STREQ(config_get_str("bad"), "${unclosed");
+	ATF_CHECK_STREQ(pconfig_get_str("relayhost"), "[]");
+	ATF_CHECK_STREQ(pconfig_get_str("bad"), "${unclosed");
 }
 
 ATF_TC_WITHOUT_HEAD(expansion_loop);
@@ -354,13 +354,13 @@ ATF_TC_BODY(expansion_loop, tc)
 	    "uses_loop = $a\n"		/* 4 */
 	    "self = x$self\n";		/* 5 */
 	ATF_CHECK_EQ(load(text), -1);
-	const char *e = config_errors();
+	const char *e = pconfig_errors();
 	CHECK_LINE(e, "main.cf:1: parameter expansion loop: $a -> $b -> $c -> $a");
 	CHECK_LINE(e, "main.cf:5: parameter expansion loop: $self -> $self");
 	/* each loop once, and not again for its users */
 	ATF_CHECK_EQ(count_lines(e), 2);
 	/* reading one anyway does not hang or crash */
-	(void)config_get_str("uses_loop");
+	(void)pconfig_get_str("uses_loop");
 }
 
 ATF_TC_WITHOUT_HEAD(expansion_loop_through_default);
@@ -368,15 +368,15 @@ ATF_TC_BODY(expansion_loop_through_default, tc)
 {
 	/* myorigin's default is $myhostname */
 	ATF_CHECK_EQ(load("myhostname = mail.$myorigin\n"), -1);
-	CHECK_LINE(config_errors(),
+	CHECK_LINE(pconfig_errors(),
 	    "main.cf:1: parameter expansion loop: $myhostname -> $myorigin -> $myhostname");
 	/* mydomain's default is computed from myhostname */
 	ATF_CHECK_EQ(load("myhostname = mail.$mydomain\n"), -1);
-	ATF_CHECK_MSG(strstr(config_errors(), "main.cf:1: parameter expansion loop: $myhostname -> $mydomain") != NULL,
-	    "%s", config_errors());
+	ATF_CHECK_MSG(strstr(pconfig_errors(), "main.cf:1: parameter expansion loop: $myhostname -> $mydomain") != NULL,
+	    "%s", pconfig_errors());
 	/* the usual way round is fine */
 	ATF_CHECK_EQ(load("mydomain = example.org\nmyhostname = mail.$mydomain\n"), 0);
-	ATF_CHECK_STREQ(config_get_str("myorigin"), "mail.example.org");
+	ATF_CHECK_STREQ(pconfig_get_str("myorigin"), "mail.example.org");
 }
 
 /* Values that would expand without bound are errors, not a crash. */
@@ -394,17 +394,17 @@ ATF_TC_BODY(expansion_bounds, tc)
 	}
 	str_cat(&text, "top = $l8\n");
 	ATF_CHECK_EQ(load(str_cstr(&text)), -1);
-	ATF_CHECK_MSG(strstr(config_errors(),
-	    ": value too long after expansion (more than 1 MB)") != NULL, "%s", config_errors());
-	ATF_CHECK(strlen(config_get_str("top")) < 2 * (1 << 20));
+	ATF_CHECK_MSG(strstr(pconfig_errors(),
+	    ": value too long after expansion (more than 1 MB)") != NULL, "%s", pconfig_errors());
+	ATF_CHECK(strlen(pconfig_get_str("top")) < 2 * (1 << 20));
 	/* a chain of 100 references: a bound, reported as such */
 	str_reset(&text);
 	for (int i = 0; i < 100; i++)
 		str_catf(&text, "c%d = $c%d\n", i, i + 1);
 	str_cat(&text, "c100 = end\n");
 	ATF_CHECK_EQ(load(str_cstr(&text)), -1);
-	ATF_CHECK_MSG(strncmp(config_errors(), "main.cf:1: parameters refer to parameters "
-	    "more than 64 deep: $c0 -> $c1 -> ", 74) == 0, "%s", config_errors());
+	ATF_CHECK_MSG(strncmp(pconfig_errors(), "main.cf:1: parameters refer to parameters "
+	    "more than 64 deep: $c0 -> $c1 -> ", 74) == 0, "%s", pconfig_errors());
 	/* conditionals nested far too deep */
 	str_set(&text, "x = 1\ndeep = ");
 	for (int i = 0; i < 100000; i++)
@@ -413,7 +413,7 @@ ATF_TC_BODY(expansion_bounds, tc)
 		str_putc(&text, '}');
 	str_putc(&text, '\n');
 	ATF_CHECK_EQ(load(str_cstr(&text)), -1);
-	CHECK_LINE(config_errors(), "main.cf:2: parameter deep: ${...} nested too deeply");
+	CHECK_LINE(pconfig_errors(), "main.cf:2: parameter deep: ${...} nested too deeply");
 	str_release(&text);
 }
 
@@ -421,21 +421,21 @@ ATF_TC_WITHOUT_HEAD(expanded_value_errors);
 ATF_TC_BODY(expanded_value_errors, tc)
 {
 	ATF_CHECK_EQ(load("delay = soon\nqueue_run_delay = $delay\n"), -1);
-	CHECK_LINE(config_errors(), "main.cf:2: bad time value 'soon' for parameter "
+	CHECK_LINE(pconfig_errors(), "main.cf:2: bad time value 'soon' for parameter "
 	    "queue_run_delay (a number with an optional unit s, m, h, d or w) "
 	    "(expanded from '$delay')");
 	ATF_CHECK_EQ(load("delay = 7m\nqueue_run_delay = $delay\n"), 0);
-	ATF_CHECK_EQ(config_get_time("queue_run_delay"), 420);
+	ATF_CHECK_EQ(pconfig_get_time("queue_run_delay"), 420);
 }
 
 ATF_TC_WITHOUT_HEAD(mydomain_from_hostname);
 ATF_TC_BODY(mydomain_from_hostname, tc)
 {
 	ATF_CHECK_EQ(load("myhostname = mx1.mail.example.com\n"), 0);
-	ATF_CHECK_STREQ(config_get_str("mydomain"), "mail.example.com");
+	ATF_CHECK_STREQ(pconfig_get_str("mydomain"), "mail.example.com");
 	ATF_CHECK_EQ(load("myhostname = standalone\n"), 0);
-	ATF_CHECK_STREQ(config_get_str("mydomain"), "localdomain");
-	ATF_CHECK_STREQ(config_get_str("mydestination"),
+	ATF_CHECK_STREQ(pconfig_get_str("mydomain"), "localdomain");
+	ATF_CHECK_STREQ(pconfig_get_str("mydestination"),
 	    "standalone, localhost.localdomain, localhost");
 }
 
@@ -452,36 +452,36 @@ ATF_TC_BODY(per_transport, tc)
 	    "smtp-amavis_delivery_slot_cost = 9\n"
 	    "default_destination_concurrency_positive_feedback = 1/concurrency\n";
 	ATF_CHECK_EQ(load(text), 0);
-	ATF_CHECK_STREQ(config_errors(), "");
-	ATF_CHECK_STREQ(config_warnings(), "");
+	ATF_CHECK_STREQ(pconfig_errors(), "");
+	ATF_CHECK_STREQ(pconfig_warnings(), "");
 	/* TRANSPORT_X set */
-	ATF_CHECK_EQ(config_get_int_tr("smtp", "destination_concurrency_limit"), 7);
+	ATF_CHECK_EQ(pconfig_get_int_tr("smtp", "destination_concurrency_limit"), 7);
 	/* not set: default_X */
-	ATF_CHECK_EQ(config_get_int_tr("relay", "destination_concurrency_limit"), 20);
-	ATF_CHECK_EQ(config_get_int_tr("smtp", "destination_recipient_limit"), 30);
-	ATF_CHECK_EQ(config_get_int_tr("relay", "destination_recipient_limit"), 30);
+	ATF_CHECK_EQ(pconfig_get_int_tr("relay", "destination_concurrency_limit"), 20);
+	ATF_CHECK_EQ(pconfig_get_int_tr("smtp", "destination_recipient_limit"), 30);
+	ATF_CHECK_EQ(pconfig_get_int_tr("relay", "destination_recipient_limit"), 30);
 	/* a TRANSPORT_X that is a parameter of its own, set or not */
-	ATF_CHECK_EQ(config_get_int_tr("local", "destination_concurrency_limit"), 4);
-	ATF_CHECK_EQ(config_get_int_tr("local", "destination_recipient_limit"), 1);
+	ATF_CHECK_EQ(pconfig_get_int_tr("local", "destination_concurrency_limit"), 4);
+	ATF_CHECK_EQ(pconfig_get_int_tr("local", "destination_recipient_limit"), 1);
 	/* time and string forms */
-	ATF_CHECK_EQ(config_get_time_tr("slow", "destination_rate_delay"), 120);
-	ATF_CHECK_EQ(config_get_time_tr("smtp", "destination_rate_delay"), 0);
-	ATF_CHECK_EQ(config_get_time_tr("smtp", "recipient_refill_delay"), 5);
-	ATF_CHECK_STREQ(config_get_str_tr("smtp", "destination_concurrency_positive_feedback"),
+	ATF_CHECK_EQ(pconfig_get_time_tr("slow", "destination_rate_delay"), 120);
+	ATF_CHECK_EQ(pconfig_get_time_tr("smtp", "destination_rate_delay"), 0);
+	ATF_CHECK_EQ(pconfig_get_time_tr("smtp", "recipient_refill_delay"), 5);
+	ATF_CHECK_STREQ(pconfig_get_str_tr("smtp", "destination_concurrency_positive_feedback"),
 	    "1/concurrency");
 	/* X without a default_ form falls back to X */
-	ATF_CHECK_EQ(config_get_int_tr("smtp", "initial_destination_concurrency"), 2);
-	ATF_CHECK_EQ(config_get_int_tr("relay", "initial_destination_concurrency"), 5);
+	ATF_CHECK_EQ(pconfig_get_int_tr("smtp", "initial_destination_concurrency"), 2);
+	ATF_CHECK_EQ(pconfig_get_int_tr("relay", "initial_destination_concurrency"), 5);
 	/* service names with '-' */
-	ATF_CHECK_EQ(config_get_int_tr("smtp-amavis", "delivery_slot_cost"), 9);
-	ATF_CHECK_EQ(config_get_int_tr("smtp", "delivery_slot_cost"), 5);
+	ATF_CHECK_EQ(pconfig_get_int_tr("smtp-amavis", "delivery_slot_cost"), 9);
+	ATF_CHECK_EQ(pconfig_get_int_tr("smtp", "delivery_slot_cost"), 5);
 	/* time limit: default_time_limit = $command_time_limit */
-	ATF_CHECK_EQ(config_get_time_tr("smtp", "time_limit"), 1000);
+	ATF_CHECK_EQ(pconfig_get_time_tr("smtp", "time_limit"), 1000);
 	/* the generic getter knows TRANSPORT_X names too */
-	ATF_CHECK_EQ(config_get_int("smtp_destination_concurrency_limit"), 7);
-	ATF_CHECK_EQ(config_get_int("relay_destination_concurrency_limit"), 20);
+	ATF_CHECK_EQ(pconfig_get_int("smtp_destination_concurrency_limit"), 7);
+	ATF_CHECK_EQ(pconfig_get_int("relay_destination_concurrency_limit"), 20);
 	str_t out = STR_INIT;
-	config_expand("$relay_delivery_slot_loan", &out);
+	pconfig_expand("$relay_delivery_slot_loan", &out);
 	ATF_CHECK_STREQ(str_cstr(&out), "3");
 	str_release(&out);
 }
@@ -491,27 +491,27 @@ ATF_TC_BODY(per_transport_errors_and_aliases, tc)
 {
 	ATF_CHECK_EQ(load("smtp_destination_concurrency_limit = lots\n"
 	    "relay_delivery_slot_discount = 101\n"), -1);
-	CHECK_LINE(config_errors(), "main.cf:1: bad integer value 'lots' for parameter smtp_destination_concurrency_limit");
-	CHECK_LINE(config_errors(), "main.cf:2: integer value '101' out of range for parameter relay_delivery_slot_discount (0..100)");
+	CHECK_LINE(pconfig_errors(), "main.cf:1: bad integer value 'lots' for parameter smtp_destination_concurrency_limit");
+	CHECK_LINE(pconfig_errors(), "main.cf:2: integer value '101' out of range for parameter relay_delivery_slot_discount (0..100)");
 	/* The bare names (doc/scheduling-rules.md §1.2) set the default_ parameter. */
 	ATF_CHECK_EQ(load("destination_concurrency_limit = 11\n"
 	    "delivery_slot_cost = 2\n"
 	    "destination_rate_delay = 1s\n"), 0);
-	ATF_CHECK_STREQ(config_warnings(), "");
-	ATF_CHECK_EQ(config_get_int("default_destination_concurrency_limit"), 11);
-	ATF_CHECK_EQ(config_get_int("destination_concurrency_limit"), 11);
-	ATF_CHECK_EQ(config_get_int_tr("smtp", "destination_concurrency_limit"), 11);
-	ATF_CHECK_EQ(config_get_int_tr("relay", "delivery_slot_cost"), 2);
-	ATF_CHECK_EQ(config_get_time("default_destination_rate_delay"), 1);
-	config_item_t it;
-	ATF_REQUIRE(config_item("delivery_slot_cost", &it));
+	ATF_CHECK_STREQ(pconfig_warnings(), "");
+	ATF_CHECK_EQ(pconfig_get_int("default_destination_concurrency_limit"), 11);
+	ATF_CHECK_EQ(pconfig_get_int("destination_concurrency_limit"), 11);
+	ATF_CHECK_EQ(pconfig_get_int_tr("smtp", "destination_concurrency_limit"), 11);
+	ATF_CHECK_EQ(pconfig_get_int_tr("relay", "delivery_slot_cost"), 2);
+	ATF_CHECK_EQ(pconfig_get_time("default_destination_rate_delay"), 1);
+	pconfig_item_t it;
+	ATF_REQUIRE(pconfig_item("delivery_slot_cost", &it));
 	ATF_CHECK_STREQ(it.name, "default_delivery_slot_cost");
 	ATF_CHECK_STREQ(it.value, "2");
 	ATF_CHECK_STREQ(it.defval, "5");
-	ATF_REQUIRE(config_item("foo_delivery_slot_cost", &it));
+	ATF_REQUIRE(pconfig_item("foo_delivery_slot_cost", &it));
 	ATF_CHECK_STREQ(it.value, "$default_delivery_slot_cost");
-	ATF_CHECK_EQ(it.origin, CONFIG_DEFAULT);
-	ATF_CHECK(!config_item("foo_delivery_slot_costs", &it));
+	ATF_CHECK_EQ(it.origin, PCONFIG_DEFAULT);
+	ATF_CHECK(!pconfig_item("foo_delivery_slot_costs", &it));
 }
 
 /* With a master.cf, TRANSPORT must be one of its services. */
@@ -519,8 +519,8 @@ ATF_TC_WITHOUT_HEAD(load_directory);
 ATF_TC_BODY(load_directory, tc)
 {
 	ATF_REQUIRE(mkdir("etc", 0755) == 0);
-	ATF_CHECK_EQ(config_load("etc"), -1);
-	CHECK_LINE(config_errors(), "etc/main.cf: cannot read: No such file or directory");
+	ATF_CHECK_EQ(pconfig_load("etc"), -1);
+	CHECK_LINE(pconfig_errors(), "etc/main.cf: cannot read: No such file or directory");
 	put_file("etc/main.cf",
 	    "relay_destination_concurrency_limit = 3\n"
 	    "smpt_destination_concurrency_limit = 3\n"
@@ -528,30 +528,30 @@ ATF_TC_BODY(load_directory, tc)
 	put_file("etc/master.cf",
 	    "smtp unix - - n - - smtp\n"
 	    "relay unix - - n - - smtp\n");
-	ATF_CHECK_EQ(config_load("etc"), 0);
-	ATF_CHECK_STREQ(config_file(), "etc/main.cf");
-	ATF_CHECK_STREQ(config_get_str("config_directory"), "etc");
-	ATF_CHECK_STREQ(config_get_str("queue_directory"), "/var/tmp/q");
-	ATF_CHECK_STREQ(config_warnings(), "etc/main.cf:2: parameter "
+	ATF_CHECK_EQ(pconfig_load("etc"), 0);
+	ATF_CHECK_STREQ(pconfig_file(), "etc/main.cf");
+	ATF_CHECK_STREQ(pconfig_get_str("config_directory"), "etc");
+	ATF_CHECK_STREQ(pconfig_get_str("queue_directory"), "/var/tmp/q");
+	ATF_CHECK_STREQ(pconfig_warnings(), "etc/main.cf:2: parameter "
 	    "smpt_destination_concurrency_limit: no master.cf service matches the "
 	    "part before _destination_concurrency_limit\n");
 	/* the value is kept all the same */
-	ATF_CHECK_EQ(config_get_int_tr("smpt", "destination_concurrency_limit"), 3);
+	ATF_CHECK_EQ(pconfig_get_int_tr("smpt", "destination_concurrency_limit"), 3);
 	/* a load starts from the defaults again */
 	put_file("etc/main.cf", "# nothing\n");
-	ATF_CHECK_EQ(config_load("etc"), 0);
-	ATF_CHECK_EQ(config_get_int_tr("relay", "destination_concurrency_limit"), 20);
+	ATF_CHECK_EQ(pconfig_load("etc"), 0);
+	ATF_CHECK_EQ(pconfig_get_int_tr("relay", "destination_concurrency_limit"), 20);
 	/* a main.cf installed as a symbolic link is read through it... */
 	put_file("real.cf", "max_use = 9\n");
 	ATF_REQUIRE(unlink("etc/main.cf") == 0);
 	ATF_REQUIRE(symlink("../real.cf", "etc/main.cf") == 0);
-	ATF_CHECK_EQ(config_load("etc"), 0);
-	ATF_CHECK_EQ(config_get_int("max_use"), 9);
+	ATF_CHECK_EQ(pconfig_load("etc"), 0);
+	ATF_CHECK_EQ(pconfig_get_int("max_use"), 9);
 	/* ...but it must end at a regular file */
 	ATF_REQUIRE(unlink("etc/main.cf") == 0);
 	ATF_REQUIRE(mkfifo("etc/main.cf", 0600) == 0);
-	ATF_CHECK_EQ(config_load("etc"), -1);
-	CHECK_LINE(config_errors(), "etc/main.cf: cannot read: Invalid argument");
+	ATF_CHECK_EQ(pconfig_load("etc"), -1);
+	CHECK_LINE(pconfig_errors(), "etc/main.cf: cannot read: Invalid argument");
 }
 
 ATF_TC_WITHOUT_HEAD(overrides);
@@ -559,39 +559,39 @@ ATF_TC_BODY(overrides, tc)
 {
 	str_t err = STR_INIT;
 	ATF_REQUIRE_EQ(load("myhostname = a.example\nsmtpd_timeout = 60s\n"), 0);
-	ATF_CHECK_STREQ(config_get_str("myorigin"), "a.example");
+	ATF_CHECK_STREQ(pconfig_get_str("myorigin"), "a.example");
 	/* dependent values follow an override */
-	ATF_CHECK_EQ(config_override("myhostname", "b.example", "master.cf:3", &err), 0);
-	ATF_CHECK_STREQ(config_get_str("myorigin"), "b.example");
-	ATF_CHECK_EQ(config_override("smtpd_timeout", "5m", "master.cf:3", &err), 0);
-	ATF_CHECK_EQ(config_get_time("smtpd_timeout"), 300);
+	ATF_CHECK_EQ(pconfig_override("myhostname", "b.example", "master.cf:3", &err), 0);
+	ATF_CHECK_STREQ(pconfig_get_str("myorigin"), "b.example");
+	ATF_CHECK_EQ(pconfig_override("smtpd_timeout", "5m", "master.cf:3", &err), 0);
+	ATF_CHECK_EQ(pconfig_get_time("smtpd_timeout"), 300);
 	/* a bad value is refused with the origin, the old value stays */
-	ATF_CHECK_EQ(config_override("smtpd_timeout", "forever", "master.cf:4", &err), -1);
+	ATF_CHECK_EQ(pconfig_override("smtpd_timeout", "forever", "master.cf:4", &err), -1);
 	ATF_CHECK_STREQ(str_cstr(&err), "master.cf:4: bad time value 'forever' for "
 	    "parameter smtpd_timeout (a number with an optional unit s, m, h, d or w)");
-	ATF_CHECK_EQ(config_get_time("smtpd_timeout"), 300);
-	ATF_CHECK_EQ(config_override("bad name", "x", "master.cf:5", &err), -1);
+	ATF_CHECK_EQ(pconfig_get_time("smtpd_timeout"), 300);
+	ATF_CHECK_EQ(pconfig_override("bad name", "x", "master.cf:5", &err), -1);
 	ATF_CHECK_STREQ(str_cstr(&err), "master.cf:5: bad parameter name 'bad name'");
-	ATF_CHECK_EQ(config_override("smtp_destination_concurrency_limit", "x", NULL, &err), -1);
+	ATF_CHECK_EQ(pconfig_override("smtp_destination_concurrency_limit", "x", NULL, &err), -1);
 	ATF_CHECK_STREQ(str_cstr(&err), "bad integer value 'x' for parameter "
 	    "smtp_destination_concurrency_limit");
 	/* a loop made by an override is refused too */
-	ATF_CHECK_EQ(config_override("myhostname", "$myorigin", "cmd", &err), -1);
+	ATF_CHECK_EQ(pconfig_override("myhostname", "$myorigin", "cmd", &err), -1);
 	ATF_CHECK_STREQ(str_cstr(&err), "cmd: parameter expansion loop: "
 	    "$myhostname -> $myorigin -> $myhostname");
-	ATF_CHECK_STREQ(config_get_str("myhostname"), "b.example");
+	ATF_CHECK_STREQ(pconfig_get_str("myhostname"), "b.example");
 	/* overrides are not main.cf settings */
-	config_item_t it;
-	ATF_REQUIRE(config_item("smtpd_timeout", &it));
-	ATF_CHECK_EQ(it.origin, CONFIG_OVERRIDE);
+	pconfig_item_t it;
+	ATF_REQUIRE(pconfig_item("smtpd_timeout", &it));
+	ATF_CHECK_EQ(it.origin, PCONFIG_OVERRIDE);
 	ATF_CHECK_STREQ(it.value, "5m");
 	/* unknown names: accepted (with a warning in the log) */
-	ATF_CHECK_EQ(config_override("my_own_thing", "v", NULL, &err), 0);
-	ATF_CHECK_STREQ(config_get_str("my_own_thing"), "v");
+	ATF_CHECK_EQ(pconfig_override("my_own_thing", "v", NULL, &err), 0);
+	ATF_CHECK_STREQ(pconfig_get_str("my_own_thing"), "v");
 	str_release(&err);
 }
 
-static bool sorted_has(const config_item_t *items, size_t n, const char *name)
+static bool sorted_has(const pconfig_item_t *items, size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(items[i].name, name) == 0)
@@ -606,7 +606,7 @@ ATF_TC_BODY(listing, tc)
 	param_table(&tn);
 	ATF_REQUIRE_EQ(load("smtp_destination_concurrency_limit = 3\n"
 	    "my_list = a b\nmynetworks = $my_list\n"), 0);
-	config_item_t *items = config_list(&n);
+	pconfig_item_t *items = pconfig_list(&n);
 	ATF_CHECK_EQ(n, tn + 2);
 	for (size_t i = 1; i < n; i++)
 		ATF_CHECK_MSG(strcmp(items[i - 1].name, items[i].name) < 0,
@@ -616,7 +616,7 @@ ATF_TC_BODY(listing, tc)
 	ATF_CHECK(sorted_has(items, n, "2bounce_notice_recipient"));
 	int set = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (items[i].origin == CONFIG_FILE)
+		if (items[i].origin == PCONFIG_FILE)
 			set++;
 		if (strcmp(items[i].name, "smtp_destination_concurrency_limit") == 0) {
 			ATF_CHECK_STREQ(items[i].value, "3");
@@ -638,8 +638,8 @@ ATF_TC_BODY(nul_byte, tc)
 	ATF_REQUIRE(f != NULL);
 	fwrite("a = b\0c\n", 1, 8, f);
 	fclose(f);
-	ATF_CHECK_EQ(config_load("etc"), -1);
-	CHECK_LINE(config_errors(), "etc/main.cf: contains a NUL byte");
+	ATF_CHECK_EQ(pconfig_load("etc"), -1);
+	CHECK_LINE(pconfig_errors(), "etc/main.cf: contains a NUL byte");
 }
 
 /* myhostname's default comes from the hosts file, never from DNS. */

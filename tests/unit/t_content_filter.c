@@ -5,7 +5,7 @@
 #include <atf-c.h>
 #include <stdio.h>
 #include <string.h>
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "content_filter.h"
 #include "qfile.h"
 #include "queue_path.h"

@@ -454,14 +454,14 @@ ATF_TC_BODY(config, tc)
 	    "inet_protocols = ipv4\n"
 	    "smtp_mx_address_limit = 1\n"
 	    "myhostname = petrel.test\n", dns_port);
-	ATF_REQUIRE_EQ(config_load_text(str_cstr(&cf), "main.cf"), 0);
+	ATF_REQUIRE_EQ(pconfig_load_text(str_cstr(&cf), "main.cf"), 0);
 	r = dns_resolver_from_config(&why);
 	ATF_REQUIRE_MSG(r != NULL, "%s", str_cstr(&why));
 	ATF_REQUIRE_EQ(dns_opts_from_config(&o, &why), 0);
 	o.resolver = r;
 	check_find("example.com", &o, DNS_RESULT_OK, "mx1.example.com[127.0.0.1]:25/10");
 	dns_resolver_free(r);
-	config_reset();
+	pconfig_reset();
 	str_release(&cf);
 	str_release(&why);
 	finish();

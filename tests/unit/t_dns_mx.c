@@ -777,7 +777,7 @@ ATF_TC_BODY(settings, tc)
 	ATF_CHECK_EQ(dns_parse_host_lookup("dns, native"), DNS_LOOKUP_DNS | DNS_LOOKUP_NATIVE);
 	ATF_CHECK_EQ(dns_parse_host_lookup("nis"), -1);
 
-	ATF_REQUIRE_EQ(config_load_text(
+	ATF_REQUIRE_EQ(pconfig_load_text(
 	    "smtp_host_lookup = native, dns\n"
 	    "inet_protocols = ipv6\n"
 	    "smtp_address_preference = ipv4\n"
@@ -795,7 +795,7 @@ ATF_TC_BODY(settings, tc)
 	r = dns_resolver_from_config(&why);
 	ATF_CHECK_MSG(r != NULL, "%s", str_cstr(&why));
 	dns_resolver_free(r);
-	config_reset();
+	pconfig_reset();
 	ATF_REQUIRE_EQ(dns_opts_from_config(&o, &why), 0);
 	ATF_CHECK_EQ(o.lookup, DNS_LOOKUP_DNS);
 	ATF_CHECK_EQ(o.families, DNS_INET4 | DNS_INET6);

@@ -15,10 +15,10 @@ static int near(double a, double b)
 }
 #define CHECK_NEAR(a, b) ATF_CHECK_MSG(near((a), (b)), "%s = %.12g, expected %.12g", #a, (double)(a), (double)(b))
 
-static fb_settings_t mkset(fb_kind_t pk, double px, fb_kind_t nk, double nx)
+static feedback_settings_t mkset(feedback_kind_t pk, double px, feedback_kind_t nk, double nx)
 {
-	fb_settings_t s;
-	fb_settings_init(&s);
+	feedback_settings_t s;
+	feedback_settings_init(&s);
 	s.positive.kind = pk;
 	s.positive.x = px;
 	s.negative.kind = nk;
@@ -28,23 +28,23 @@ static fb_settings_t mkset(fb_kind_t pk, double px, fb_kind_t nk, double nx)
 
 /* Apply n positive events, keeping busy high enough that the safety rule
  * never holds growth back; check the window after each one. */
-static void pos_trace(fb_state_t *st, const fb_settings_t *s,
+static void pos_trace(feedback_state_t *st, const feedback_settings_t *s,
     const int *expect, int n)
 {
 	for (int i = 0; i < n; i++) {
 		st->busy = st->window;
-		fb_positive(st, s);
+		feedback_positive(st, s);
 		ATF_CHECK_MSG(st->window == expect[i],
 		    "positive event %d: window %d, expected %d", i + 1,
 		    st->window, expect[i]);
 	}
 }
 
-static void neg_trace(fb_state_t *st, const fb_settings_t *s,
+static void neg_trace(feedback_state_t *st, const feedback_settings_t *s,
     const int *expect, int n)
 {
 	for (int i = 0; i < n; i++) {
-		fb_negative(st, s);
+		feedback_negative(st, s);
 		ATF_CHECK_MSG(st->window == expect[i],
 		    "negative event %d: window %d, expected %d", i + 1,
 		    st->window, expect[i]);
@@ -54,21 +54,21 @@ static void neg_trace(fb_state_t *st, const fb_settings_t *s,
 ATF_TC_WITHOUT_HEAD(init_and_defaults);
 ATF_TC_BODY(init_and_defaults, tc)
 {
-	fb_settings_t s;
-	fb_state_t st;
+	feedback_settings_t s;
+	feedback_state_t st;
 	str_t err = STR_INIT;
 
-	fb_settings_init(&s);
+	feedback_settings_init(&s);
 	ATF_CHECK_EQ(s.initial_concurrency, 5);
 	ATF_CHECK_EQ(s.concurrency_limit, 20);
 	CHECK_NEAR(s.failed_cohort_limit, 1);
-	ATF_CHECK(s.positive.kind == FB_KIND_CONSTANT && s.positive.x == 1);
-	ATF_CHECK(s.negative.kind == FB_KIND_CONSTANT && s.negative.x == 1);
+	ATF_CHECK(s.positive.kind == FEEDBACK_KIND_CONSTANT && s.positive.x == 1);
+	ATF_CHECK(s.negative.kind == FEEDBACK_KIND_CONSTANT && s.negative.x == 1);
 	ATF_CHECK_EQ(s.rate_delay, 0);
 	ATF_CHECK(!s.debug);
-	ATF_CHECK(fb_settings_check(&s, &err));
+	ATF_CHECK(feedback_settings_check(&s, &err));
 
-	fb_init(&st, &s, "smtp:example.com");
+	feedback_init(&st, &s, "smtp:example.com");
 	ATF_CHECK_EQ(st.window, 5);
 	ATF_CHECK_EQ(st.busy, 0);
 	ATF_CHECK(st.success == 0 && st.failure == 0 && st.fail_cohorts == 0);
@@ -77,12 +77,12 @@ ATF_TC_BODY(init_and_defaults, tc)
 
 	/* The initial window never exceeds the limit... */
 	s.concurrency_limit = 3;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	ATF_CHECK_EQ(st.window, 3);
 	/* ...except that 0 means no limit. */
 	s.concurrency_limit = 0;
 	s.initial_concurrency = 50;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	ATF_CHECK_EQ(st.window, 50);
 	str_release(&err);
 }
@@ -91,10 +91,10 @@ ATF_TC_BODY(init_and_defaults, tc)
 ATF_TC_WITHOUT_HEAD(constant_one);
 ATF_TC_BODY(constant_one, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_CONSTANT, 1, FB_KIND_CONSTANT, 1);
-	fb_state_t st;
+	feedback_settings_t s = mkset(FEEDBACK_KIND_CONSTANT, 1, FEEDBACK_KIND_CONSTANT, 1);
+	feedback_state_t st;
 	s.failed_cohort_limit = 100;	/* study the window, not death */
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int up[17];
 	for (int i = 0; i < 17; i++)
 		up[i] = 6 + i > 20 ? 20 : 6 + i;	/* 6..20, then clamped */
@@ -111,18 +111,18 @@ ATF_TC_BODY(constant_one, tc)
 ATF_TC_WITHOUT_HEAD(positive_inverse);
 ATF_TC_BODY(positive_inverse, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_INVERSE, 1, FB_KIND_CONSTANT, 1);
-	fb_state_t st;
-	fb_init(&st, &s, NULL);
+	feedback_settings_t s = mkset(FEEDBACK_KIND_INVERSE, 1, FEEDBACK_KIND_CONSTANT, 1);
+	feedback_state_t st;
+	feedback_init(&st, &s, NULL);
 	int expect[] = { 5, 5, 5, 5, 6,  6, 6, 6, 6, 6, 7,  7, 7, 7, 7, 7, 7, 8 };
 	pos_trace(&st, &s, expect, 18);
 	CHECK_NEAR(st.success, 0);
 	st.busy = 8;
-	fb_positive(&st, &s);
+	feedback_positive(&st, &s);
 	CHECK_NEAR(st.success, 1.0 / 8);
 	for (int i = 0; i < 300; i++) {
 		st.busy = st.window;
-		fb_positive(&st, &s);
+		feedback_positive(&st, &s);
 	}
 	ATF_CHECK_EQ(st.window, 20);	/* clamped at the limit */
 }
@@ -132,10 +132,10 @@ ATF_TC_BODY(positive_inverse, tc)
 ATF_TC_WITHOUT_HEAD(positive_inverse_sqrt);
 ATF_TC_BODY(positive_inverse_sqrt, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_INVERSE_SQRT, 1, FB_KIND_CONSTANT, 1);
-	fb_state_t st;
+	feedback_settings_t s = mkset(FEEDBACK_KIND_INVERSE_SQRT, 1, FEEDBACK_KIND_CONSTANT, 1);
+	feedback_state_t st;
 	s.initial_concurrency = 4;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int expect[] = { 4, 5, 5, 5, 6, 6, 7 };
 	pos_trace(&st, &s, expect, 7);
 	/* 3/sqrt(5) - 1 + 2/sqrt(6) - 1 left over. */
@@ -143,7 +143,7 @@ ATF_TC_BODY(positive_inverse_sqrt, tc)
 
 	/* 0.5/sqrt_concurrency halves it: at 4, g = 0.25, four events. */
 	s.positive.x = 0.5;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int half[] = { 4, 4, 4, 5 };
 	pos_trace(&st, &s, half, 4);
 }
@@ -152,14 +152,14 @@ ATF_TC_BODY(positive_inverse_sqrt, tc)
 ATF_TC_WITHOUT_HEAD(positive_constant_fraction);
 ATF_TC_BODY(positive_constant_fraction, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_CONSTANT, 0.25, FB_KIND_CONSTANT, 1);
-	fb_state_t st;
-	fb_init(&st, &s, NULL);
+	feedback_settings_t s = mkset(FEEDBACK_KIND_CONSTANT, 0.25, FEEDBACK_KIND_CONSTANT, 1);
+	feedback_state_t st;
+	feedback_init(&st, &s, NULL);
 	int expect[] = { 5, 5, 5, 6, 6, 6, 6, 7 };
 	pos_trace(&st, &s, expect, 8);
 	/* x = 0: never grows. */
 	s.positive.x = 0;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int flat[] = { 5, 5, 5, 5, 5 };
 	pos_trace(&st, &s, flat, 5);
 }
@@ -169,11 +169,11 @@ ATF_TC_BODY(positive_constant_fraction, tc)
 ATF_TC_WITHOUT_HEAD(negative_inverse);
 ATF_TC_BODY(negative_inverse, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_CONSTANT, 1, FB_KIND_INVERSE, 1);
-	fb_state_t st;
+	feedback_settings_t s = mkset(FEEDBACK_KIND_CONSTANT, 1, FEEDBACK_KIND_INVERSE, 1);
+	feedback_state_t st;
 	s.failed_cohort_limit = 100;
 	s.initial_concurrency = 4;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	/* failure: -1/4 -> 3 (0.75); -1/3 0.4167; -1/3 0.0833;
 	 * -1/3 < 0 -> 2 (0.75); -1/2 0.25; -1/2 < 0 -> 1 (0.75); -1 -> 0,
 	 * clamped to 1. */
@@ -187,11 +187,11 @@ ATF_TC_BODY(negative_inverse, tc)
 ATF_TC_WITHOUT_HEAD(negative_constant_fraction);
 ATF_TC_BODY(negative_constant_fraction, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_CONSTANT, 1, FB_KIND_CONSTANT, 0.5);
-	fb_state_t st;
+	feedback_settings_t s = mkset(FEEDBACK_KIND_CONSTANT, 1, FEEDBACK_KIND_CONSTANT, 0.5);
+	feedback_state_t st;
 	s.failed_cohort_limit = 100;
 	s.initial_concurrency = 4;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int expect[] = { 3, 3, 2, 2, 1, 1, 1 };
 	neg_trace(&st, &s, expect, 7);
 }
@@ -201,11 +201,11 @@ ATF_TC_BODY(negative_constant_fraction, tc)
 ATF_TC_WITHOUT_HEAD(negative_inverse_sqrt);
 ATF_TC_BODY(negative_inverse_sqrt, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_CONSTANT, 1, FB_KIND_INVERSE_SQRT, 1);
-	fb_state_t st;
+	feedback_settings_t s = mkset(FEEDBACK_KIND_CONSTANT, 1, FEEDBACK_KIND_INVERSE_SQRT, 1);
+	feedback_state_t st;
 	s.failed_cohort_limit = 100;
 	s.initial_concurrency = 9;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int expect[] = { 8, 8, 7 };
 	neg_trace(&st, &s, expect, 3);
 	CHECK_NEAR(st.failure, 2.0 / 3 - 2 / sqrt(8) + 1);
@@ -215,16 +215,16 @@ ATF_TC_BODY(negative_inverse_sqrt, tc)
 ATF_TC_WITHOUT_HEAD(accumulator_resets);
 ATF_TC_BODY(accumulator_resets, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_INVERSE, 1, FB_KIND_CONSTANT, 0.5);
-	fb_state_t st;
+	feedback_settings_t s = mkset(FEEDBACK_KIND_INVERSE, 1, FEEDBACK_KIND_CONSTANT, 0.5);
+	feedback_state_t st;
 	s.failed_cohort_limit = 100;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	st.busy = 5;
-	fb_positive(&st, &s);
-	fb_positive(&st, &s);
-	fb_positive(&st, &s);
+	feedback_positive(&st, &s);
+	feedback_positive(&st, &s);
+	feedback_positive(&st, &s);
 	CHECK_NEAR(st.success, 0.6);
-	fb_negative(&st, &s);		/* 5 -> 4, success dropped */
+	feedback_negative(&st, &s);		/* 5 -> 4, success dropped */
 	ATF_CHECK_EQ(st.window, 4);
 	CHECK_NEAR(st.success, 0);
 	CHECK_NEAR(st.failure, 0.5);
@@ -233,13 +233,13 @@ ATF_TC_BODY(accumulator_resets, tc)
 	pos_trace(&st, &s, expect, 4);
 	CHECK_NEAR(st.failure, 0);	/* growth cleared the failure half */
 	/* So the next failure backs off at once. */
-	fb_negative(&st, &s);
+	feedback_negative(&st, &s);
 	ATF_CHECK_EQ(st.window, 4);
 	/* A failure that does not complete a step leaves success alone. */
 	st.busy = 4;
-	fb_positive(&st, &s);
+	feedback_positive(&st, &s);
 	CHECK_NEAR(st.success, 0.25);
-	fb_negative(&st, &s);		/* failure 0.5 -> 0: no step */
+	feedback_negative(&st, &s);		/* failure 0.5 -> 0: no step */
 	ATF_CHECK_EQ(st.window, 4);
 	CHECK_NEAR(st.success, 0.25);
 }
@@ -248,36 +248,36 @@ ATF_TC_BODY(accumulator_resets, tc)
 ATF_TC_WITHOUT_HEAD(safety_rule);
 ATF_TC_BODY(safety_rule, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_CONSTANT, 1, FB_KIND_CONSTANT, 1);
-	fb_state_t st;
-	fb_init(&st, &s, NULL);
+	feedback_settings_t s = mkset(FEEDBACK_KIND_CONSTANT, 1, FEEDBACK_KIND_CONSTANT, 1);
+	feedback_state_t st;
+	feedback_init(&st, &s, NULL);
 	st.busy = 0;			/* 5 < 0 + 5 is false */
-	ATF_CHECK_EQ(fb_positive(&st, &s), 0);
+	ATF_CHECK_EQ(feedback_positive(&st, &s), 0);
 	ATF_CHECK_EQ(st.window, 5);
 	CHECK_NEAR(st.success, 0);	/* not even accumulated */
 	st.busy = 1;			/* 5 < 6 */
-	ATF_CHECK_EQ(fb_positive(&st, &s), FB_GREW);
+	ATF_CHECK_EQ(feedback_positive(&st, &s), FEEDBACK_GREW);
 	ATF_CHECK_EQ(st.window, 6);
-	ATF_CHECK_EQ(fb_positive(&st, &s), 0);	/* 6 < 6 is false */
+	ATF_CHECK_EQ(feedback_positive(&st, &s), 0);	/* 6 < 6 is false */
 	ATF_CHECK_EQ(st.window, 6);
 	st.busy = 2;
-	fb_positive(&st, &s);
+	feedback_positive(&st, &s);
 	ATF_CHECK_EQ(st.window, 7);
 
-	/* fb_delivery_done applies feedback while the finished delivery
+	/* feedback_delivery_done applies feedback while the finished delivery
 	 * still counts as busy: 5 < 1 + 5, so it grows. */
-	fb_init(&st, &s, NULL);
-	fb_delivery_start(&st, &s, 0);
-	ATF_CHECK_EQ(fb_delivery_done(&st, &s, 1, FB_POSITIVE), FB_GREW);
+	feedback_init(&st, &s, NULL);
+	feedback_delivery_start(&st, &s, 0);
+	ATF_CHECK_EQ(feedback_delivery_done(&st, &s, 1, FEEDBACK_POSITIVE), FEEDBACK_GREW);
 	ATF_CHECK_EQ(st.window, 6);
 	ATF_CHECK_EQ(st.busy, 0);
 
 	/* The held-back success still resets fail_cohorts. */
-	fb_init(&st, &s, NULL);
-	fb_negative(&st, &s);
+	feedback_init(&st, &s, NULL);
+	feedback_negative(&st, &s);
 	ATF_CHECK(st.fail_cohorts > 0);
 	st.busy = 0;
-	fb_positive(&st, &s);
+	feedback_positive(&st, &s);
 	CHECK_NEAR(st.fail_cohorts, 0);
 }
 
@@ -285,23 +285,23 @@ ATF_TC_BODY(safety_rule, tc)
 ATF_TC_WITHOUT_HEAD(clamping);
 ATF_TC_BODY(clamping, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_CONSTANT, 1, FB_KIND_CONSTANT, 1);
-	fb_state_t st;
+	feedback_settings_t s = mkset(FEEDBACK_KIND_CONSTANT, 1, FEEDBACK_KIND_CONSTANT, 1);
+	feedback_state_t st;
 	s.concurrency_limit = 7;
 	s.failed_cohort_limit = 100;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int up[] = { 6, 7, 7, 7 };
 	pos_trace(&st, &s, up, 4);
 	st.busy = 7;
-	ATF_CHECK_EQ(fb_positive(&st, &s), 0);	/* no FB_GREW at the limit */
+	ATF_CHECK_EQ(feedback_positive(&st, &s), 0);	/* no FEEDBACK_GREW at the limit */
 	int down[] = { 6, 5, 4, 3, 2, 1, 1, 1 };
 	neg_trace(&st, &s, down, 8);
 	/* No limit (0): keeps growing. */
 	s.concurrency_limit = 0;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	for (int i = 0; i < 100; i++) {
 		st.busy = st.window;
-		fb_positive(&st, &s);
+		feedback_positive(&st, &s);
 	}
 	ATF_CHECK_EQ(st.window, 105);
 }
@@ -311,45 +311,45 @@ ATF_TC_BODY(clamping, tc)
 ATF_TC_WITHOUT_HEAD(dead_after_cohort_limit);
 ATF_TC_BODY(dead_after_cohort_limit, tc)
 {
-	fb_settings_t s;
-	fb_state_t st;
-	fb_settings_init(&s);
-	fb_init(&st, &s, NULL);
-	ATF_CHECK_EQ(fb_negative(&st, &s), FB_SHRANK);
-	ATF_CHECK_EQ(fb_negative(&st, &s), FB_SHRANK);
-	ATF_CHECK_EQ(fb_negative(&st, &s), FB_SHRANK);
+	feedback_settings_t s;
+	feedback_state_t st;
+	feedback_settings_init(&s);
+	feedback_init(&st, &s, NULL);
+	ATF_CHECK_EQ(feedback_negative(&st, &s), FEEDBACK_SHRANK);
+	ATF_CHECK_EQ(feedback_negative(&st, &s), FEEDBACK_SHRANK);
+	ATF_CHECK_EQ(feedback_negative(&st, &s), FEEDBACK_SHRANK);
 	ATF_CHECK_EQ(st.window, 2);
 	CHECK_NEAR(st.fail_cohorts, 1.0 / 5 + 1.0 / 4 + 1.0 / 3);
 	ATF_CHECK(!st.dead);
-	ATF_CHECK_EQ(fb_negative(&st, &s), FB_DEAD);
+	ATF_CHECK_EQ(feedback_negative(&st, &s), FEEDBACK_DEAD);
 	ATF_CHECK_EQ(st.window, 0);
 	ATF_CHECK(st.dead);
-	ATF_CHECK_EQ(fb_effective_window(&st, &s), 0);
-	ATF_CHECK(!fb_can_start(&st, &s, 0));
+	ATF_CHECK_EQ(feedback_effective_window(&st, &s), 0);
+	ATF_CHECK(!feedback_can_start(&st, &s, 0));
 	/* More failures on a dead queue change nothing. */
-	ATF_CHECK_EQ(fb_negative(&st, &s), 0);
+	ATF_CHECK_EQ(feedback_negative(&st, &s), 0);
 	ATF_CHECK_EQ(st.window, 0);
 
 	/* With 1/concurrency negative feedback the window stays at 4, so
 	 * five cohort fractions: 0.2 + 4 x 0.25 = 1.2 > 1 on the 5th. */
-	s.negative.kind = FB_KIND_INVERSE;
-	fb_init(&st, &s, NULL);
+	s.negative.kind = FEEDBACK_KIND_INVERSE;
+	feedback_init(&st, &s, NULL);
 	int expect[] = { 4, 4, 4, 4, 0 };
 	neg_trace(&st, &s, expect, 5);
 	ATF_CHECK(st.dead);
 
 	/* Exactly one cohort (5 x 1/5 with negative feedback 0) is not more
 	 * than the limit 1; the 6th failure is. */
-	s.negative.kind = FB_KIND_CONSTANT;
+	s.negative.kind = FEEDBACK_KIND_CONSTANT;
 	s.negative.x = 0;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int flat[] = { 5, 5, 5, 5, 5, 0 };
 	neg_trace(&st, &s, flat, 6);
 	ATF_CHECK(st.dead);
 
 	/* A higher limit takes longer. */
 	s.failed_cohort_limit = 2;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	int longer[] = { 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 0 };
 	neg_trace(&st, &s, longer, 11);
 }
@@ -358,55 +358,55 @@ ATF_TC_BODY(dead_after_cohort_limit, tc)
 ATF_TC_WITHOUT_HEAD(success_resets_cohorts);
 ATF_TC_BODY(success_resets_cohorts, tc)
 {
-	fb_settings_t s = mkset(FB_KIND_CONSTANT, 1, FB_KIND_CONSTANT, 0);
-	fb_state_t st;
-	fb_init(&st, &s, NULL);
+	feedback_settings_t s = mkset(FEEDBACK_KIND_CONSTANT, 1, FEEDBACK_KIND_CONSTANT, 0);
+	feedback_state_t st;
+	feedback_init(&st, &s, NULL);
 	for (int i = 0; i < 4; i++)
-		fb_negative(&st, &s);
+		feedback_negative(&st, &s);
 	CHECK_NEAR(st.fail_cohorts, 0.8);
 	st.busy = 0;			/* held back by the safety rule... */
-	fb_positive(&st, &s);
+	feedback_positive(&st, &s);
 	CHECK_NEAR(st.fail_cohorts, 0);	/* ...still resets */
 	for (int i = 0; i < 5; i++)
-		ATF_CHECK_EQ(fb_negative(&st, &s), 0);
+		ATF_CHECK_EQ(feedback_negative(&st, &s), 0);
 	ATF_CHECK(!st.dead);		/* without the reset: dead at the 2nd */
-	ATF_CHECK_EQ(fb_negative(&st, &s), FB_DEAD);
+	ATF_CHECK_EQ(feedback_negative(&st, &s), FEEDBACK_DEAD);
 }
 
 /* Half-open probing after death, and revival. */
 ATF_TC_WITHOUT_HEAD(probe_and_revive);
 ATF_TC_BODY(probe_and_revive, tc)
 {
-	fb_settings_t s;
-	fb_state_t st;
-	fb_settings_init(&s);
-	fb_init(&st, &s, NULL);
-	fb_kill(&st, &s);
+	feedback_settings_t s;
+	feedback_state_t st;
+	feedback_settings_init(&s);
+	feedback_init(&st, &s, NULL);
+	feedback_kill(&st, &s);
 	ATF_CHECK(st.dead && st.window == 0);
-	ATF_CHECK(!fb_can_start(&st, &s, 0));
+	ATF_CHECK(!feedback_can_start(&st, &s, 0));
 
-	fb_probe_start(&st, &s);
+	feedback_probe_start(&st, &s);
 	ATF_CHECK(!st.dead && st.probing);
 	ATF_CHECK_EQ(st.window, 1);
-	ATF_CHECK(fb_can_start(&st, &s, 0));
-	fb_delivery_start(&st, &s, 0);
-	ATF_CHECK(!fb_can_start(&st, &s, 0));	/* only one probe */
+	ATF_CHECK(feedback_can_start(&st, &s, 0));
+	feedback_delivery_start(&st, &s, 0);
+	ATF_CHECK(!feedback_can_start(&st, &s, 0));	/* only one probe */
 	/* The probe fails: dead again at once (one failure at window 1 is
 	 * only one cohort, which alone would not exceed the limit). */
-	ATF_CHECK_EQ(fb_delivery_done(&st, &s, 1, FB_NEGATIVE), FB_DEAD);
+	ATF_CHECK_EQ(feedback_delivery_done(&st, &s, 1, FEEDBACK_NEGATIVE), FEEDBACK_DEAD);
 	ATF_CHECK(st.dead && !st.probing && st.window == 0);
 	ATF_CHECK_EQ(st.busy, 0);
 
-	fb_probe_start(&st, &s);
-	fb_delivery_start(&st, &s, 2);
-	ATF_CHECK_EQ(fb_delivery_done(&st, &s, 3, FB_POSITIVE), FB_REVIVED);
+	feedback_probe_start(&st, &s);
+	feedback_delivery_start(&st, &s, 2);
+	ATF_CHECK_EQ(feedback_delivery_done(&st, &s, 3, FEEDBACK_POSITIVE), FEEDBACK_REVIVED);
 	ATF_CHECK(!st.dead && !st.probing);
 	ATF_CHECK_EQ(st.window, 5);		/* initial concurrency */
 	ATF_CHECK(st.success == 0 && st.failure == 0 && st.fail_cohorts == 0);
 
 	/* A straggler success on a dead (not probing) queue revives too. */
-	fb_kill(&st, &s);
-	ATF_CHECK_EQ(fb_positive(&st, &s), FB_REVIVED);
+	feedback_kill(&st, &s);
+	ATF_CHECK_EQ(feedback_positive(&st, &s), FEEDBACK_REVIVED);
 	ATF_CHECK_EQ(st.window, 5);
 }
 
@@ -414,63 +414,63 @@ ATF_TC_BODY(probe_and_revive, tc)
 ATF_TC_WITHOUT_HEAD(rate_delay);
 ATF_TC_BODY(rate_delay, tc)
 {
-	fb_settings_t s;
-	fb_state_t st;
-	fb_settings_init(&s);
-	fb_init(&st, &s, NULL);
+	feedback_settings_t s;
+	feedback_state_t st;
+	feedback_settings_init(&s);
+	feedback_init(&st, &s, NULL);
 	/* Without a rate delay: window 5, no time limit. */
-	ATF_CHECK(isinf(fb_next_start_time(&st, &s)) && fb_next_start_time(&st, &s) < 0);
+	ATF_CHECK(isinf(feedback_next_start_time(&st, &s)) && feedback_next_start_time(&st, &s) < 0);
 	for (int i = 0; i < 5; i++) {
-		ATF_CHECK(fb_can_start(&st, &s, 0));
-		fb_delivery_start(&st, &s, 0);
+		ATF_CHECK(feedback_can_start(&st, &s, 0));
+		feedback_delivery_start(&st, &s, 0);
 	}
-	ATF_CHECK(!fb_can_start(&st, &s, 0));
-	ATF_CHECK(fb_next_start_time(&st, &s) < 0);
+	ATF_CHECK(!feedback_can_start(&st, &s, 0));
+	ATF_CHECK(feedback_next_start_time(&st, &s) < 0);
 
 	s.rate_delay = 10;
-	fb_init(&st, &s, NULL);
-	ATF_CHECK_EQ(fb_effective_window(&st, &s), 1);
-	ATF_CHECK(fb_next_start_time(&st, &s) < 0);	/* never started */
-	ATF_CHECK(fb_can_start(&st, &s, 100));
-	fb_delivery_start(&st, &s, 100);
-	CHECK_NEAR(fb_next_start_time(&st, &s), 110);
-	ATF_CHECK(!fb_can_start(&st, &s, 100));		/* busy */
-	fb_delivery_done(&st, &s, 103, FB_POSITIVE);
-	ATF_CHECK(!fb_can_start(&st, &s, 103));		/* too early */
-	ATF_CHECK(!fb_can_start(&st, &s, 109.999));
-	ATF_CHECK(fb_can_start(&st, &s, 110));
-	ATF_CHECK(fb_can_start(&st, &s, 500));
+	feedback_init(&st, &s, NULL);
+	ATF_CHECK_EQ(feedback_effective_window(&st, &s), 1);
+	ATF_CHECK(feedback_next_start_time(&st, &s) < 0);	/* never started */
+	ATF_CHECK(feedback_can_start(&st, &s, 100));
+	feedback_delivery_start(&st, &s, 100);
+	CHECK_NEAR(feedback_next_start_time(&st, &s), 110);
+	ATF_CHECK(!feedback_can_start(&st, &s, 100));		/* busy */
+	feedback_delivery_done(&st, &s, 103, FEEDBACK_POSITIVE);
+	ATF_CHECK(!feedback_can_start(&st, &s, 103));		/* too early */
+	ATF_CHECK(!feedback_can_start(&st, &s, 109.999));
+	ATF_CHECK(feedback_can_start(&st, &s, 110));
+	ATF_CHECK(feedback_can_start(&st, &s, 500));
 	/* A delivery longer than the interval: the next waits for it. */
-	fb_delivery_start(&st, &s, 110);
-	ATF_CHECK(!fb_can_start(&st, &s, 130));
-	fb_delivery_done(&st, &s, 130, FB_POSITIVE);
-	ATF_CHECK(fb_can_start(&st, &s, 130));
+	feedback_delivery_start(&st, &s, 110);
+	ATF_CHECK(!feedback_can_start(&st, &s, 130));
+	feedback_delivery_done(&st, &s, 130, FEEDBACK_POSITIVE);
+	ATF_CHECK(feedback_can_start(&st, &s, 130));
 	/* The window still evolves underneath (for when the delay is
 	 * removed), but the effective concurrency stays 1. */
 	ATF_CHECK(st.window > 1);
-	ATF_CHECK_EQ(fb_effective_window(&st, &s), 1);
-	fb_kill(&st, &s);
-	ATF_CHECK_EQ(fb_effective_window(&st, &s), 0);
-	ATF_CHECK(!fb_can_start(&st, &s, 1000));
+	ATF_CHECK_EQ(feedback_effective_window(&st, &s), 1);
+	feedback_kill(&st, &s);
+	ATF_CHECK_EQ(feedback_effective_window(&st, &s), 0);
+	ATF_CHECK(!feedback_can_start(&st, &s, 1000));
 }
 
 ATF_TC_WITHOUT_HEAD(delivery_done_outcomes);
 ATF_TC_BODY(delivery_done_outcomes, tc)
 {
-	fb_settings_t s;
-	fb_state_t st;
-	fb_settings_init(&s);
-	fb_init(&st, &s, NULL);
-	fb_delivery_start(&st, &s, 0);
-	fb_delivery_start(&st, &s, 0);
+	feedback_settings_t s;
+	feedback_state_t st;
+	feedback_settings_init(&s);
+	feedback_init(&st, &s, NULL);
+	feedback_delivery_start(&st, &s, 0);
+	feedback_delivery_start(&st, &s, 0);
 	ATF_CHECK_EQ(st.busy, 2);
-	ATF_CHECK_EQ(fb_delivery_done(&st, &s, 1, FB_NONE), 0);
+	ATF_CHECK_EQ(feedback_delivery_done(&st, &s, 1, FEEDBACK_NONE), 0);
 	ATF_CHECK_EQ(st.busy, 1);
 	ATF_CHECK_EQ(st.window, 5);
-	ATF_CHECK_EQ(fb_delivery_done(&st, &s, 1, FB_NEGATIVE), FB_SHRANK);
+	ATF_CHECK_EQ(feedback_delivery_done(&st, &s, 1, FEEDBACK_NEGATIVE), FEEDBACK_SHRANK);
 	ATF_CHECK_EQ(st.window, 4);
 	ATF_CHECK_EQ(st.busy, 0);
-	fb_delivery_done(&st, &s, 1, FB_NONE);	/* unmatched: stays 0 */
+	feedback_delivery_done(&st, &s, 1, FEEDBACK_NONE);	/* unmatched: stays 0 */
 	ATF_CHECK_EQ(st.busy, 0);
 }
 
@@ -478,23 +478,23 @@ ATF_TC_BODY(delivery_done_outcomes, tc)
 ATF_TC_WITHOUT_HEAD(invariants);
 ATF_TC_BODY(invariants, tc)
 {
-	fb_kind_t kinds[] = { FB_KIND_CONSTANT, FB_KIND_INVERSE, FB_KIND_INVERSE_SQRT };
+	feedback_kind_t kinds[] = { FEEDBACK_KIND_CONSTANT, FEEDBACK_KIND_INVERSE, FEEDBACK_KIND_INVERSE_SQRT };
 	unsigned seed = 12345;
 	for (int k = 0; k < 3; k++) {
-		fb_settings_t s = mkset(kinds[k], 1, kinds[k], 1);
-		fb_state_t st;
+		feedback_settings_t s = mkset(kinds[k], 1, kinds[k], 1);
+		feedback_state_t st;
 		s.failed_cohort_limit = 3;
-		fb_init(&st, &s, NULL);
+		feedback_init(&st, &s, NULL);
 		for (int i = 0; i < 20000; i++) {
 			seed = seed * 1103515245u + 12345u;
 			st.busy = (int)((seed >> 8) % 25);
 			if ((seed >> 20) % 4 == 0)
-				fb_negative(&st, &s);
+				feedback_negative(&st, &s);
 			else
-				fb_positive(&st, &s);
+				feedback_positive(&st, &s);
 			if (st.dead) {
 				ATF_CHECK_EQ(st.window, 0);
-				fb_positive(&st, &s);	/* revive and go on */
+				feedback_positive(&st, &s);	/* revive and go on */
 			}
 			ATF_REQUIRE(st.window >= 1 && st.window <= 20);
 			ATF_REQUIRE(st.success > -1e-6 && st.success < 1);
@@ -507,48 +507,48 @@ ATF_TC_WITHOUT_HEAD(parse);
 ATF_TC_BODY(parse, tc)
 {
 	str_t err = STR_INIT, fmt = STR_INIT;
-	fb_func_t fn;
-	static const struct { const char *in; fb_kind_t kind; double x; const char *canon; } ok[] = {
-		{ "1", FB_KIND_CONSTANT, 1, "1" },
-		{ "0", FB_KIND_CONSTANT, 0, "0" },
-		{ "0.25", FB_KIND_CONSTANT, 0.25, "0.25" },
-		{ ".5", FB_KIND_CONSTANT, 0.5, "0.5" },
-		{ "1/concurrency", FB_KIND_INVERSE, 1, "1/concurrency" },
-		{ " 1 / concurrency ", FB_KIND_INVERSE, 1, "1/concurrency" },
-		{ "0.5/Concurrency", FB_KIND_INVERSE, 0.5, "0.5/concurrency" },
-		{ "1/sqrt_concurrency", FB_KIND_INVERSE_SQRT, 1, "1/sqrt_concurrency" },
-		{ "1.0/SQRT_CONCURRENCY", FB_KIND_INVERSE_SQRT, 1, "1/sqrt_concurrency" },
+	feedback_func_t fn;
+	static const struct { const char *in; feedback_kind_t kind; double x; const char *canon; } ok[] = {
+		{ "1", FEEDBACK_KIND_CONSTANT, 1, "1" },
+		{ "0", FEEDBACK_KIND_CONSTANT, 0, "0" },
+		{ "0.25", FEEDBACK_KIND_CONSTANT, 0.25, "0.25" },
+		{ ".5", FEEDBACK_KIND_CONSTANT, 0.5, "0.5" },
+		{ "1/concurrency", FEEDBACK_KIND_INVERSE, 1, "1/concurrency" },
+		{ " 1 / concurrency ", FEEDBACK_KIND_INVERSE, 1, "1/concurrency" },
+		{ "0.5/Concurrency", FEEDBACK_KIND_INVERSE, 0.5, "0.5/concurrency" },
+		{ "1/sqrt_concurrency", FEEDBACK_KIND_INVERSE_SQRT, 1, "1/sqrt_concurrency" },
+		{ "1.0/SQRT_CONCURRENCY", FEEDBACK_KIND_INVERSE_SQRT, 1, "1/sqrt_concurrency" },
 	};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		ATF_CHECK_MSG(fb_func_parse(ok[i].in, "p", &fn, &err), "%s: %s", ok[i].in, str_cstr(&err));
+		ATF_CHECK_MSG(feedback_func_parse(ok[i].in, "p", &fn, &err), "%s: %s", ok[i].in, str_cstr(&err));
 		ATF_CHECK_EQ(fn.kind, ok[i].kind);
 		CHECK_NEAR(fn.x, ok[i].x);
-		ATF_CHECK_STREQ(fb_func_format(&fn, &fmt), ok[i].canon);
+		ATF_CHECK_STREQ(feedback_func_format(&fn, &fmt), ok[i].canon);
 	}
 	static const char *bad[] = { "", "   ", "2", "1.5", "-1", "1/", "/concurrency",
 	    "1/conc", "1/concurrency x", "inf", "nan", "0x1", "1e0", "1..0",
 	    "1 concurrency", "1/sqrt", "abc", "1/sqrt_concurrencyy" };
-	fn.kind = FB_KIND_INVERSE;
+	fn.kind = FEEDBACK_KIND_INVERSE;
 	fn.x = 0.125;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		str_reset(&err);
-		ATF_CHECK_MSG(!fb_func_parse(bad[i], "smtp_destination_concurrency_positive_feedback", &fn, &err), "accepted %s", bad[i]);
+		ATF_CHECK_MSG(!feedback_func_parse(bad[i], "smtp_destination_concurrency_positive_feedback", &fn, &err), "accepted %s", bad[i]);
 		ATF_CHECK(strstr(str_cstr(&err), "smtp_destination_concurrency_positive_feedback: invalid feedback value") == str_cstr(&err));
 	}
-	ATF_CHECK(fn.kind == FB_KIND_INVERSE && fn.x == 0.125);	/* untouched */
-	ATF_CHECK(!fb_func_parse("1.5/concurrency", NULL, &fn, &err));
+	ATF_CHECK(fn.kind == FEEDBACK_KIND_INVERSE && fn.x == 0.125);	/* untouched */
+	ATF_CHECK(!feedback_func_parse("1.5/concurrency", NULL, &fn, &err));
 	ATF_CHECK(strstr(str_cstr(&err), "[0, 1]") != NULL);
 	ATF_CHECK(strncmp(str_cstr(&err), "invalid", 7) == 0);	/* no param */
-	ATF_CHECK(!fb_func_parse(NULL, NULL, &fn, NULL));
+	ATF_CHECK(!feedback_func_parse(NULL, NULL, &fn, NULL));
 
 	/* Evaluation. */
-	fn.kind = FB_KIND_INVERSE; fn.x = 1;
-	CHECK_NEAR(fb_func_eval(&fn, 4), 0.25);
-	CHECK_NEAR(fb_func_eval(&fn, 0), 1);	/* N < 1 as 1 */
-	fn.kind = FB_KIND_INVERSE_SQRT; fn.x = 0.5;
-	CHECK_NEAR(fb_func_eval(&fn, 16), 0.125);
-	fn.kind = FB_KIND_CONSTANT; fn.x = 0.3;
-	CHECK_NEAR(fb_func_eval(&fn, 16), 0.3);
+	fn.kind = FEEDBACK_KIND_INVERSE; fn.x = 1;
+	CHECK_NEAR(feedback_func_eval(&fn, 4), 0.25);
+	CHECK_NEAR(feedback_func_eval(&fn, 0), 1);	/* N < 1 as 1 */
+	fn.kind = FEEDBACK_KIND_INVERSE_SQRT; fn.x = 0.5;
+	CHECK_NEAR(feedback_func_eval(&fn, 16), 0.125);
+	fn.kind = FEEDBACK_KIND_CONSTANT; fn.x = 0.3;
+	CHECK_NEAR(feedback_func_eval(&fn, 16), 0.3);
 	str_release(&err);
 	str_release(&fmt);
 }
@@ -557,12 +557,12 @@ ATF_TC_WITHOUT_HEAD(settings_check);
 ATF_TC_BODY(settings_check, tc)
 {
 	str_t err = STR_INIT;
-	fb_settings_t s;
+	feedback_settings_t s;
 #define BAD(stmt, word) do { \
-		fb_settings_init(&s); \
+		feedback_settings_init(&s); \
 		stmt; \
 		str_reset(&err); \
-		ATF_CHECK(!fb_settings_check(&s, &err)); \
+		ATF_CHECK(!feedback_settings_check(&s, &err)); \
 		ATF_CHECK_MSG(strstr(str_cstr(&err), word) != NULL, "%s", str_cstr(&err)); \
 	} while (0)
 	BAD(s.initial_concurrency = 0, "initial_destination_concurrency");
@@ -570,12 +570,12 @@ ATF_TC_BODY(settings_check, tc)
 	BAD(s.failed_cohort_limit = -0.5, "failed_cohort_limit");
 	BAD(s.failed_cohort_limit = NAN, "failed_cohort_limit");
 	BAD(s.positive.x = 1.5, "positive_feedback");
-	BAD(s.negative.kind = (fb_kind_t)7, "negative_feedback");
+	BAD(s.negative.kind = (feedback_kind_t)7, "negative_feedback");
 	BAD(s.rate_delay = -1, "destination_rate_delay");
 #undef BAD
-	fb_settings_init(&s);
+	feedback_settings_init(&s);
 	s.concurrency_limit = 0;
-	ATF_CHECK(fb_settings_check(&s, NULL));
+	ATF_CHECK(feedback_settings_check(&s, NULL));
 	str_release(&err);
 }
 
@@ -596,19 +596,19 @@ static char *slurp(const char *path)
 ATF_TC_WITHOUT_HEAD(debug_log);
 ATF_TC_BODY(debug_log, tc)
 {
-	fb_settings_t s;
-	fb_state_t st;
+	feedback_settings_t s;
+	feedback_state_t st;
 	log_init("petrel/qmgr");
 	ATF_REQUIRE(log_to_file("fb.log") == 0);
-	fb_settings_init(&s);
-	fb_init(&st, &s, "smtp:example.com");
+	feedback_settings_init(&s);
+	feedback_init(&st, &s, "smtp:example.com");
 	st.busy = 3;
-	fb_positive(&st, &s);			/* debug off: nothing */
+	feedback_positive(&st, &s);			/* debug off: nothing */
 	s.debug = true;
-	fb_positive(&st, &s);
-	fb_negative(&st, &s);
+	feedback_positive(&st, &s);
+	feedback_negative(&st, &s);
 	for (int i = 0; i < 4; i++)	/* 6, 5, 4, 3, then dead */
-		fb_negative(&st, &s);
+		feedback_negative(&st, &s);
 	log_to_stderr();
 	char *text = slurp("fb.log");
 	ATF_REQUIRE(text != NULL);
@@ -627,44 +627,44 @@ ATF_TC_BODY(debug_log, tc)
 
 /* ---- learn mode (doc/scheduler-feedback.md section 2a) ---- */
 
-static fb_settings_t learnset(void)
+static feedback_settings_t learnset(void)
 {
-	fb_settings_t s = mkset(FB_KIND_INVERSE, 1, FB_KIND_INVERSE, 1);
-	s.mode = FB_MODE_LEARN;
+	feedback_settings_t s = mkset(FEEDBACK_KIND_INVERSE, 1, FEEDBACK_KIND_INVERSE, 1);
+	s.mode = FEEDBACK_MODE_LEARN;
 	return s;
 }
 
-/* A ticket as fb_delivery_start would have given it, for events whose
+/* A ticket as feedback_delivery_start would have given it, for events whose
  * concurrency a test wants to choose. */
-static fb_ticket_t ticket(const fb_state_t *st, int conc)
+static feedback_ticket_t ticket(const feedback_state_t *st, int conc)
 {
-	fb_ticket_t tk = { .conc = conc, .probe = false, .negatives = st->negatives };
+	feedback_ticket_t tk = { .conc = conc, .probe = false, .negatives = st->negatives };
 	return tk;
 }
 
 ATF_TC_WITHOUT_HEAD(learn_mode_parse);
 ATF_TC_BODY(learn_mode_parse, tc)
 {
-	fb_mode_t m = FB_MODE_LEARN;
-	fb_settings_t s;
+	feedback_mode_t m = FEEDBACK_MODE_LEARN;
+	feedback_settings_t s;
 	str_t err = STR_INIT;
 
-	fb_settings_init(&s);
-	ATF_CHECK_EQ(s.mode, FB_MODE_POSTFIX);
-	ATF_CHECK(fb_mode_parse("postfix", NULL, &m, NULL));
-	ATF_CHECK_EQ(m, FB_MODE_POSTFIX);
-	ATF_CHECK(fb_mode_parse(" LEARN ", NULL, &m, NULL));
-	ATF_CHECK_EQ(m, FB_MODE_LEARN);
-	ATF_CHECK(!fb_mode_parse("learned", "smtp_destination_concurrency_feedback_mode", &m, &err));
-	ATF_CHECK_EQ(m, FB_MODE_LEARN);
+	feedback_settings_init(&s);
+	ATF_CHECK_EQ(s.mode, FEEDBACK_MODE_POSTFIX);
+	ATF_CHECK(feedback_mode_parse("postfix", NULL, &m, NULL));
+	ATF_CHECK_EQ(m, FEEDBACK_MODE_POSTFIX);
+	ATF_CHECK(feedback_mode_parse(" LEARN ", NULL, &m, NULL));
+	ATF_CHECK_EQ(m, FEEDBACK_MODE_LEARN);
+	ATF_CHECK(!feedback_mode_parse("learned", "smtp_destination_concurrency_feedback_mode", &m, &err));
+	ATF_CHECK_EQ(m, FEEDBACK_MODE_LEARN);
 	ATF_CHECK_STREQ(str_cstr(&err), "smtp_destination_concurrency_feedback_mode: "
 	    "unknown feedback mode \"learned\": expected postfix or learn");
-	ATF_CHECK(!fb_mode_parse("", NULL, &m, &err));
-	ATF_CHECK(!fb_mode_parse(NULL, NULL, &m, NULL));
-	ATF_CHECK_STREQ(fb_mode_name(FB_MODE_LEARN), "learn");
-	ATF_CHECK_STREQ(fb_mode_name(FB_MODE_POSTFIX), "postfix");
-	s.mode = (fb_mode_t)5;
-	ATF_CHECK(!fb_settings_check(&s, &err));
+	ATF_CHECK(!feedback_mode_parse("", NULL, &m, &err));
+	ATF_CHECK(!feedback_mode_parse(NULL, NULL, &m, NULL));
+	ATF_CHECK_STREQ(feedback_mode_name(FEEDBACK_MODE_LEARN), "learn");
+	ATF_CHECK_STREQ(feedback_mode_name(FEEDBACK_MODE_POSTFIX), "postfix");
+	s.mode = (feedback_mode_t)5;
+	ATF_CHECK(!feedback_settings_check(&s, &err));
 	ATF_CHECK(strstr(str_cstr(&err), "destination_concurrency_feedback_mode") != NULL);
 	str_release(&err);
 }
@@ -673,28 +673,28 @@ ATF_TC_BODY(learn_mode_parse, tc)
 ATF_TC_WITHOUT_HEAD(learn_without_refusals_is_postfix);
 ATF_TC_BODY(learn_without_refusals_is_postfix, tc)
 {
-	fb_settings_t sp = mkset(FB_KIND_INVERSE, 1, FB_KIND_INVERSE, 1);
-	fb_settings_t sl = learnset();
-	fb_state_t p, l;
+	feedback_settings_t sp = mkset(FEEDBACK_KIND_INVERSE, 1, FEEDBACK_KIND_INVERSE, 1);
+	feedback_settings_t sl = learnset();
+	feedback_state_t p, l;
 	double now = 0;
 
-	fb_init(&p, &sp, NULL);
-	fb_init(&l, &sl, NULL);
+	feedback_init(&p, &sp, NULL);
+	feedback_init(&l, &sl, NULL);
 	for (int i = 0; i < 300; i++) {
-		fb_ticket_t tl;
+		feedback_ticket_t tl;
 		now += 0.5;
 		/* keep the window full, then end one delivery */
 		while (p.busy < p.window)
-			fb_delivery_start(&p, &sp, now);
+			feedback_delivery_start(&p, &sp, now);
 		while (l.busy < l.window)
-			fb_delivery_start(&l, &sl, now);
+			feedback_delivery_start(&l, &sl, now);
 		tl = ticket(&l, l.busy);
-		int fp = fb_delivery_done(&p, &sp, now, FB_POSITIVE);
-		int fl = fb_delivery_end(&l, &sl, now, FB_POSITIVE, &tl);
+		int fp = feedback_delivery_done(&p, &sp, now, FEEDBACK_POSITIVE);
+		int fl = feedback_delivery_end(&l, &sl, now, FEEDBACK_POSITIVE, &tl);
 		ATF_REQUIRE_EQ_MSG(p.window, l.window, "event %d", i);
 		ATF_CHECK_EQ(fp, fl);
 	}
-	ATF_CHECK_EQ(l.window, FB_DEF_CONCURRENCY_LIMIT);
+	ATF_CHECK_EQ(l.window, FEEDBACK_DEF_CONCURRENCY_LIMIT);
 	ATF_CHECK_EQ(l.ceiling, 0);
 }
 
@@ -703,72 +703,72 @@ ATF_TC_BODY(learn_without_refusals_is_postfix, tc)
 ATF_TC_WITHOUT_HEAD(learn_ceiling_and_probes);
 ATF_TC_BODY(learn_ceiling_and_probes, tc)
 {
-	fb_settings_t s = learnset();
-	fb_state_t st;
-	fb_ticket_t tk[8];
+	feedback_settings_t s = learnset();
+	feedback_state_t st;
+	feedback_ticket_t tk[8];
 	int f;
 
 	s.initial_concurrency = 8;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	ATF_REQUIRE_EQ(st.window, 8);
 	for (int i = 0; i < 8; i++) {
-		tk[i] = fb_delivery_start(&st, &s, 0);
+		tk[i] = feedback_delivery_start(&st, &s, 0);
 		ATF_CHECK_EQ(tk[i].conc, i + 1);
 		ATF_CHECK(!tk[i].probe);
 	}
 	/* 6, 7 and 8 are refused; the one at 6 says the limit is 5 */
-	f = fb_delivery_end(&st, &s, 0.3, FB_NEGATIVE, &tk[5]);
-	ATF_CHECK_EQ(f, FB_SHRANK);
+	f = feedback_delivery_end(&st, &s, 0.3, FEEDBACK_NEGATIVE, &tk[5]);
+	ATF_CHECK_EQ(f, FEEDBACK_SHRANK);
 	ATF_CHECK_EQ(st.ceiling, 5);
 	ATF_CHECK_EQ(st.window, 5);
-	fb_delivery_end(&st, &s, 0.3, FB_NEGATIVE, &tk[7]);
-	fb_delivery_end(&st, &s, 0.3, FB_NEGATIVE, &tk[6]);
+	feedback_delivery_end(&st, &s, 0.3, FEEDBACK_NEGATIVE, &tk[7]);
+	feedback_delivery_end(&st, &s, 0.3, FEEDBACK_NEGATIVE, &tk[6]);
 	ATF_CHECK_EQ(st.ceiling, 5);		/* later, higher: no rise */
 	ATF_CHECK_EQ(st.window, 5);
-	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+	ATF_CHECK_EQ(st.probe_state, FEEDBACK_PROBE_IDLE);
 	CHECK_NEAR(st.next_probe, 1.3);
 	/* the five sessions end at t = 2: the probe time has come, the
 	 * window opens one above the ceiling */
-	f = fb_delivery_end(&st, &s, 2, FB_POSITIVE, &tk[0]);
-	ATF_CHECK_EQ(f, FB_GREW);
-	ATF_CHECK_EQ(st.probe_state, FB_PROBE_READY);
+	f = feedback_delivery_end(&st, &s, 2, FEEDBACK_POSITIVE, &tk[0]);
+	ATF_CHECK_EQ(f, FEEDBACK_GREW);
+	ATF_CHECK_EQ(st.probe_state, FEEDBACK_PROBE_READY);
 	ATF_CHECK_EQ(st.window, 6);
 	for (int i = 1; i < 5; i++)
-		fb_delivery_end(&st, &s, 2, FB_POSITIVE, &tk[i]);
+		feedback_delivery_end(&st, &s, 2, FEEDBACK_POSITIVE, &tk[i]);
 	ATF_CHECK_EQ(st.window, 6);		/* held, however many successes */
 	ATF_CHECK_EQ(st.busy, 0);
 	/* six start: the sixth is the probe, and the window closes again */
 	for (int i = 0; i < 6; i++)
-		tk[i] = fb_delivery_start(&st, &s, 2);
+		tk[i] = feedback_delivery_start(&st, &s, 2);
 	ATF_CHECK(!tk[4].probe);
 	ATF_CHECK(tk[5].probe);
-	ATF_CHECK_EQ(st.probe_state, FB_PROBE_OUT);
+	ATF_CHECK_EQ(st.probe_state, FEEDBACK_PROBE_OUT);
 	ATF_CHECK_EQ(st.window, 5);
-	ATF_CHECK(!fb_can_start(&st, &s, 2));
+	ATF_CHECK(!feedback_can_start(&st, &s, 2));
 	/* refused: the ceiling stays, the next probe in 2 s */
-	fb_delivery_end(&st, &s, 2.3, FB_NEGATIVE, &tk[5]);
+	feedback_delivery_end(&st, &s, 2.3, FEEDBACK_NEGATIVE, &tk[5]);
 	ATF_CHECK_EQ(st.ceiling, 5);
 	ATF_CHECK_EQ(st.window, 5);
-	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+	ATF_CHECK_EQ(st.probe_state, FEEDBACK_PROBE_IDLE);
 	CHECK_NEAR(st.probe_interval, 2);
 	CHECK_NEAR(st.next_probe, 4.3);
 	ATF_CHECK(!st.dead);
-	fb_delivery_end(&st, &s, 4, FB_POSITIVE, &tk[0]);
+	feedback_delivery_end(&st, &s, 4, FEEDBACK_POSITIVE, &tk[0]);
 	ATF_CHECK_EQ(st.window, 5);		/* 4 < 4.3: not yet */
-	fb_delivery_end(&st, &s, 4.5, FB_POSITIVE, &tk[1]);
+	feedback_delivery_end(&st, &s, 4.5, FEEDBACK_POSITIVE, &tk[1]);
 	ATF_CHECK_EQ(st.window, 6);
-	/* failed probes back off to FB_LEARN_PROBE_MAX */
+	/* failed probes back off to FEEDBACK_LEARN_PROBE_MAX */
 	for (int i = 0; i < 10; i++) {
-		fb_ticket_t p;
-		st.probe_state = FB_PROBE_READY;
+		feedback_ticket_t p;
+		st.probe_state = FEEDBACK_PROBE_READY;
 		st.busy = 5;
-		p = fb_delivery_start(&st, &s, 10);
+		p = feedback_delivery_start(&st, &s, 10);
 		ATF_REQUIRE(p.probe);
-		fb_delivery_end(&st, &s, 10, FB_NEGATIVE, &p);
+		feedback_delivery_end(&st, &s, 10, FEEDBACK_NEGATIVE, &p);
 		st.fail_cohorts = 0;	/* as sessions' successes would */
 	}
-	CHECK_NEAR(st.probe_interval, FB_LEARN_PROBE_MAX);
-	CHECK_NEAR(st.next_probe, 10 + FB_LEARN_PROBE_MAX);
+	CHECK_NEAR(st.probe_interval, FEEDBACK_LEARN_PROBE_MAX);
+	CHECK_NEAR(st.next_probe, 10 + FEEDBACK_LEARN_PROBE_MAX);
 	ATF_CHECK_EQ(st.ceiling, 5);
 }
 
@@ -778,49 +778,49 @@ ATF_TC_BODY(learn_ceiling_and_probes, tc)
 ATF_TC_WITHOUT_HEAD(learn_probe_success);
 ATF_TC_BODY(learn_probe_success, tc)
 {
-	fb_settings_t s = learnset();
-	fb_state_t st;
-	fb_ticket_t t, p, other;
+	feedback_settings_t s = learnset();
+	feedback_state_t st;
+	feedback_ticket_t t, p, other;
 
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	st.busy = 5;
 	t = ticket(&st, 5);
-	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);	/* limit 4 */
+	feedback_delivery_end(&st, &s, 0, FEEDBACK_NEGATIVE, &t);	/* limit 4 */
 	ATF_CHECK_EQ(st.ceiling, 4);
 	st.busy = 4;
 	t = ticket(&st, 4);
-	fb_delivery_end(&st, &s, 5, FB_POSITIVE, &t);
-	ATF_REQUIRE_EQ(st.probe_state, FB_PROBE_READY);
+	feedback_delivery_end(&st, &s, 5, FEEDBACK_POSITIVE, &t);
+	ATF_REQUIRE_EQ(st.probe_state, FEEDBACK_PROBE_READY);
 	ATF_CHECK_EQ(st.window, 5);
 	st.busy = 4;
-	p = fb_delivery_start(&st, &s, 5);
+	p = feedback_delivery_start(&st, &s, 5);
 	ATF_REQUIRE(p.probe);
 	ATF_CHECK_EQ(p.conc, 5);
-	fb_delivery_end(&st, &s, 7, FB_POSITIVE, &p);
+	feedback_delivery_end(&st, &s, 7, FEEDBACK_POSITIVE, &p);
 	ATF_CHECK_EQ(st.ceiling, 5);
-	ATF_CHECK_EQ(st.probe_state, FB_PROBE_READY);	/* at once */
+	ATF_CHECK_EQ(st.probe_state, FEEDBACK_PROBE_READY);	/* at once */
 	ATF_CHECK_EQ(st.window, 6);
-	CHECK_NEAR(st.probe_interval, FB_LEARN_PROBE_MIN);
+	CHECK_NEAR(st.probe_interval, FEEDBACK_LEARN_PROBE_MIN);
 	/* inconclusive: another delivery refused while the probe flew */
 	st.busy = 5;
-	p = fb_delivery_start(&st, &s, 8);
+	p = feedback_delivery_start(&st, &s, 8);
 	ATF_REQUIRE(p.probe);
 	other = ticket(&st, 6);
 	other.negatives = p.negatives;
 	other.probe = false;
-	fb_delivery_end(&st, &s, 8.1, FB_NEGATIVE, &other);
+	feedback_delivery_end(&st, &s, 8.1, FEEDBACK_NEGATIVE, &other);
 	ATF_CHECK_EQ(st.ceiling, 5);			/* c - 1 = 5: no change */
-	fb_delivery_end(&st, &s, 9, FB_POSITIVE, &p);
+	feedback_delivery_end(&st, &s, 9, FEEDBACK_POSITIVE, &p);
 	ATF_CHECK_EQ(st.ceiling, 5);
-	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
-	CHECK_NEAR(st.next_probe, 9 + FB_LEARN_PROBE_MIN);
+	ATF_CHECK_EQ(st.probe_state, FEEDBACK_PROBE_IDLE);
+	CHECK_NEAR(st.next_probe, 9 + FEEDBACK_LEARN_PROBE_MIN);
 	/* never above destination_concurrency_limit, and no probe there */
 	s.concurrency_limit = 5;
 	st.busy = 5;
 	t = ticket(&st, 5);
-	fb_delivery_end(&st, &s, 20, FB_POSITIVE, &t);
+	feedback_delivery_end(&st, &s, 20, FEEDBACK_POSITIVE, &t);
 	ATF_CHECK_EQ(st.window, 5);
-	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+	ATF_CHECK_EQ(st.probe_state, FEEDBACK_PROBE_IDLE);
 }
 
 /* A falling limit is followed one step per refusal; a refusal at concurrency 1
@@ -829,51 +829,51 @@ ATF_TC_BODY(learn_probe_success, tc)
 ATF_TC_WITHOUT_HEAD(learn_fall_and_forget);
 ATF_TC_BODY(learn_fall_and_forget, tc)
 {
-	fb_settings_t s = learnset();
-	fb_state_t st;
-	fb_ticket_t t, p;
+	feedback_settings_t s = learnset();
+	feedback_state_t st;
+	feedback_ticket_t t, p;
 
 	s.failed_cohort_limit = 10;
 	s.initial_concurrency = 10;
-	fb_init(&st, &s, NULL);
+	feedback_init(&st, &s, NULL);
 	st.busy = 10;
 	t = ticket(&st, 9);
-	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	feedback_delivery_end(&st, &s, 0, FEEDBACK_NEGATIVE, &t);
 	ATF_CHECK_EQ(st.ceiling, 8);
 	/* later refusals lower it one step each, however low they came */
 	t = ticket(&st, 4);
-	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	feedback_delivery_end(&st, &s, 0, FEEDBACK_NEGATIVE, &t);
 	ATF_CHECK_EQ(st.ceiling, 7);
 	ATF_CHECK_EQ(st.window, 7);
 	for (int i = 0; i < 5; i++) {
 		t = ticket(&st, 4);
-		fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+		feedback_delivery_end(&st, &s, 0, FEEDBACK_NEGATIVE, &t);
 	}
 	ATF_CHECK_EQ(st.ceiling, 3);		/* 6, 5, 4, 3, then c - 1 = 3 */
 	ATF_CHECK_EQ(st.window, 3);
 	t = ticket(&st, 9);				/* late report */
-	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	feedback_delivery_end(&st, &s, 0, FEEDBACK_NEGATIVE, &t);
 	ATF_CHECK_EQ(st.ceiling, 3);
 	t = ticket(&st, 1);
-	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	feedback_delivery_end(&st, &s, 0, FEEDBACK_NEGATIVE, &t);
 	ATF_CHECK_EQ(st.ceiling, 3);
 	/* a probe that never reports */
 	st.busy = 3;
 	t = ticket(&st, 3);
-	fb_delivery_end(&st, &s, 50, FB_POSITIVE, &t);
+	feedback_delivery_end(&st, &s, 50, FEEDBACK_POSITIVE, &t);
 	st.busy = 3;
 	ATF_REQUIRE_EQ(st.window, 4);
-	p = fb_delivery_start(&st, &s, 50);
+	p = feedback_delivery_start(&st, &s, 50);
 	ATF_REQUIRE(p.probe);
-	fb_delivery_end(&st, &s, 51, FB_NONE, &p);
-	ATF_CHECK_EQ(st.probe_state, FB_PROBE_IDLE);
+	feedback_delivery_end(&st, &s, 51, FEEDBACK_NONE, &p);
+	ATF_CHECK_EQ(st.probe_state, FEEDBACK_PROBE_IDLE);
 	ATF_CHECK(st.next_probe > 51);
 	/* death and revival */
-	fb_kill(&st, &s);
+	feedback_kill(&st, &s);
 	ATF_CHECK_EQ(st.window, 0);
-	fb_probe_start(&st, &s);
+	feedback_probe_start(&st, &s);
 	ATF_CHECK_EQ(st.window, 1);
-	ATF_CHECK_EQ(fb_positive(&st, &s), FB_REVIVED);
+	ATF_CHECK_EQ(feedback_positive(&st, &s), FEEDBACK_REVIVED);
 	ATF_CHECK_EQ(st.ceiling, 0);
 	ATF_CHECK_EQ(st.window, 10);
 }
@@ -882,18 +882,18 @@ ATF_TC_BODY(learn_fall_and_forget, tc)
 ATF_TC_WITHOUT_HEAD(learn_debug_log);
 ATF_TC_BODY(learn_debug_log, tc)
 {
-	fb_settings_t s = learnset();
-	fb_state_t st;
-	fb_ticket_t t;
+	feedback_settings_t s = learnset();
+	feedback_state_t st;
+	feedback_ticket_t t;
 
 	log_init("petrel/qmgr");
 	ATF_REQUIRE(log_to_file("fb.log") == 0);
 	s.debug = true;
-	fb_init(&st, &s, "smtp:busy.example");
+	feedback_init(&st, &s, "smtp:busy.example");
 	st.busy = 6;
 	st.window = st.base = 6;
 	t = ticket(&st, 6);
-	fb_delivery_end(&st, &s, 0, FB_NEGATIVE, &t);
+	feedback_delivery_end(&st, &s, 0, FEEDBACK_NEGATIVE, &t);
 	log_to_stderr();
 	char *text = slurp("fb.log");
 	ATF_REQUIRE(text != NULL);
@@ -906,15 +906,15 @@ ATF_TC_BODY(learn_debug_log, tc)
  * everything dies after the same number of refusals as in Postfix mode,
  * whatever the order of the reports and the negative feedback; after a
  * limit was learned it dies no later than Postfix mode at that window. */
-static int refusals_to_death(fb_settings_t *s, fb_state_t *st, int n,
+static int refusals_to_death(feedback_settings_t *s, feedback_state_t *st, int n,
     bool ascending)
 {
-	fb_ticket_t tk[64];
+	feedback_ticket_t tk[64];
 	for (int i = 0; i < n; i++)
-		tk[i] = fb_delivery_start(st, s, 100);
+		tk[i] = feedback_delivery_start(st, s, 100);
 	for (int k = 0; k < n; k++) {
 		int i = ascending ? k : n - 1 - k;
-		if (fb_delivery_end(st, s, 100.3, FB_NEGATIVE, &tk[i]) & FB_DEAD)
+		if (feedback_delivery_end(st, s, 100.3, FEEDBACK_NEGATIVE, &tk[i]) & FEEDBACK_DEAD)
 			return k + 1;
 	}
 	return 0;
@@ -923,20 +923,20 @@ static int refusals_to_death(fb_settings_t *s, fb_state_t *st, int n,
 ATF_TC_WITHOUT_HEAD(learn_dead_detection);
 ATF_TC_BODY(learn_dead_detection, tc)
 {
-	static const fb_func_t neg[] = {
-		{ FB_KIND_CONSTANT, 1 }, { FB_KIND_INVERSE, 1 },
-		{ FB_KIND_INVERSE_SQRT, 1 },
+	static const feedback_func_t neg[] = {
+		{ FEEDBACK_KIND_CONSTANT, 1 }, { FEEDBACK_KIND_INVERSE, 1 },
+		{ FEEDBACK_KIND_INVERSE_SQRT, 1 },
 	};
 	for (size_t i = 0; i < sizeof(neg) / sizeof(neg[0]); i++) {
 		for (int asc = 0; asc < 2; asc++) {
-			fb_settings_t sp, sl;
-			fb_state_t p, l;
-			fb_settings_init(&sp);
+			feedback_settings_t sp, sl;
+			feedback_state_t p, l;
+			feedback_settings_init(&sp);
 			sp.negative = neg[i];
 			sl = sp;
-			sl.mode = FB_MODE_LEARN;
-			fb_init(&p, &sp, NULL);
-			fb_init(&l, &sl, NULL);
+			sl.mode = FEEDBACK_MODE_LEARN;
+			feedback_init(&p, &sp, NULL);
+			feedback_init(&l, &sl, NULL);
 			int np = refusals_to_death(&sp, &p, 5, asc);
 			int nl = refusals_to_death(&sl, &l, 5, asc);
 			ATF_CHECK_MSG(np > 0 && np == nl,
@@ -944,28 +944,28 @@ ATF_TC_BODY(learn_dead_detection, tc)
 			ATF_CHECK(l.dead && l.window == 0);
 		}
 		/* learned limit 5, the destination then dies */
-		fb_settings_t sp, sl;
-		fb_state_t p, l;
-		fb_settings_init(&sp);
+		feedback_settings_t sp, sl;
+		feedback_state_t p, l;
+		feedback_settings_init(&sp);
 		sp.negative = neg[i];
 		sp.initial_concurrency = 5;
 		sl = sp;
-		sl.mode = FB_MODE_LEARN;
-		fb_init(&l, &sl, NULL);
+		sl.mode = FEEDBACK_MODE_LEARN;
+		feedback_init(&l, &sl, NULL);
 		l.busy = 6;
-		fb_ticket_t t = ticket(&l, 6);
-		fb_delivery_end(&l, &sl, 0, FB_NEGATIVE, &t);
+		feedback_ticket_t t = ticket(&l, 6);
+		feedback_delivery_end(&l, &sl, 0, FEEDBACK_NEGATIVE, &t);
 		ATF_REQUIRE_EQ(l.ceiling, 5);
 		l.busy = 5;
 		t = ticket(&l, 5);
-		fb_delivery_end(&l, &sl, 0.5, FB_POSITIVE, &t);	/* cohorts 0 */
+		feedback_delivery_end(&l, &sl, 0.5, FEEDBACK_POSITIVE, &t);	/* cohorts 0 */
 		l.busy = 0;
-		l.probe_state = FB_PROBE_IDLE;
+		l.probe_state = FEEDBACK_PROBE_IDLE;
 		l.window = 5;
 		l.base = 5;
-		fb_init(&p, &sp, NULL);
+		feedback_init(&p, &sp, NULL);
 		for (int asc = 0; asc < 2; asc++) {
-			fb_state_t pc = p, lc = l;
+			feedback_state_t pc = p, lc = l;
 			int np = refusals_to_death(&sp, &pc, 5, asc);
 			int nl = refusals_to_death(&sl, &lc, 5, asc);
 			ATF_CHECK_MSG(nl > 0 && nl <= np,

@@ -561,12 +561,12 @@ PRIVATE_TC(conf_private, "settings: a private instance reads its own aliases by 
 	    "allow_mail_to_files = alias\n"
 	    "prepend_delivered_header = forward\n"
 	    "mailbox_delivery_lock = dotlock\n", cwd);
-	ATF_REQUIRE(config_load_text(str_cstr(&text), "main.cf") == 0);
+	ATF_REQUIRE(pconfig_load_text(str_cstr(&text), "main.cf") == 0);
 	ATF_REQUIRE_MSG(local_conf_from_config(&c, &err) == 0, "%s", str_cstr(&err));
-	str_setf(&want, "hash:%s/aliases", config_get_str("config_directory"));
+	str_setf(&want, "hash:%s/aliases", pconfig_get_str("config_directory"));
 	ATF_CHECK_STREQ(c.alias_maps, str_cstr(&want));
 	str_setf(&want, "unix:passwd.byname hash:%s/aliases",
-	    config_get_str("config_directory"));
+	    pconfig_get_str("config_directory"));
 	ATF_CHECK_STREQ(c.local_recipient_maps, str_cstr(&want));
 	ATF_CHECK_STREQ(c.recipient_delimiter, "+");
 	ATF_CHECK_EQ(c.allow_files, LOCAL_CLASS_ALIAS);
@@ -577,7 +577,7 @@ PRIVATE_TC(conf_private, "settings: a private instance reads its own aliases by 
 
 	/* Not root, but root's queue directory (smtpd -S, which sendmail
 	 * -bs runs as any user of a system install): the system's aliases. */
-	ATF_REQUIRE(config_load_text("queue_directory = /\n", "main.cf") == 0);
+	ATF_REQUIRE(pconfig_load_text("queue_directory = /\n", "main.cf") == 0);
 	ATF_REQUIRE(local_conf_from_config(&c, &err) == 0);
 	ATF_CHECK_STREQ(c.alias_maps, "hash:/etc/aliases");
 	ATF_CHECK_STREQ(c.local_recipient_maps, "unix:passwd.byname hash:/etc/aliases");
@@ -585,20 +585,20 @@ PRIVATE_TC(conf_private, "settings: a private instance reads its own aliases by 
 	str_release(&text);
 
 	/* Set in main.cf: used as it is. */
-	ATF_REQUIRE(config_load_text("alias_maps = hash:/x/aliases\n", "main.cf") == 0);
+	ATF_REQUIRE(pconfig_load_text("alias_maps = hash:/x/aliases\n", "main.cf") == 0);
 	ATF_REQUIRE(local_conf_from_config(&c, &err) == 0);
 	ATF_CHECK_STREQ(c.alias_maps, "hash:/x/aliases");
 	ATF_CHECK_STREQ(c.local_recipient_maps, "unix:passwd.byname hash:/x/aliases");
 	local_conf_free(&c);
 
 	/* Bad words and a relative mail root are refused. */
-	ATF_REQUIRE(config_load_text("allow_mail_to_commands = alias, everyone\n",
+	ATF_REQUIRE(pconfig_load_text("allow_mail_to_commands = alias, everyone\n",
 	    "main.cf") == 0);
 	ATF_CHECK(local_conf_from_config(&c, &err) < 0);
 	ATF_CHECK(strstr(str_cstr(&err), "everyone") != NULL);
-	ATF_REQUIRE(config_load_text("mailbox_delivery_lock = flock\n", "main.cf") == 0);
+	ATF_REQUIRE(pconfig_load_text("mailbox_delivery_lock = flock\n", "main.cf") == 0);
 	ATF_CHECK(local_conf_from_config(&c, &err) < 0);
-	ATF_REQUIRE(config_load_text("local_mail_root = run/mail\n", "main.cf") == 0);
+	ATF_REQUIRE(pconfig_load_text("local_mail_root = run/mail\n", "main.cf") == 0);
 	ATF_CHECK(local_conf_from_config(&c, &err) < 0);
 	ATF_CHECK(strstr(str_cstr(&err), "absolute") != NULL);
 	str_release(&err);
@@ -616,7 +616,7 @@ ATF_TC_BODY(conf_root, tc)
 	local_conf_t c;
 	str_t err = STR_INIT;
 
-	ATF_REQUIRE(config_load_text("", "main.cf") == 0);
+	ATF_REQUIRE(pconfig_load_text("", "main.cf") == 0);
 	ATF_REQUIRE(local_conf_from_config(&c, &err) == 0);
 	ATF_CHECK_STREQ(c.alias_maps, "hash:/etc/aliases");
 	ATF_CHECK_STREQ(c.local_recipient_maps, "unix:passwd.byname hash:/etc/aliases");

@@ -214,7 +214,7 @@ ATF_TC_WITHOUT_HEAD(apply_overrides);
 ATF_TC_BODY(apply_overrides, tc)
 {
 	str_t err = STR_INIT;
-	ATF_REQUIRE_EQ(config_load_text("myhostname = mx.example\n", "main.cf"), 0);
+	ATF_REQUIRE_EQ(pconfig_load_text("myhostname = mx.example\n", "main.cf"), 0);
 	str_t text = STR_INIT;
 	str_set(&text, good);
 	/* line 18 */
@@ -223,12 +223,12 @@ ATF_TC_BODY(apply_overrides, tc)
 	str_release(&text);
 	ATF_REQUIRE_STREQ(str_cstr(&err), "");
 	ATF_CHECK_EQ(mastercf_apply_overrides(mastercf_find(m, "smtp", "inet"), &err), 0);
-	ATF_CHECK_EQ(config_get_time("smtpd_timeout"), 60);
-	ATF_CHECK_STREQ(config_get_str("smtpd_banner"), "mx.example ESMTP ready");
+	ATF_CHECK_EQ(pconfig_get_time("smtpd_timeout"), 60);
+	ATF_CHECK_STREQ(pconfig_get_str("smtpd_banner"), "mx.example ESMTP ready");
 	ATF_CHECK_EQ(mastercf_apply_overrides(mastercf_find(m, "bad", "unix"), &err), -1);
 	ATF_CHECK_STREQ(str_cstr(&err), "master.cf:18: bad time value 'never' for "
 	    "parameter smtpd_timeout (a number with an optional unit s, m, h, d or w)");
-	ATF_CHECK_EQ(config_get_time("smtpd_timeout"), 60);
+	ATF_CHECK_EQ(pconfig_get_time("smtpd_timeout"), 60);
 	/* maxproc '-' is default_process_limit */
 	ATF_CHECK_EQ(mastercf_maxproc(mastercf_find(m, "smtp", "inet")), 100);
 	ATF_CHECK_EQ(mastercf_maxproc(mastercf_find(m, "pickup", NULL)), 1);

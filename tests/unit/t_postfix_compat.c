@@ -26,11 +26,11 @@ ATF_TC_BODY(param_names, tc)
 	ATF_CHECK(!postfix_param_known(""));
 	ATF_CHECK(!postfix_param_known("bif"));
 
-	ATF_REQUIRE(config_load_text("biff = no\ncompatibility_level = 3.6\n"
+	ATF_REQUIRE(pconfig_load_text("biff = no\ncompatibility_level = 3.6\n"
 	    "typo_parameter = 1\nsmtp_tls_session_cache_database = "
 	    "btree:${data_directory}/smtp_scache\n"
 	    "myhostname = $data_directory.example\n", "main.cf") == 0);
-	const char *w = config_warnings();
+	const char *w = pconfig_warnings();
 	ATF_CHECK_MATCH("main.cf:1: Postfix parameter biff is not implemented "
 	    "by Petrel \\(ignored\\)", w);
 	ATF_CHECK_MATCH("main.cf:2: Postfix parameter compatibility_level is "
@@ -58,23 +58,23 @@ ATF_TC_BODY(myorigin_file, tc)
 	fclose(f);
 	ATF_REQUIRE(getcwd(cwd, sizeof(cwd)) != NULL);
 	str_setf(&text, "myorigin = %s/mailname\n", cwd);
-	ATF_REQUIRE_MSG(config_load_text(str_cstr(&text), "main.cf") == 0, "%s",
-	    config_errors());
-	ATF_CHECK_STREQ(config_get_str("myorigin"), "example.org");
+	ATF_REQUIRE_MSG(pconfig_load_text(str_cstr(&text), "main.cf") == 0, "%s",
+	    pconfig_errors());
+	ATF_CHECK_STREQ(pconfig_get_str("myorigin"), "example.org");
 	/* Missing, or no name in it: an error of that line. */
 	str_setf(&text, "\nmyorigin = %s/nothere\n", cwd);
-	ATF_CHECK(config_load_text(str_cstr(&text), "main.cf") < 0);
+	ATF_CHECK(pconfig_load_text(str_cstr(&text), "main.cf") < 0);
 	ATF_CHECK_MATCH("main.cf:2: myorigin: cannot read .*nothere: No such "
-	    "file", config_errors());
+	    "file", pconfig_errors());
 	f = fopen("empty", "w");
 	ATF_REQUIRE(f != NULL);
 	fclose(f);
 	str_setf(&text, "myorigin = %s/empty\n", cwd);
-	ATF_CHECK(config_load_text(str_cstr(&text), "main.cf") < 0);
-	ATF_CHECK_MATCH("no domain name", config_errors());
+	ATF_CHECK(pconfig_load_text(str_cstr(&text), "main.cf") < 0);
+	ATF_CHECK_MATCH("no domain name", pconfig_errors());
 	/* Not a path: as written. */
-	ATF_REQUIRE(config_load_text("myorigin = example.net\n", "main.cf") == 0);
-	ATF_CHECK_STREQ(config_get_str("myorigin"), "example.net");
+	ATF_REQUIRE(pconfig_load_text("myorigin = example.net\n", "main.cf") == 0);
+	ATF_CHECK_STREQ(pconfig_get_str("myorigin"), "example.net");
 	str_release(&text);
 }
 
@@ -93,7 +93,7 @@ ATF_TC_BODY(mastercf_filter, tc)
 	str_t errors = STR_INIT, warn = STR_INIT;
 	mastercf_t *m;
 
-	ATF_REQUIRE(config_load_text("", "main.cf") == 0);
+	ATF_REQUIRE(pconfig_load_text("", "main.cf") == 0);
 	m = mastercf_parse(text, "master.cf", &errors);
 	ATF_REQUIRE_MSG(str_len(&errors) == 0, "%s", str_cstr(&errors));
 	ATF_REQUIRE_EQ(m->count, 7);

@@ -200,23 +200,23 @@ ATF_TC_BODY(authorized, tc)
 
 	/* root always; uid 1 is "daemon" on the systems we build on, or has
 	 * no name at all, which matches no name */
-	ATF_REQUIRE(config_load_text("authorized_mailq_users = nobody-here\n",
+	ATF_REQUIRE(pconfig_load_text("authorized_mailq_users = nobody-here\n",
 	    "main.cf") == 0);
 	ATF_CHECK_EQ(user_list_uid_allowed("authorized_mailq_users", 0, &why), 1);
 	ATF_CHECK_EQ(user_list_uid_allowed("authorized_mailq_users", 1, &why), 0);
 	ATF_CHECK(strstr(str_cstr(&why), "is not allowed by authorized_mailq_users")
 	    != NULL);
-	ATF_REQUIRE(config_load_text("authorized_mailq_users = static:anyone\n",
+	ATF_REQUIRE(pconfig_load_text("authorized_mailq_users = static:anyone\n",
 	    "main.cf") == 0);
 	ATF_CHECK_EQ(user_list_uid_allowed("authorized_mailq_users", 1, &why), 1);
 	/* the first match decides: a negated table entry */
-	ATF_REQUIRE(config_load_text("authorized_flush_users = !static:x, static:y\n",
+	ATF_REQUIRE(pconfig_load_text("authorized_flush_users = !static:x, static:y\n",
 	    "main.cf") == 0);
 	ATF_CHECK_EQ(user_list_uid_allowed("authorized_flush_users", 1, &why), 0);
-	ATF_REQUIRE(config_load_text("authorized_flush_users = nosuchtype:x\n",
+	ATF_REQUIRE(pconfig_load_text("authorized_flush_users = nosuchtype:x\n",
 	    "main.cf") == 0);
 	ATF_CHECK_EQ(user_list_uid_allowed("authorized_flush_users", 1, &why), -1);
-	config_reset();
+	pconfig_reset();
 	str_release(&why);
 }
 

@@ -482,8 +482,8 @@ ATF_TC_BODY(table_errors, tc)
 	str_release(&path);
 }
 
-ATF_TC_WITHOUT_HEAD(config_errors);
-ATF_TC_BODY(config_errors, tc)
+ATF_TC_WITHOUT_HEAD(pconfig_errors);
+ATF_TC_BODY(pconfig_errors, tc)
 {
 	resolve_config_t c;
 	str_t err = STR_INIT;
@@ -581,7 +581,7 @@ ATF_TC_BODY(from_config, tc)
 	str_t err = STR_INIT;
 	resolver_t *res;
 
-	ATF_REQUIRE(config_load_text(
+	ATF_REQUIRE(pconfig_load_text(
 	    "myhostname = mx.example.net\n"
 	    "mydomain = example.net\n"
 	    "relay_domains = relayed.example\n"
@@ -609,7 +609,7 @@ ATF_TC_BODY(from_config, tc)
 	resolver_free(res);
 	resolve_reply_free(&r);
 	str_release(&err);
-	config_reset();
+	pconfig_reset();
 }
 
 ATF_TC_WITHOUT_HEAD(split_transport);
@@ -642,7 +642,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, texthash_and_order);
 	ATF_TP_ADD_TC(tp, delimiter);
 	ATF_TP_ADD_TC(tp, table_errors);
-	ATF_TP_ADD_TC(tp, config_errors);
+	ATF_TP_ADD_TC(tp, pconfig_errors);
 	ATF_TP_ADD_TC(tp, cache);
 	ATF_TP_ADD_TC(tp, from_config);
 	ATF_TP_ADD_TC(tp, split_transport);

@@ -510,7 +510,7 @@ ATF_TC_BODY(params, tc)
 	ATF_CHECK_EQ(tp.recipient_refill_delay, 120);
 	ATF_CHECK(sched_tparams_set(&tp, "destination_concurrency_positive_feedback",
 	    "1/concurrency", &err));
-	ATF_CHECK_EQ(tp.conc.positive.kind, FB_KIND_INVERSE);
+	ATF_CHECK_EQ(tp.conc.positive.kind, FEEDBACK_KIND_INVERSE);
 	ATF_CHECK(sched_tparams_set(&tp, "destination_concurrency_feedback_debug", "yes", &err));
 	ATF_CHECK(tp.conc.debug);
 	ATF_CHECK(!sched_tparams_set(&tp, "delivery_slot_discount", "101", &err));

@@ -95,8 +95,8 @@ ATF_TC_BODY(addresses, tc)
 
 static void load(const char *text)
 {
-	ATF_REQUIRE_MSG(config_load_text(text, "main.cf") == 0, "%s",
-	    config_errors());
+	ATF_REQUIRE_MSG(pconfig_load_text(text, "main.cf") == 0, "%s",
+	    pconfig_errors());
 }
 
 ATF_TC_WITHOUT_HEAD(authorized_users);
@@ -126,7 +126,7 @@ ATF_TC_BODY(authorized_users, tc)
 	load("authorized_submit_users = hash:/nonexistent/table");
 	ATF_CHECK_EQ(submit_user_allowed(getuid(), &why), -1);
 	ATF_CHECK(strstr(str_cstr(&why), "authorized_submit_users") != NULL);
-	config_reset();
+	pconfig_reset();
 	str_release(&why);
 	str_release(&cf);
 }

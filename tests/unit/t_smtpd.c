@@ -964,8 +964,8 @@ ATF_TC_BODY(stand_alone, tc)
 
 /* Configurations that would make an open relay, or are broken, are
  * refused at start-up. */
-ATF_TC_WITHOUT_HEAD(config_errors);
-ATF_TC_BODY(config_errors, tc)
+ATF_TC_WITHOUT_HEAD(pconfig_errors);
+ATF_TC_BODY(pconfig_errors, tc)
 {
 	static const struct {
 		const char *cf, *err;
@@ -986,7 +986,7 @@ ATF_TC_BODY(config_errors, tc)
 		str_t text = STR_INIT, err = STR_INIT;
 		str_set(&text, BASE_CF);
 		str_cat(&text, cases[i].cf);
-		ATF_REQUIRE(config_load_text(str_cstr(&text), "main.cf") == 0);
+		ATF_REQUIRE(pconfig_load_text(str_cstr(&text), "main.cf") == 0);
 		smtpd_cfg_t *cfg = smtpd_cfg_load(&err);
 		ATF_CHECK_MSG(cfg == NULL, "%s accepted", cases[i].cf);
 		ATF_CHECK_MSG(strstr(str_cstr(&err), cases[i].err) != NULL,
@@ -1035,6 +1035,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, encrypt_without_cert);
 	ATF_TP_ADD_TC(tp, unlisted);
 	ATF_TP_ADD_TC(tp, stand_alone);
-	ATF_TP_ADD_TC(tp, config_errors);
+	ATF_TP_ADD_TC(tp, pconfig_errors);
 	return atf_no_error();
 }

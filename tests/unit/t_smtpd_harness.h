@@ -160,8 +160,8 @@ static inline smtpd_cfg_t *cfg_with(const char *extra)
 	str_set(&text, BASE_CF);
 	if (extra)
 		str_cat(&text, extra);
-	if (config_load_text(str_cstr(&text), "main.cf") < 0)
-		atf_tc_fail("main.cf: %s", config_errors());
+	if (pconfig_load_text(str_cstr(&text), "main.cf") < 0)
+		atf_tc_fail("main.cf: %s", pconfig_errors());
 	cfg = smtpd_cfg_load(&err);
 	if (cfg == NULL)
 		atf_tc_fail("smtpd_cfg_load: %s", str_cstr(&err));

@@ -927,36 +927,36 @@ ATF_TC_BODY(from_config, tc)
 	tls_ctx_t *ctx;
 
 	make_pki();
-	ATF_REQUIRE_EQ(config_load_text("", "main.cf"), 0);
+	ATF_REQUIRE_EQ(pconfig_load_text("", "main.cf"), 0);
 	ATF_CHECK(tls_server_ctx_from_config(&err) == NULL);
 	ATF_CHECK_STREQ(str_cstr(&err),
 	    "smtpd_tls_cert_file is empty: no server certificate");
 	/* smtpd_tls_key_file defaults to the certificate file. */
-	ATF_REQUIRE_EQ(config_load_text("smtpd_tls_cert_file = combined.pem\n",
+	ATF_REQUIRE_EQ(pconfig_load_text("smtpd_tls_cert_file = combined.pem\n",
 	    "main.cf"), 0);
 	ctx = tls_server_ctx_from_config(&err);
 	ATF_CHECK_MSG(ctx != NULL, "%s", str_cstr(&err));
 	tls_ctx_free(ctx);
-	ATF_REQUIRE_EQ(config_load_text("smtpd_tls_cert_file = server.pem\n"
+	ATF_REQUIRE_EQ(pconfig_load_text("smtpd_tls_cert_file = server.pem\n"
 	    "smtpd_tls_key_file = server.key\nsmtpd_tls_protocols = !TLSv1.3 bogus\n",
 	    "main.cf"), 0);
 	ATF_CHECK(tls_server_ctx_from_config(&err) == NULL);
 	ATF_CHECK_MATCH("^smtpd_tls_protocols: unknown TLS protocol \"bogus\"",
 	    str_cstr(&err));
 
-	ATF_REQUIRE_EQ(config_load_text("smtp_tls_CAfile = ca.pem\n", "main.cf"), 0);
+	ATF_REQUIRE_EQ(pconfig_load_text("smtp_tls_CAfile = ca.pem\n", "main.cf"), 0);
 	ctx = tls_client_ctx_from_config("smtp", false, &err);
 	ATF_CHECK_MSG(ctx != NULL, "%s", str_cstr(&err));
 	tls_ctx_free(ctx);
-	ATF_REQUIRE_EQ(config_load_text("smtp_tls_CAfile = nope.pem\n", "main.cf"), 0);
+	ATF_REQUIRE_EQ(pconfig_load_text("smtp_tls_CAfile = nope.pem\n", "main.cf"), 0);
 	ATF_CHECK(tls_client_ctx_from_config("smtp", false, &err) == NULL);
 	ATF_CHECK_STREQ(str_cstr(&err),
 	    "cannot open CA file nope.pem: No such file or directory");
-	ATF_REQUIRE_EQ(config_load_text("smtp_tls_protocols = <=TLSv1.1 >=TLSv1.2\n",
+	ATF_REQUIRE_EQ(pconfig_load_text("smtp_tls_protocols = <=TLSv1.1 >=TLSv1.2\n",
 	    "main.cf"), 0);
 	ATF_CHECK(tls_client_ctx_from_config("smtp", false, &err) == NULL);
 	ATF_CHECK_MATCH("^smtp_tls_protocols: .*no version", str_cstr(&err));
-	config_reset();
+	pconfig_reset();
 	str_release(&err);
 }
 

@@ -1,23 +1,23 @@
 /* The client side of the cleanup protocol (doc/protocol-cleanup.md):
  * how pickup, smtpd and bounce hand a message to cleanup(8).
  *
- *	cleanup_client_t *c = cleanup_connect(NULL, 30000, &err);
+ *	cleanup_clnt_t *c = cleanup_clnt_connect(NULL, 30000, &err);
  *	cleanup_envelope_t env = CLEANUP_ENVELOPE_INIT;
  *	env.sender = "alice@example.org";
  *	env.uid = 1000;
- *	cleanup_send_envelope(c, &env);
- *	cleanup_send_rcpt(c, "bob@example.net", NULL, 0);
+ *	cleanup_clnt_send_envelope(c, &env);
+ *	cleanup_clnt_send_rcpt(c, "bob@example.net", NULL, 0);
  *	while ((n = read(fd, buf, sizeof(buf))) > 0)
- *		cleanup_write(c, buf, n);
- *	cleanup_finish(c, &reply);	// reply.status, .dsn, .text, .queue_id
- *	cleanup_close(c);
+ *		cleanup_clnt_write(c, buf, n);
+ *	cleanup_clnt_finish(c, &reply);	// reply.status, .dsn, .text, .queue_id
+ *	cleanup_clnt_close(c);
  *
  * Nothing is sent and no reply is awaited between calls more than
  * needed: the envelope, recipients and content are buffered and written
  * in chunks of at most CLEANUP_CHUNK bytes, and the only wait for
- * cleanup is the reply read by cleanup_finish/cleanup_abort.  The
+ * cleanup is the reply read by cleanup_clnt_finish/cleanup_clnt_abort.  The
  * send/write calls return 0 or -1; an error is sticky (every later call
- * fails at once) and cleanup_finish then reports it as a temporary
+ * fails at once) and cleanup_clnt_finish then reports it as a temporary
  * failure, after trying to read cleanup's own reply (which explains a
  * connection cleanup closed).  So a caller may ignore the return values
  * of the send/write calls and look only at the reply. */
@@ -35,7 +35,7 @@
 #define CLEANUP_FLAG_QUEUE_ID	4	/* send the queue ID at once, for the
 					 * client's own log line (smtpd's
 					 * client=, pickup's uid= from=):
-					 * cleanup_queue_id() */
+					 * cleanup_clnt_queue_id() */
 /* receive_override_options of the client (content_filter.h). */
 #define CLEANUP_FLAG_NO_CHECKS	8	/* no header/body checks */
 #define CLEANUP_FLAG_NO_MAPPINGS 16	/* no canonical, virtual alias maps */
@@ -106,7 +106,7 @@ typedef struct cleanup_reply {
 	char queue_id[QUEUE_ID_SIZE];	/* "" unless status is OK */
 } cleanup_reply_t;
 
-typedef struct cleanup_client cleanup_client_t;
+typedef struct cleanup_clnt cleanup_clnt_t;
 
 /* Connects to cleanup.  service NULL means CLEANUP_SERVICE; a name
  * without '/' is tried as private/NAME, then public/NAME (relative to
@@ -114,49 +114,49 @@ typedef struct cleanup_client cleanup_client_t;
  * with '/' is a socket path.  timeout_ms (> 0) bounds the connect, each
  * write and the wait for each reply.  NULL with a reason in err (may be
  * NULL) on failure. */
-cleanup_client_t *cleanup_connect(const char *service, int timeout_ms,
+cleanup_clnt_t *cleanup_clnt_connect(const char *service, int timeout_ms,
     str_t *err);
 /* The same over a connected stream socket (tests); fd is the client's
- * from now on and closed by cleanup_close. */
-cleanup_client_t *cleanup_client_fd(int fd, int timeout_ms);
+ * from now on and closed by cleanup_clnt_close. */
+cleanup_clnt_t *cleanup_clnt_fd(int fd, int timeout_ms);
 
 /* Starts a transaction.  -1 if one is already open or after an error. */
-int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env);
+int cleanup_clnt_send_envelope(cleanup_clnt_t *c, const cleanup_envelope_t *env);
 /* One recipient: address in internal form, orcpt "type;xtext" or NULL,
  * notify DSN_NOTIFY_* bits (dsn_notify.h) or 0.  Must
- * come before the first cleanup_write. */
-int cleanup_send_rcpt(cleanup_client_t *c, const char *address,
+ * come before the first cleanup_clnt_write. */
+int cleanup_clnt_send_rcpt(cleanup_clnt_t *c, const char *address,
     const char *orcpt, int notify);
 /* With CLEANUP_FLAG_QUEUE_ID: writes what is buffered and reads the
  * queue ID cleanup sent after the envelope, so that the client logs its
  * line about the message before cleanup can commit it (qmgr's line
  * about it comes after).  Returns 0 with the ID in id, or -1 with id ""
- * (the envelope failed, or a client-side error: cleanup_finish then
+ * (the envelope failed, or a client-side error: cleanup_clnt_finish then
  * gives the reason).  Call it at most once a transaction, before
- * cleanup_finish; without it cleanup_finish skips the ID. */
-int cleanup_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE]);
+ * cleanup_clnt_finish; without it cleanup_clnt_finish skips the ID. */
+int cleanup_clnt_queue_id(cleanup_clnt_t *c, char id[QUEUE_ID_SIZE]);
 /* Message content, any split. */
-int cleanup_write(cleanup_client_t *c, const void *buf, size_t len);
+int cleanup_clnt_write(cleanup_clnt_t *c, const void *buf, size_t len);
 /* A milter's modification, after the content (op edit,
  * doc/protocol-cleanup.md): type is a milter_edit_type (milter.h);
  * index, name, value and a replaced body (NULL when none; sent in
  * pieces) as that type needs.  The client sets CLEANUP_FLAG_MILTER in
  * the envelope when edits may come. */
-int cleanup_send_edit(cleanup_client_t *c, int type, uint32_t index,
+int cleanup_clnt_send_edit(cleanup_clnt_t *c, int type, uint32_t index,
     const char *name, const char *value, const void *body, size_t blen);
 /* Ends the transaction and waits for the reply, which is always filled
  * in (a client-side failure becomes status TEMP, dsn 4.3.0 and the
  * reason).  Returns 0 when the message was queued, else -1.  After it
  * the connection can carry another transaction, unless it failed. */
-int cleanup_finish(cleanup_client_t *c, cleanup_reply_t *reply);
+int cleanup_clnt_finish(cleanup_clnt_t *c, cleanup_reply_t *reply);
 /* Abandons the transaction (cleanup removes what it wrote) and reads
  * cleanup's reply; reply may be NULL.  Returns 0 if the connection is
  * still usable. */
-int cleanup_abort(cleanup_client_t *c, cleanup_reply_t *reply);
+int cleanup_clnt_abort(cleanup_clnt_t *c, cleanup_reply_t *reply);
 /* The sticky client-side error, or NULL. */
-const char *cleanup_client_error(const cleanup_client_t *c);
+const char *cleanup_clnt_error(const cleanup_clnt_t *c);
 /* Closes the connection (an open transaction is aborted by cleanup). */
-void cleanup_close(cleanup_client_t *c);
+void cleanup_clnt_close(cleanup_clnt_t *c);
 
 /* Fills reply: status, dsn and the formatted text (cut to fit). */
 void cleanup_reply_set(cleanup_reply_t *reply, int status, const char *dsn,

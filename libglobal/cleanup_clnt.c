@@ -1,4 +1,4 @@
-/* The client side of the cleanup protocol; see cleanup_client.h and
+/* The client side of the cleanup protocol; see cleanup_clnt.h and
  * doc/protocol-cleanup.md. */
 #include <errno.h>
 #include <stdarg.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "attr.h"
-#include "cleanup_client.h"
+#include "cleanup_clnt.h"
 #include "mem.h"
 #include "sock.h"
 
@@ -17,7 +17,7 @@ enum cstate {
 	CS_BROKEN,		/* error: the connection is unusable */
 };
 
-struct cleanup_client {
+struct cleanup_clnt {
 	int fd;
 	int timeout_ms;
 	enum cstate state;
@@ -59,9 +59,9 @@ void cleanup_reply_set(cleanup_reply_t *reply, int status, const char *dsn,
 	reply->queue_id[0] = '\0';
 }
 
-static cleanup_client_t *client_new(int fd, int timeout_ms)
+static cleanup_clnt_t *client_new(int fd, int timeout_ms)
 {
-	cleanup_client_t *c = xcalloc(1, sizeof(*c));
+	cleanup_clnt_t *c = xcalloc(1, sizeof(*c));
 
 	c->fd = fd;
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
@@ -71,12 +71,12 @@ static cleanup_client_t *client_new(int fd, int timeout_ms)
 	return c;
 }
 
-cleanup_client_t *cleanup_client_fd(int fd, int timeout_ms)
+cleanup_clnt_t *cleanup_clnt_fd(int fd, int timeout_ms)
 {
 	return client_new(fd, timeout_ms);
 }
 
-cleanup_client_t *cleanup_connect(const char *service, int timeout_ms,
+cleanup_clnt_t *cleanup_clnt_connect(const char *service, int timeout_ms,
     str_t *err)
 {
 	char path[4096];
@@ -121,10 +121,10 @@ cleanup_client_t *cleanup_connect(const char *service, int timeout_ms,
 	return client_new(fd, timeout_ms);
 }
 
-static void fail(cleanup_client_t *c, const char *fmt, ...)
+static void fail(cleanup_clnt_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void fail(cleanup_client_t *c, const char *fmt, ...)
+static void fail(cleanup_clnt_t *c, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -138,7 +138,7 @@ static void fail(cleanup_client_t *c, const char *fmt, ...)
 }
 
 /* Writes out everything encoded so far. */
-static int flush_out(cleanup_client_t *c)
+static int flush_out(cleanup_clnt_t *c)
 {
 	if (c->state == CS_BROKEN)
 		return -1;
@@ -155,7 +155,7 @@ static int flush_out(cleanup_client_t *c)
 }
 
 /* Encodes the buffered content as one data message. */
-static void encode_data(cleanup_client_t *c)
+static void encode_data(cleanup_clnt_t *c)
 {
 	if (str_len(&c->data) == 0)
 		return;
@@ -171,7 +171,7 @@ static void put_opt_str(str_t *out, const char *name, const char *v)
 		attr_put_str(out, name, v);
 }
 
-int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env)
+int cleanup_clnt_send_envelope(cleanup_clnt_t *c, const cleanup_envelope_t *env)
 {
 	if (c->state == CS_BROKEN)
 		return -1;
@@ -223,7 +223,7 @@ int cleanup_send_envelope(cleanup_client_t *c, const cleanup_envelope_t *env)
 	return 0;
 }
 
-int cleanup_send_rcpt(cleanup_client_t *c, const char *address,
+int cleanup_clnt_send_rcpt(cleanup_clnt_t *c, const char *address,
     const char *orcpt, int notify)
 {
 	if (c->state == CS_BROKEN)
@@ -249,7 +249,7 @@ int cleanup_send_rcpt(cleanup_client_t *c, const char *address,
 	return 0;
 }
 
-int cleanup_write(cleanup_client_t *c, const void *buf, size_t len)
+int cleanup_clnt_write(cleanup_clnt_t *c, const void *buf, size_t len)
 {
 	const char *p = buf;
 
@@ -276,7 +276,7 @@ int cleanup_write(cleanup_client_t *c, const void *buf, size_t len)
 	return 0;
 }
 
-int cleanup_send_edit(cleanup_client_t *c, int type, uint32_t index,
+int cleanup_clnt_send_edit(cleanup_clnt_t *c, int type, uint32_t index,
     const char *name, const char *value, const void *body, size_t blen)
 {
 	if (c->state == CS_BROKEN)
@@ -348,7 +348,7 @@ static int parse_reply(attr_msg_t *m, cleanup_reply_t *reply)
 }
 
 /* Reads one message from cleanup: NULL with the reason in why. */
-static attr_msg_t *read_msg(cleanup_client_t *c, int timeout_ms,
+static attr_msg_t *read_msg(cleanup_clnt_t *c, int timeout_ms,
     const char *what, str_t *why)
 {
 	switch (attr_read_fd(c->reader, c->fd, timeout_ms)) {
@@ -374,7 +374,7 @@ static attr_msg_t *read_msg(cleanup_client_t *c, int timeout_ms,
  * 0 when a final reply came instead (kept in c->early for
  * end_transaction: cleanup answers before the end only on a protocol
  * error), -1 on an error (sticky). */
-static int read_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE],
+static int read_queue_id(cleanup_clnt_t *c, char id[QUEUE_ID_SIZE],
     int timeout_ms)
 {
 	str_t why = STR_INIT;
@@ -407,7 +407,7 @@ static int read_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE],
 /* Reads the reply to the transaction (after the queue ID message when
  * that is still to come).  -1 (reply filled with the reason) when there
  * is none or it is malformed. */
-static int read_reply(cleanup_client_t *c, cleanup_reply_t *reply,
+static int read_reply(cleanup_clnt_t *c, cleanup_reply_t *reply,
     int timeout_ms)
 {
 	str_t why = STR_INIT;
@@ -442,7 +442,7 @@ static int read_reply(cleanup_client_t *c, cleanup_reply_t *reply,
 	return parse_reply(m, reply);
 }
 
-int cleanup_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE])
+int cleanup_clnt_queue_id(cleanup_clnt_t *c, char id[QUEUE_ID_SIZE])
 {
 	id[0] = '\0';
 	if (c->state == CS_BROKEN || !c->id_pending)
@@ -454,7 +454,7 @@ int cleanup_queue_id(cleanup_client_t *c, char id[QUEUE_ID_SIZE])
 }
 
 /* Sends op (end or abort) and reads the reply. */
-static int end_transaction(cleanup_client_t *c, const char *op,
+static int end_transaction(cleanup_clnt_t *c, const char *op,
     cleanup_reply_t *reply)
 {
 	if (c->state == CS_IDLE) {
@@ -494,12 +494,12 @@ static int end_transaction(cleanup_client_t *c, const char *op,
 	return reply->status == CLEANUP_STAT_OK ? 0 : -1;
 }
 
-int cleanup_finish(cleanup_client_t *c, cleanup_reply_t *reply)
+int cleanup_clnt_finish(cleanup_clnt_t *c, cleanup_reply_t *reply)
 {
 	return end_transaction(c, "end", reply);
 }
 
-int cleanup_abort(cleanup_client_t *c, cleanup_reply_t *reply)
+int cleanup_clnt_abort(cleanup_clnt_t *c, cleanup_reply_t *reply)
 {
 	cleanup_reply_t r;
 
@@ -509,12 +509,12 @@ int cleanup_abort(cleanup_client_t *c, cleanup_reply_t *reply)
 	return c->state == CS_IDLE ? 0 : -1;
 }
 
-const char *cleanup_client_error(const cleanup_client_t *c)
+const char *cleanup_clnt_error(const cleanup_clnt_t *c)
 {
 	return c->state == CS_BROKEN ? str_cstr(&c->err) : NULL;
 }
 
-void cleanup_close(cleanup_client_t *c)
+void cleanup_clnt_close(cleanup_clnt_t *c)
 {
 	if (c == NULL)
 		return;
