@@ -4,9 +4,8 @@
  * A list is parsed once at start-up into items (the tables of its
  * check_*_access items opened then, as entries of one maps_t, maps.h);
  * evaluation walks the items in order and stops at the first that
- * permits or rejects.  A new
- * kind of restriction is one enum value, one table row and one case in
- * eval_item(). */
+ * permits or rejects.  A new kind of restriction is one enum value, one
+ * table row and one case in eval_item(). */
 #include <ctype.h>
 #include <netinet/in.h>
 #include <pwd.h>
