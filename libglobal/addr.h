@@ -282,9 +282,11 @@ bool addr_is_ip_literal(const char *dom);
  *                     ADDR_DOMLIST_PARENT)
  *   .example.com      any subdomain of example.com, not itself
  *   [192.0.2.1]       that address literal
- *   type:name         a lookup table (hash:, texthash:, inline:{...}):
- *                     the domain, then ".parent" for each parent domain
- *                     (and "parent" too with ADDR_DOMLIST_PARENT)
+ *   type:name         a lookup table (hash:, texthash:, inline:{...}),
+ *                     opened by addr_domlist_new through the maps layer
+ *                     (maps.h): the domain, then ".parent" for each
+ *                     parent domain (and "parent" too with
+ *                     ADDR_DOMLIST_PARENT)
  *   !pattern          a match of pattern means "no match", stop
  * Case-insensitive; one trailing dot is ignored. */
 enum { ADDR_DOMLIST_PARENT = 1 << 0 };	/* parent_domain_matches_subdomains */

@@ -4,7 +4,6 @@
 #include <string.h>
 #include <strings.h>
 #include "addr.h"
-#include "dict.h"
 #include "maps.h"
 #include "mem.h"
 
@@ -12,7 +11,7 @@ typedef struct pattern {
 	bool negate;
 	char *name;		/* lower-case, no trailing dot; NULL for tables */
 	bool subdomains;	/* ".name": subdomains only */
-	dict_t *dict;
+	size_t table;		/* a table: its entry in the list's tables */
 } pattern_t;
 
 struct addr_domlist {
@@ -20,18 +19,17 @@ struct addr_domlist {
 	int flags;
 	pattern_t *v;
 	size_t n;
+	maps_t *tables;		/* the type:table patterns, opened at once */
 };
 
 void addr_domlist_free(addr_domlist_t *l)
 {
 	if (l == NULL)
 		return;
-	for (size_t i = 0; i < l->n; i++) {
+	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i].name);
-		if (l->v[i].dict != NULL)
-			dict_close(l->v[i].dict);
-	}
 	free(l->v);
+	maps_free(l->tables);
 	free(l->param);
 	free(l);
 }
@@ -54,10 +52,9 @@ static bool fold(const char *d, size_t n, char *buf, size_t size)
 static bool add_pattern(addr_domlist_t *l, const char *tok, size_t n,
     str_t *err)
 {
-	pattern_t pt = { false, NULL, false, NULL };
+	pattern_t pt = { false, NULL, false, 0 };
 	char buf[ADDR_DOMAIN_MAX + 2];
 	const char *why;
-	str_t spec = STR_INIT;
 
 	if (n > 0 && tok[0] == '!') {
 		pt.negate = true;
@@ -69,17 +66,11 @@ static bool add_pattern(addr_domlist_t *l, const char *tok, size_t n,
 		return false;
 	}
 	if (tok[0] != '[' && memchr(tok, ':', n) != NULL) {
-		str_t derr = STR_INIT;
-
-		str_append(&spec, tok, n);
-		pt.dict = dict_open(str_cstr(&spec), 0, &derr);
-		if (pt.dict == NULL) {
-			str_setf(err, "%s: %s", l->param, str_cstr(&derr));
-			str_release(&derr);
-			str_release(&spec);
+		/* Strict: a table that does not open refuses the list, with
+		 * "param: reason". */
+		if (!maps_add(l->tables, tok, n, err))
 			return false;
-		}
-		str_release(&spec);
+		pt.table = maps_count(l->tables) - 1;
 	} else {
 		if (tok[0] == '/') {
 			str_setf(err, "%s: file patterns are not supported "
@@ -125,6 +116,7 @@ addr_domlist_t *addr_domlist_new(const char *name, const char *spec,
 
 	l->param = xstrdup(name != NULL ? name : "domain list");
 	l->flags = flags;
+	l->tables = maps_open(l->param, NULL, MAPS_FLAG_STRICT, NULL, NULL);
 	/* Entries end at white space or a comma, except inside the braces
 	 * of inline:{ ... } and friends. */
 	while ((rc = maps_token(&p, &tok, &len)) != 0) {
@@ -141,18 +133,11 @@ fail:
 	return NULL;
 }
 
-/* 1/0/-1 for a table lookup of key. */
-static int table_has(pattern_t *pt, const char *key, str_t *err)
+/* 1/0/-1 for a table lookup of key; err gets "spec: reason". */
+static int table_has(addr_domlist_t *l, pattern_t *pt, const char *key,
+    str_t *err)
 {
-	enum dict_status st = dict_get(pt->dict, key, NULL);
-
-	if (st == DICT_STAT_ERROR) {
-		if (err != NULL)
-			str_setf(err, "%s: %s", dict_spec(pt->dict),
-			    dict_errmsg(pt->dict));
-		return -1;
-	}
-	return st == DICT_STAT_FOUND;
+	return maps_get_entry(l->tables, pt->table, key, NULL, err);
 }
 
 static int match_one(addr_domlist_t *l, pattern_t *pt, const char *d,
@@ -160,9 +145,9 @@ static int match_one(addr_domlist_t *l, pattern_t *pt, const char *d,
 {
 	bool parent = (l->flags & ADDR_DOMLIST_PARENT) != 0;
 
-	if (pt->dict != NULL) {
+	if (pt->name == NULL) {
 		char key[ADDR_DOMAIN_MAX + 3];
-		int r = table_has(pt, d, err);
+		int r = table_has(l, pt, d, err);
 
 		if (r != 0 || d[0] == '[')
 			return r;
@@ -170,11 +155,11 @@ static int match_one(addr_domlist_t *l, pattern_t *pt, const char *d,
 		 * with parent_domain_matches_subdomains. */
 		for (const char *dot = strchr(d, '.'); dot != NULL;
 		    dot = strchr(dot + 1, '.')) {
-			if ((r = table_has(pt, dot, err)) != 0)
+			if ((r = table_has(l, pt, dot, err)) != 0)
 				return r;
 			if (parent && dot[1] != '\0') {
 				bcopy_str(key, sizeof(key), dot + 1);
-				if ((r = table_has(pt, key, err)) != 0)
+				if ((r = table_has(l, pt, key, err)) != 0)
 					return r;
 			}
 		}

@@ -15,6 +15,7 @@ typedef struct maps_entry {
 struct maps {
 	char *param;
 	int flags;
+	const maps_own_t *own;		/* the caller's own entry, or NULL */
 	maps_entry_t *v;
 	size_t n;
 	const char *failed_spec;	/* the last lookup's failure */
@@ -72,6 +73,36 @@ char *maps_token_cut(char **cp)
 	return t;
 }
 
+bool maps_add(maps_t *m, const char *spec, size_t len, str_t *err)
+{
+	char *s = xstrndup(spec, len);
+	const maps_own_t *own = NULL;
+	dict_t *d = NULL;
+	str_t why = STR_INIT;
+	maps_entry_t *e;
+
+	if (m->own != NULL && strcmp(s, m->own->spec) == 0)
+		own = m->own;
+	else if (!(m->flags & MAPS_FLAG_LAZY) &&
+	    (d = dict_open(s, 0, &why)) == NULL &&
+	    (m->flags & MAPS_FLAG_STRICT)) {
+		str_setf(err, "%s: %s", m->param, str_cstr(&why));
+		str_release(&why);
+		free(s);
+		return false;
+	}
+	m->v = xreallocarray(m->v, m->n + 1, sizeof(*m->v));
+	e = &m->v[m->n++];
+	memset(e, 0, sizeof(*e));
+	e->spec = s;
+	e->own = own;
+	e->dict = d;
+	if (own == NULL && d == NULL && !(m->flags & MAPS_FLAG_LAZY))
+		e->broken = xstrdup(str_cstr(&why));
+	str_release(&why);
+	return true;
+}
+
 maps_t *maps_open(const char *param, const char *spec, int flags,
     const maps_own_t *own, str_t *err)
 {
@@ -82,34 +113,14 @@ maps_t *maps_open(const char *param, const char *spec, int flags,
 
 	m->param = xstrdup(param);
 	m->flags = flags;
+	m->own = own;
 	while ((rc = maps_token(&p, &tok, &len)) != 0) {
-		maps_entry_t *e;
-		str_t why = STR_INIT;
-
 		if (rc < 0 && (flags & MAPS_FLAG_STRICT)) {
 			str_setf(err, "%s: missing '}'", param);
 			goto fail;
 		}
-		m->v = xreallocarray(m->v, m->n + 1, sizeof(*m->v));
-		e = &m->v[m->n++];
-		memset(e, 0, sizeof(*e));
-		e->spec = xstrndup(tok, len);
-		if (own != NULL && strcmp(e->spec, own->spec) == 0) {
-			e->own = own;
-			continue;
-		}
-		if (flags & MAPS_FLAG_LAZY)
-			continue;
-		e->dict = dict_open(e->spec, 0, &why);
-		if (e->dict == NULL) {
-			if (flags & MAPS_FLAG_STRICT) {
-				str_setf(err, "%s: %s", param, str_cstr(&why));
-				str_release(&why);
-				goto fail;
-			}
-			e->broken = xstrdup(str_cstr(&why));
-		}
-		str_release(&why);
+		if (!maps_add(m, tok, len, err))
+			goto fail;
 	}
 	return m;
 fail:

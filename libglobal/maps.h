@@ -9,7 +9,9 @@
  * maps_token() is the one tokeniser of such lists, and of the lists
  * that mix tables with other items (mydestination, mynetworks,
  * restriction lists): the braces of "inline:{ a=x, b=y }" (nested ones
- * too) keep their separators, so that table is one entry.
+ * too) keep their separators, so that table is one entry.  Such a mixed
+ * list keeps its own items and gives each of its tables to a maps_t
+ * (maps_add), which opens, asks and reports it as for any list.
  *
  * A lookup has three outcomes: found, not found, and failed (a table
  * could not be read or opened: the caller defers, it never takes a
@@ -68,6 +70,15 @@ enum {
  * own may be NULL.  An empty list gives an empty maps_t. */
 maps_t *maps_open(const char *param, const char *spec, int flags,
     const maps_own_t *own, str_t *err);
+/* Appends one entry, the len bytes at spec taken whole (the caller cut
+ * it from a list of its own with maps_token, so braces and separators
+ * belong to it), and opens it as maps_open would have with m's flags
+ * and own entry: false, err "param: reason" and nothing added when
+ * MAPS_FLAG_STRICT refuses a table that does not open; else true, the
+ * entry being number maps_count(m) - 1.  The lists that mix tables with
+ * items of their own (domain lists, mynetworks, restriction lists) hold
+ * their tables so, each looked up with maps_get_entry. */
+bool maps_add(maps_t *m, const char *spec, size_t len, str_t *err);
 void maps_free(maps_t *m);
 
 const char *maps_param(const maps_t *m);

@@ -26,7 +26,6 @@
 #include "addr.h"
 #include "cleanup_clnt.h"
 #include "content_filter.h"
-#include "dict.h"
 #include "dns.h"
 #include "local_rcpt.h"
 #include "maps.h"

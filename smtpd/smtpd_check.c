@@ -1,10 +1,11 @@
 /* Access restrictions: smtpd_{client,helo,sender,relay,recipient,data,
  * end_of_data}_restrictions.
  *
- * A list is parsed once at start-up into items; evaluation walks the
- * items in order and stops at the first that permits or rejects.  A new
- * kind of restriction is one enum value, one table row and one case in
- * eval_item(). */
+ * A list is parsed once at start-up into items (the tables of its
+ * check_*_access items opened then, as entries of one maps_t, maps.h);
+ * evaluation walks the items in order and stops at the first that
+ * permits or rejects.  A new kind of restriction is one enum value, one
+ * table row and one case in eval_item(). */
 #include <ctype.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -63,9 +64,7 @@ static const struct {
 typedef struct ritem {
 	enum rkind kind;
 	const char *name;	/* static, from rnames */
-	dict_t *dict;		/* check_*_access */
-	char *spec;		/* its type:table */
-	char *broken;		/* why the table could not be opened */
+	size_t table;		/* check_*_access: its entry in r->tables */
 } ritem_t;
 
 /* Which list: decides the wording of a generic reject. */
@@ -76,6 +75,9 @@ struct smtpd_restr {
 	size_t n;
 	char *param;
 	enum rclass cls;
+	/* The tables of check_*_access, opened when the list is parsed; one
+	 * that does not open is kept as broken (maps.h). */
+	maps_t *tables;
 };
 
 smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
@@ -86,6 +88,7 @@ smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
 	size_t cap = 0;
 
 	r->param = xstrdup(param);
+	r->tables = maps_open(param, NULL, 0, NULL, NULL);
 	if (strstr(param, "helo"))
 		r->cls = RC_HELO;
 	else if (strstr(param, "sender"))
@@ -122,17 +125,13 @@ smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
 				    param, rnames[k].name);
 				goto fail;
 			}
-			str_t derr = STR_INIT;
-			it->spec = xstrdup(t);
-			it->dict = dict_open(t, 0, &derr);
-			if (it->dict == NULL) {
-				it->broken = xstrdup(str_cstr(&derr));
-				if (err_warn)
-					str_catf(err_warn, "%s: %s %s: %s; its checks "
-					    "answer 451 4.3.0 until it can be opened\n",
-					    param, rnames[k].name, t, it->broken);
-			}
-			str_release(&derr);
+			(void)maps_add(r->tables, t, strlen(t), NULL);
+			it->table = maps_count(r->tables) - 1;
+			if (maps_broken(r->tables, it->table) != NULL && err_warn)
+				str_catf(err_warn, "%s: %s %s: %s; its checks "
+				    "answer 451 4.3.0 until it can be opened\n",
+				    param, rnames[k].name, t,
+				    maps_broken(r->tables, it->table));
 		}
 	}
 	free(copy);
@@ -147,13 +146,8 @@ void smtpd_restr_free(smtpd_restr_t *r)
 {
 	if (r == NULL)
 		return;
-	for (size_t i = 0; i < r->n; i++) {
-		if (r->v[i].dict)
-			dict_close(r->v[i].dict);
-		free(r->v[i].spec);
-		free(r->v[i].broken);
-	}
 	free(r->v);
+	maps_free(r->tables);
 	free(r->param);
 	free(r);
 }
@@ -274,23 +268,22 @@ int smtpd_domain_is_local(const smtpd_cfg_t *cfg, const char *domain,
 
 /* ---- Table lookups ------------------------------------------------- */
 
-/* Looks key up; 1 found (*val), 0 not, -1 error. */
-static int lookup(dict_t *d, const char *key, const char **val)
+/* Looks key up in table i of m (a list's check_*_access tables); 1
+ * found (*val), 0 not, -1 error (maps_failed says why). */
+static int lookup(maps_t *m, size_t i, const char *key, const char **val)
 {
-	enum dict_status st = dict_get(d, key, val);
-	if (st == DICT_STAT_ERROR)
-		return -1;
-	return st == DICT_STAT_FOUND;
+	return maps_get_entry(m, i, key, val, NULL);
 }
 
 /* Domain keys: the name, then ".parent" and "parent" for each parent. */
-static int lookup_domain(dict_t *d, const char *dom, const char **val)
+static int lookup_domain(maps_t *m, size_t i, const char *dom,
+    const char **val)
 {
-	int rc = lookup(d, dom, val);
+	int rc = lookup(m, i, dom, val);
 	for (const char *p = strchr(dom, '.'); rc == 0 && p; p = strchr(p + 1, '.')) {
-		rc = lookup(d, p, val);
+		rc = lookup(m, i, p, val);
 		if (rc == 0 && p[1] != 0)
-			rc = lookup(d, p + 1, val);
+			rc = lookup(m, i, p + 1, val);
 	}
 	return rc;
 }
@@ -298,7 +291,7 @@ static int lookup_domain(dict_t *d, const char *dom, const char **val)
 /* Address keys: user@domain, user@domain without extension, the domain
  * (and parents), user@, user@ without extension.  The null address is
  * looked up as "<>". */
-static int lookup_address(const smtpd_cfg_t *cfg, dict_t *d,
+static int lookup_address(const smtpd_cfg_t *cfg, maps_t *m, size_t i,
     const char *addr, const char **val)
 {
 	str_t k = STR_INIT;
@@ -306,27 +299,27 @@ static int lookup_address(const smtpd_cfg_t *cfg, dict_t *d,
 	int rc;
 
 	if (*addr == 0)
-		return lookup(d, "<>", val);
+		return lookup(m, i, "<>", val);
 	addr_split(addr, cfg->recipient_delimiter, &sp);
-	rc = lookup(d, addr, val);
+	rc = lookup(m, i, addr, val);
 	if (rc == 0 && sp.ext != NULL) {
 		str_set(&k, sp.user);
 		if (sp.domain)
 			str_catf(&k, "@%s", sp.domain);
-		rc = lookup(d, str_cstr(&k), val);
+		rc = lookup(m, i, str_cstr(&k), val);
 	}
 	if (rc == 0 && sp.domain != NULL)
-		rc = lookup_domain(d, sp.domain, val);
+		rc = lookup_domain(m, i, sp.domain, val);
 	if (rc == 0) {
 		const char *at = strrchr(addr, '@');
 		str_reset(&k);
 		str_append(&k, addr, at ? (size_t)(at - addr) : strlen(addr));
 		str_putc(&k, '@');
-		rc = lookup(d, str_cstr(&k), val);
+		rc = lookup(m, i, str_cstr(&k), val);
 	}
 	if (rc == 0 && sp.ext != NULL) {
 		str_setf(&k, "%s@", sp.user);
-		rc = lookup(d, str_cstr(&k), val);
+		rc = lookup(m, i, str_cstr(&k), val);
 	}
 	addr_split_free(&sp);
 	str_release(&k);
@@ -335,19 +328,19 @@ static int lookup_address(const smtpd_cfg_t *cfg, dict_t *d,
 
 /* Client keys: the host name and its parents (when known), then the
  * address and its prefixes (1.2.3.4, 1.2.3, 1.2, 1; IPv6 by groups). */
-static int lookup_client(dict_t *d, const char *name, const char *addr,
-    const char **val)
+static int lookup_client(maps_t *m, size_t i, const char *name,
+    const char *addr, const char **val)
 {
 	int rc = 0;
 	str_t k = STR_INIT;
 
 	if (name && strcmp(name, "unknown") != 0)
-		rc = lookup_domain(d, name, val);
+		rc = lookup_domain(m, i, name, val);
 	if (rc == 0 && addr && *addr) {
 		char sep = strchr(addr, ':') ? ':' : '.';
 		str_set(&k, addr);
 		for (;;) {
-			rc = lookup(d, str_cstr(&k), val);
+			rc = lookup(m, i, str_cstr(&k), val);
 			if (rc != 0)
 				break;
 			char *p = strrchr(k.buf, sep);
@@ -460,10 +453,11 @@ static enum smtpd_chk temp_lookup_failure(const char *subject,
 }
 
 static enum smtpd_chk check_access(const smtpd_check_ctx_t *ctx,
-    const ritem_t *it, smtpd_reply_t *rp)
+    maps_t *tables, const ritem_t *it, smtpd_reply_t *rp)
 {
 	str_t subject = STR_INIT;
-	const char *val = NULL, *what;
+	const char *val = NULL, *what, *why;
+	size_t t = it->table;
 	enum smtpd_chk res = SMTPD_CHK_DUNNO;
 	int rc;
 
@@ -492,31 +486,36 @@ static enum smtpd_chk check_access(const smtpd_check_ctx_t *ctx,
 		what = "Recipient address";
 		break;
 	}
-	if (it->dict == NULL) {
-		res = temp_lookup_failure(str_cstr(&subject), it->broken, rp);
+	/* A table that did not open answers 451 even when no key would be
+	 * looked up. */
+	if ((why = maps_broken(tables, t)) != NULL) {
+		res = temp_lookup_failure(str_cstr(&subject), why, rp);
 		goto out;
 	}
 	switch (it->kind) {
 	case R_CHECK_CLIENT:
-		rc = lookup_client(it->dict, ctx->client_name, ctx->client_addr, &val);
+		rc = lookup_client(tables, t, ctx->client_name, ctx->client_addr,
+		    &val);
 		break;
 	case R_CHECK_HELO:
-		rc = lookup_domain(it->dict, ctx->helo, &val);
+		rc = lookup_domain(tables, t, ctx->helo, &val);
 		break;
 	case R_CHECK_SENDER:
-		rc = lookup_address(ctx->cfg, it->dict, ctx->sender, &val);
+		rc = lookup_address(ctx->cfg, tables, t, ctx->sender, &val);
 		break;
 	default:
-		rc = lookup_address(ctx->cfg, it->dict, ctx->rcpt, &val);
+		rc = lookup_address(ctx->cfg, tables, t, ctx->rcpt, &val);
 		break;
 	}
 	if (rc < 0) {
-		res = temp_lookup_failure(str_cstr(&subject), dict_errmsg(it->dict), rp);
+		(void)maps_failed(tables, &why);
+		res = temp_lookup_failure(str_cstr(&subject), why, rp);
 		goto out;
 	}
 	if (rc > 0) {
 		char *copy = xstrdup(val);	/* valid until the next lookup */
-		res = access_result(ctx, it->spec, copy, str_cstr(&subject), what, rp);
+		res = access_result(ctx, maps_spec(tables, t), copy,
+		    str_cstr(&subject), what, rp);
 		free(copy);
 	}
 out:
@@ -997,9 +996,10 @@ static void subject_of(const smtpd_check_ctx_t *ctx, enum rclass cls,
 	*what = "Client host rejected";
 }
 
-static enum smtpd_chk eval_item(smtpd_check_ctx_t *ctx, const ritem_t *it,
-    enum rclass cls, smtpd_reply_t *rp)
+static enum smtpd_chk eval_item(smtpd_check_ctx_t *ctx,
+    const smtpd_restr_t *r, const ritem_t *it, smtpd_reply_t *rp)
 {
+	enum rclass cls = r->cls;
 	str_t err = STR_INIT, subject = STR_INIT;
 	enum smtpd_chk res = SMTPD_CHK_DUNNO;
 	const char *why;
@@ -1106,7 +1106,7 @@ static enum smtpd_chk eval_item(smtpd_check_ctx_t *ctx, const ritem_t *it,
 	case R_CHECK_HELO:
 	case R_CHECK_SENDER:
 	case R_CHECK_RCPT:
-		res = check_access(ctx, it, rp);
+		res = check_access(ctx, r->tables, it, rp);
 		break;
 	}
 	str_release(&err);
@@ -1121,7 +1121,7 @@ enum smtpd_chk smtpd_check(const smtpd_restr_t *r, smtpd_check_ctx_t *ctx,
 	if (ctx->trusted)
 		return SMTPD_CHK_OK;
 	for (size_t i = 0; r && i < r->n; i++) {
-		enum smtpd_chk res = eval_item(ctx, &r->v[i], r->cls, reply);
+		enum smtpd_chk res = eval_item(ctx, r, &r->v[i], reply);
 		if (log_verbose > 0)
 			log_debug("%s: %s: %s", r->param, r->v[i].name,
 			    res == SMTPD_CHK_OK ? "permit" :

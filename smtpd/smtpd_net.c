@@ -1,4 +1,6 @@
-/* Network lists: mynetworks and smtpd_client_event_limit_exceptions. */
+/* Network lists: mynetworks and smtpd_client_event_limit_exceptions.
+ * The list keeps its addresses and networks; its type:table patterns
+ * are entries of a maps_t (maps.h), opened when the list is made. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -12,12 +14,13 @@ typedef struct net_pat {
 	int family;		/* AF_INET, AF_INET6, or 0 for a table */
 	unsigned char addr[16];
 	unsigned bits;
-	dict_t *dict;
+	size_t table;		/* a table: its entry in the list's tables */
 } net_pat_t;
 
 struct smtpd_netlist {
 	net_pat_t *v;
 	size_t n;
+	maps_t *tables;		/* the type:table patterns, opened at once */
 };
 
 /* Text address -> family and 16 bytes (IPv4 in the first 4).  An
@@ -55,8 +58,8 @@ static bool prefix_match(const unsigned char *a, const unsigned char *b,
 	return (a[full] & mask) == (b[full] & mask);
 }
 
-static bool parse_pattern(const char *param, char *tok, net_pat_t *p,
-    str_t *err)
+static bool parse_pattern(smtpd_netlist_t *l, const char *param, char *tok,
+    net_pat_t *p, str_t *err)
 {
 	char *slash, *text = tok;
 	size_t max;
@@ -85,15 +88,15 @@ static bool parse_pattern(const char *param, char *tok, net_pat_t *p,
 			*slash = '/';
 		if (text[0] != '[' && strchr(text, ':') != NULL &&
 		    strchr(text, ':') != text) {
-			str_t derr = STR_INIT;
-			p->dict = dict_open(text, 0, &derr);
-			if (p->dict == NULL) {
+			/* Not strict, so that the refusal names the
+			 * table: the list is refused all the same. */
+			(void)maps_add(l->tables, text, strlen(text), err);
+			p->table = maps_count(l->tables) - 1;
+			if (maps_broken(l->tables, p->table) != NULL) {
 				str_setf(err, "%s: cannot open %s: %s", param,
-				    text, str_cstr(&derr));
-				str_release(&derr);
+				    text, maps_broken(l->tables, p->table));
 				return false;
 			}
-			str_release(&derr);
 			return true;
 		}
 		str_setf(err, "%s: bad network pattern \"%s\"", param, tok);
@@ -141,12 +144,13 @@ smtpd_netlist_t *smtpd_netlist_new(const char *param, const char *spec,
 	char *copy = xstrdup(spec ? spec : ""), *cp = copy, *tok;
 	size_t cap = 0;
 
+	l->tables = maps_open(param, NULL, 0, NULL, NULL);
 	while ((tok = maps_token_cut(&cp)) != NULL) {
 		if (l->n == cap) {
 			cap = cap ? cap * 2 : 8;
 			l->v = xreallocarray(l->v, cap, sizeof(*l->v));
 		}
-		if (!parse_pattern(param, tok, &l->v[l->n], err)) {
+		if (!parse_pattern(l, param, tok, &l->v[l->n], err)) {
 			free(copy);
 			smtpd_netlist_free(l);
 			return NULL;
@@ -173,15 +177,13 @@ int smtpd_netlist_match(smtpd_netlist_t *l, const char *addr, str_t *err)
 	for (size_t i = 0; i < l->n; i++) {
 		net_pat_t *p = &l->v[i];
 		bool hit;
-		if (p->dict) {
-			enum dict_status st = dict_get(p->dict, norm, NULL);
-			if (st == DICT_STAT_ERROR) {
-				if (err)
-					str_setf(err, "%s: %s", dict_spec(p->dict),
-					    dict_errmsg(p->dict));
+		if (p->family == 0) {
+			/* err gets "spec: reason" */
+			int rc = maps_get_entry(l->tables, p->table, norm,
+			    NULL, err);
+			if (rc < 0)
 				return -1;
-			}
-			hit = st == DICT_STAT_FOUND;
+			hit = rc > 0;
 		} else {
 			hit = p->family == fam && prefix_match(p->addr, bin, p->bits);
 		}
@@ -195,9 +197,7 @@ void smtpd_netlist_free(smtpd_netlist_t *l)
 {
 	if (l == NULL)
 		return;
-	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].dict)
-			dict_close(l->v[i].dict);
 	free(l->v);
+	maps_free(l->tables);
 	free(l);
 }

@@ -1,7 +1,8 @@
 /* Unit tests for libglobal/maps: the tokeniser (braces kept whole), the
  * ordered lookup, errors told from "not found", broken tables kept or
- * refused, an entry the caller answers itself, tables opened at their
- * first lookup, and a rebuilt file seen after maps_refresh. */
+ * refused, an entry the caller answers itself, entries added one at a
+ * time (maps_add), tables opened at their first lookup, and a rebuilt
+ * file seen after maps_refresh. */
 #include <atf-c.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,6 +198,64 @@ ATF_TC_BODY(own_entry, tc)
 	str_release(&err);
 }
 
+/* maps_add: one entry at a time, taken whole (the braces and
+ * separators of a list cut by its owner), opened as the maps_t's flags
+ * say: refused with MAPS_FLAG_STRICT, kept broken without, lazily with
+ * MAPS_FLAG_LAZY; the caller's own entry applies too. */
+ATF_TC_WITHOUT_HEAD(add_entry);
+ATF_TC_BODY(add_entry, tc)
+{
+	static const maps_own_t own = { "unix:passwd.byname", own_get };
+	static const char braced[] = "inline:{ a=x, { b = y, z } } rest";
+	str_t err = STR_INIT;
+	const char *v = NULL, *reason = NULL;
+	maps_t *m = maps_open("test_list", NULL, MAPS_FLAG_STRICT, &own, &err);
+
+	ATF_REQUIRE(m != NULL);
+	ATF_CHECK_EQ(maps_count(m), 0);
+	/* The length cuts the entry; ", {" stay inside it. */
+	ATF_REQUIRE(maps_add(m, braced, strlen(braced) - 5, &err));
+	ATF_REQUIRE(maps_add(m, "unix:passwd.byname", 18, &err));
+	ATF_REQUIRE_EQ(maps_count(m), 2);
+	ATF_CHECK_STREQ(maps_spec(m, 0), "inline:{ a=x, { b = y, z } }");
+	ATF_CHECK(maps_dict(m, 0) != NULL);
+	ATF_CHECK(maps_dict(m, 1) == NULL && maps_broken(m, 1) == NULL);
+	ATF_CHECK_EQ(maps_get_entry(m, 0, "b", &v, &err), 1);
+	ATF_CHECK_STREQ(v, "y, z");
+	ATF_CHECK_EQ(maps_get_entry(m, 1, "b", &v, &err), 0);
+	ATF_CHECK_EQ(maps_get_entry(m, 1, "mine", &v, &err), 1);
+	ATF_CHECK_STREQ(v, "own answer");
+	ATF_CHECK_EQ(maps_get(m, "a", &v, &err), 1);
+	ATF_CHECK_STREQ(v, "x");
+	/* Strict: refused, nothing added, the parameter named. */
+	ATF_CHECK(!maps_add(m, "hash:/nonexistent/t", 19, &err));
+	ATF_CHECK_MATCH("^test_list: .*nonexistent", str_cstr(&err));
+	ATF_CHECK_EQ(maps_count(m), 2);
+	maps_free(m);
+
+	/* Not strict: kept broken, its lookups fail with the reason. */
+	m = maps_open("test_list", NULL, 0, NULL, NULL);
+	ATF_REQUIRE(maps_add(m, "hash:/nonexistent/t", 19, NULL));
+	ATF_REQUIRE_EQ(maps_count(m), 1);
+	ATF_REQUIRE(maps_broken(m, 0) != NULL);
+	str_reset(&err);
+	ATF_CHECK_EQ(maps_get_entry(m, 0, "k", &v, &err), -1);
+	ATF_CHECK_MATCH("^hash:/nonexistent/t: ", str_cstr(&err));
+	ATF_CHECK_STREQ(maps_failed(m, &reason), "hash:/nonexistent/t");
+	ATF_CHECK_STREQ(reason, maps_broken(m, 0));
+	maps_free(m);
+
+	/* Lazy: opened at the first lookup. */
+	m = maps_open("test_list", NULL, MAPS_FLAG_LAZY, NULL, NULL);
+	ATF_REQUIRE(maps_add(m, "inline:{ k=v }", 14, NULL));
+	ATF_CHECK(maps_dict(m, 0) == NULL && maps_broken(m, 0) == NULL);
+	ATF_CHECK_EQ(maps_get_entry(m, 0, "k", &v, NULL), 1);
+	ATF_CHECK_STREQ(v, "v");
+	ATF_CHECK(maps_dict(m, 0) != NULL);
+	maps_free(m);
+	str_release(&err);
+}
+
 /* Writes hash:name with one pair. */
 static void build(const char *spec, const char *key, const char *value)
 {
@@ -282,6 +341,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, broken_table);
 	ATF_TP_ADD_TC(tp, lookup_error);
 	ATF_TP_ADD_TC(tp, own_entry);
+	ATF_TP_ADD_TC(tp, add_entry);
 	ATF_TP_ADD_TC(tp, lazy_open);
 	ATF_TP_ADD_TC(tp, refresh);
 	return atf_no_error();

@@ -13,9 +13,13 @@ ATF_TC_WITHOUT_HEAD(netlist);
 ATF_TC_BODY(netlist, tc)
 {
 	str_t err = STR_INIT;
+	/* Tables among networks, each its own entry: braces keep their
+	 * commas, a negated table stops the walk. */
 	smtpd_netlist_t *l = smtpd_netlist_new("mynetworks",
+	    "!inline:{ 192.0.2.5=x, 192.0.2.6=y }, "
 	    "127.0.0.0/8, !192.0.2.128/25 192.0.2.0/24 [::1]/128 "
-	    "2001:db8::/32 198.51.100.7 inline:{ 203.0.113.9=x, 2001:db9::5=y }",
+	    "2001:db8::/32 198.51.100.7 inline:{ 203.0.113.9=x, 2001:db9::5=y }"
+	    " inline:{ { 198.51.100.1 = a, b } }",
 	    &err);
 	ATF_REQUIRE_MSG(l != NULL, "%s", str_cstr(&err));
 	static const struct {
@@ -27,6 +31,8 @@ ATF_TC_BODY(netlist, tc)
 		{ "192.0.2.255", 0 }, { "::1", 1 }, { "::2", 0 },
 		{ "2001:db8:1::1", 1 }, { "2001:db9::1", 0 },
 		{ "198.51.100.7", 1 }, { "198.51.100.8", 0 },
+		{ "192.0.2.5", 0 }, { "192.0.2.6", 0 }, { "192.0.2.7", 1 },
+		{ "198.51.100.1", 1 }, { "198.51.100.2", 0 },
 		{ "203.0.113.9", 1 }, { "203.0.113.10", 0 },
 		{ "2001:db9::5", 1 }, { "2001:0db9:0::5", 1 },
 		{ "::ffff:127.0.0.1", 1 }, { "::ffff:10.0.0.1", 0 },
@@ -152,6 +158,13 @@ ATF_TC_BODY(access_results, tc)
 	cfg = cfg_with("access_map_reject_code = 550\n");
 	EXPECT(cfg, "check_recipient_access inline:{ u@example.com=REJECT }", &x,
 	    "550 5.7.1 <u@example.com>: Recipient address rejected: Access denied");
+	/* Two tables in one list, each answering for itself; the braces
+	 * keep the value's comma. */
+	EXPECT(cfg, "check_client_access inline:{ 192.0.2.9=REJECT, "
+	    "192.0.2.1=DUNNO }, check_recipient_access inline:{ "
+	    "{u@example.com = 550 5.1.1 no, such user} }", &x,
+	    "550 5.1.1 <u@example.com>: Recipient address rejected: "
+	    "no, such user");
 	/* A table that cannot be opened answers 451 for every lookup. */
 	EXPECT(cfg, "check_recipient_access texthash:/nonexistent/access", &x,
 	    "451 4.3.0 <u@example.com>: Temporary lookup failure");
