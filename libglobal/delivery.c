@@ -10,6 +10,7 @@
 #include "dsn_notify.h"
 #include "log.h"
 #include "mem.h"
+#include "nametab.h"
 #include "qfile.h"
 #include "queue_id.h"
 #include "queue_path.h"
@@ -27,17 +28,16 @@ static const char *const action_names[] = {
 
 const char *dlv_action_name(dlv_action_t a)
 {
-	if ((unsigned)a >= sizeof(action_names) / sizeof(action_names[0]))
-		return "none";
-	return action_names[a];
+	return nametab_name(action_names, NAMETAB_SIZE(action_names), (int)a,
+	    "none");
 }
 
 dlv_action_t dlv_action_parse(const char *s)
 {
-	for (int a = DLV_ACT_DELIVERED; a <= DLV_ACT_DELAYED; a++)
-		if (strcmp(s, action_names[a]) == 0)
-			return (dlv_action_t)a;
-	return DLV_ACT_NONE;
+	int a = nametab_value(action_names, NAMETAB_SIZE(action_names),
+	    DLV_ACT_DELIVERED, s);
+
+	return a < 0 ? DLV_ACT_NONE : (dlv_action_t)a;
 }
 
 char dlv_action_class(dlv_action_t a)

@@ -9,6 +9,7 @@
 #include "delivery_int.h"
 #include "dsn_notice.h"
 #include "mem.h"
+#include "nametab.h"
 #include "queue_id.h"
 #include "queue_path.h"
 #include "sock.h"
@@ -22,17 +23,16 @@ static const char *const kind_names[] = {
 
 const char *dsn_notice_kind_name(dsn_notice_kind_t k)
 {
-	if ((unsigned)k > DSN_NOTICE_SUCCESS)
-		return "none";
-	return kind_names[k];
+	return nametab_name(kind_names, NAMETAB_SIZE(kind_names), (int)k,
+	    "none");
 }
 
 dsn_notice_kind_t dsn_notice_kind_parse(const char *s)
 {
-	for (int k = DSN_NOTICE_BOUNCE; k <= DSN_NOTICE_SUCCESS; k++)
-		if (strcmp(s, kind_names[k]) == 0)
-			return (dsn_notice_kind_t)k;
-	return DSN_NOTICE_NONE;
+	int k = nametab_value(kind_names, NAMETAB_SIZE(kind_names),
+	    DSN_NOTICE_BOUNCE, s);
+
+	return k < 0 ? DSN_NOTICE_NONE : (dsn_notice_kind_t)k;
 }
 
 void dsn_notice_init(dsn_notice_req_t *req, dsn_notice_kind_t kind,
