@@ -283,11 +283,8 @@ const attr_limits_t dlv_limits = {
 };
 
 static const attr_spec_t req_rcpt_spec[] = {
-	{ "address", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "orig", ATTR_TYPE_STR, 0, NULL },
-	{ "orcpt", ATTR_TYPE_STR, 0, NULL },
-	{ "notify", ATTR_TYPE_INT, 0, NULL },
-	{ "offset", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
+	DLV_SPEC_RCPT
+	DLV_SPEC_OFFSET
 	{ NULL, 0, 0, NULL },
 };
 
@@ -309,14 +306,8 @@ static const attr_spec_t req_spec[] = {
 };
 
 static const attr_spec_t rep_rcpt_spec[] = {
-	{ "offset", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
-	{ "status", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "action", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "reason", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "diag_type", ATTR_TYPE_STR, 0, NULL },
-	{ "diag_text", ATTR_TYPE_STR, 0, NULL },
-	{ "relay", ATTR_TYPE_STR, 0, NULL },
-	{ "remote_mta", ATTR_TYPE_STR, 0, NULL },
+	DLV_SPEC_OFFSET
+	DLV_SPEC_STATUS
 	{ "notified", ATTR_TYPE_INT, 0, NULL },
 	{ NULL, 0, 0, NULL },
 };
