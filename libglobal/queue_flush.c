@@ -13,29 +13,22 @@
 
 int queue_flush_trigger(const char *config_dir, const char *bytes, str_t *err)
 {
-	str_t path = STR_INIT, errors = STR_INIT;
-	const mastercf_entry_t *e = NULL;
-	mastercf_t *m;
-	int rc = -1;
+	str_t path = STR_INIT, errors = STR_INIT, rel = STR_INIT;
+	int rc = -1, found;
 
 	str_setf(&path, "%s/master.cf", config_dir);
-	if ((m = mastercf_load(str_cstr(&path), &errors)) == NULL) {
+	found = mastercf_trigger_path(config_dir, "qmgr", &rel, &errors);
+	if (found < 0) {
 		str_setf(err, "cannot read %s: %s", str_cstr(&path),
 		    str_cstr(&errors));
 		goto out;
 	}
-	for (size_t i = 0; i < m->count && e == NULL; i++) {
-		const mastercf_entry_t *x = m->entries[i];
-		if (strcmp(x->service, "qmgr") == 0 && (x->type == MCF_UNIX
-		    || x->type == MCF_FIFO || x->type == MCF_UNIX_DGRAM))
-			e = x;
-	}
-	if (e == NULL) {
+	if (found == 0) {
 		str_setf(err, "%s has no qmgr service", str_cstr(&path));
 		goto out;
 	}
-	str_setf(&path, "%s/%s/%s", pconfig_get_str("queue_directory"),
-	    e->private_svc ? "private" : "public", e->service);
+	str_setf(&path, "%s/%s", pconfig_get_str("queue_directory"),
+	    str_cstr(&rel));
 	if (trigger_send(str_cstr(&path), bytes, strlen(bytes),
 	    (int)pconfig_get_time("trigger_timeout") * 1000) < 0) {
 		str_setf(err, "cannot reach qmgr at %s: %s%s", str_cstr(&path),
@@ -45,10 +38,9 @@ int queue_flush_trigger(const char *config_dir, const char *bytes, str_t *err)
 	}
 	rc = 0;
 out:
-	if (m)
-		mastercf_free(m);
 	str_release(&path);
 	str_release(&errors);
+	str_release(&rel);
 	return rc;
 }
 

@@ -10,7 +10,6 @@
 #include <strings.h>
 #include "addr.h"
 #include "dict.h"
-#include "mastercf.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "qfile.h"
@@ -149,30 +148,4 @@ int submit_user_allowed(uid_t uid, str_t *why)
 		str_setf(why, "user %s (uid %ld) is not allowed to submit mail "
 		    "(authorized_submit_users)", user, (long)uid);
 	return result;
-}
-
-bool submit_service_path(const char *config_dir, const char *service,
-    str_t *out)
-{
-	str_t path = STR_INIT, errors = STR_INIT;
-	mastercf_t *m;
-	bool found = false;
-
-	str_setf(&path, "%s/master.cf", config_dir);
-	m = mastercf_load(str_cstr(&path), &errors);
-	str_release(&path);
-	str_release(&errors);
-	if (m == NULL)
-		return false;
-	for (size_t i = 0; i < m->count && !found; i++) {
-		const mastercf_entry_t *e = m->entries[i];
-		if (strcmp(e->service, service) == 0 && (e->type == MCF_UNIX
-		    || e->type == MCF_FIFO || e->type == MCF_UNIX_DGRAM)) {
-			str_setf(out, "%s/%s", e->private_svc ? "private" :
-			    "public", e->service);
-			found = true;
-		}
-	}
-	mastercf_free(m);
-	return found;
 }

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "cmd_log.h"
 #include "endpoint.h"
 #include "log.h"
 #include "mastercf.h"
@@ -233,36 +234,27 @@ static int cmd_status(void)
 
 static int cmd_flush(void)
 {
-	str_t path = STR_INIT, errors = STR_INIT;
-	const mastercf_entry_t *e = NULL;
-	mastercf_t *m;
-	char *local;
-	int rc = 1;
+	str_t path = STR_INIT, errors = STR_INIT, rel = STR_INIT;
+	int rc = 1, found;
 
 	if (running() <= 0) {
 		log_error("cannot flush: the Petrel mail system is not running");
 		return 1;
 	}
 	str_setf(&path, "%s/master.cf", config_dir);
-	if ((m = mastercf_load(str_cstr(&path), &errors)) == NULL) {
+	found = mastercf_trigger_path(config_dir, "qmgr", &rel, &errors);
+	if (found < 0) {
 		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
 		log_error("cannot flush: no master.cf");
 		goto out;
 	}
-	for (size_t i = 0; i < m->count && e == NULL; i++) {
-		const mastercf_entry_t *x = m->entries[i];
-		if (strcmp(x->service, "qmgr") == 0 && (x->type == MCF_UNIX ||
-		    x->type == MCF_FIFO || x->type == MCF_UNIX_DGRAM))
-			e = x;
-	}
-	if (e == NULL) {
+	if (found == 0) {
 		log_error("cannot flush: %s has no qmgr service (unix, fifo or "
 		    "unix-dgram)", str_cstr(&path));
 		goto out;
 	}
-	local = master_local_path(e);
-	str_setf(&path, "%s/%s", pconfig_get_str("queue_directory"), local);
-	free(local);
+	str_setf(&path, "%s/%s", pconfig_get_str("queue_directory"),
+	    str_cstr(&rel));
 	if (trigger_send(str_cstr(&path), TRIGGER_FLUSH_REQUEST,
 	    strlen(TRIGGER_FLUSH_REQUEST),
 	    (int)pconfig_get_time("trigger_timeout") * 1000) < 0) {
@@ -274,18 +266,16 @@ static int cmd_flush(void)
 	log_info("flush request sent to qmgr");
 	rc = 0;
 out:
-	if (m)
-		mastercf_free(m);
 	str_release(&path);
 	str_release(&errors);
+	str_release(&rel);
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	char real[PATH_MAX];
-	const char *cmd, *file;
-	str_t name = STR_INIT;
+	const char *cmd;
 	int c;
 
 	log_init("petrel/petrel");
@@ -317,14 +307,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Messages go to the terminal and to the mail log. */
-	str_setf(&name, "%s/petrel", pconfig_get_str("syslog_name"));
-	log_init(str_cstr(&name));
-	str_release(&name);
-	file = pconfig_get_str("maillog_file");
-	if (*file == 0)
-		log_to_syslog();
-	else if (log_to_file(file) < 0)
-		log_to_stderr();
+	cmd_log_init("petrel");
 	log_also_stderr(1);
 	master_pidfile_path(&pidfile);
 
