@@ -273,3 +273,15 @@ size_t str_utf8_len(const void *p, size_t avail)
 		return 0;
 	return n;
 }
+
+long str_time_unit(int unit)
+{
+	switch (unit) {
+	case 's': return 1;
+	case 'm': return 60;
+	case 'h': return 3600;
+	case 'd': return 86400;
+	case 'w': return 7 * 86400;
+	default: return 0;
+	}
+}

@@ -64,6 +64,10 @@ void str_quote_printable(str_t *out, const void *data, size_t len);
  * (shortest form, no surrogates, nothing past U+10FFFF), 0 if the bytes
  * there are not one (or the sequence is cut by avail). */
 size_t str_utf8_len(const void *p, size_t avail);
+/* The seconds in one time unit as Postfix writes them after a number:
+ * 's' 1, 'm' 60, 'h' 3600, 'd' 86400, 'w' 604800 (lower case only); 0
+ * for any other character. */
+long str_time_unit(int unit);
 /* Parses a non-negative decimal integer that must fill the whole string;
  * false on syntax error or overflow. */
 bool str_to_ulong(const char *s, unsigned long *out);

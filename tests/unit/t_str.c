@@ -112,6 +112,19 @@ ATF_TC_BODY(utf8_len, tc)
 	ATF_CHECK_EQ(str_utf8_len("\xc3\xa9\xc3\xa9", 4), 2);
 }
 
+ATF_TC_WITHOUT_HEAD(time_unit);
+ATF_TC_BODY(time_unit, tc)
+{
+	ATF_CHECK_EQ(str_time_unit('s'), 1);
+	ATF_CHECK_EQ(str_time_unit('m'), 60);
+	ATF_CHECK_EQ(str_time_unit('h'), 3600);
+	ATF_CHECK_EQ(str_time_unit('d'), 86400);
+	ATF_CHECK_EQ(str_time_unit('w'), 604800);
+	ATF_CHECK_EQ(str_time_unit('S'), 0);
+	ATF_CHECK_EQ(str_time_unit('y'), 0);
+	ATF_CHECK_EQ(str_time_unit(0), 0);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, grow_and_format);
@@ -120,5 +133,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, tokens);
 	ATF_TP_ADD_TC(tp, quote_and_numbers);
 	ATF_TP_ADD_TC(tp, utf8_len);
+	ATF_TP_ADD_TC(tp, time_unit);
 	return atf_no_error();
 }
