@@ -2,7 +2,6 @@
  * its values, and the header scan.  See submit.h and doc/submission.md. */
 #include <ctype.h>
 #include <errno.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,9 +139,9 @@ bool submit_full_name_ok(const char *s, size_t len)
 
 int submit_user_allowed(uid_t uid, str_t *why)
 {
-	struct passwd *pw = getpwuid(uid);
-	const char *user = pw ? pw->pw_name : "unknown";
-	int result = user_list_match("authorized_submit_users", user, why);
+	const char *user;
+	int result = user_list_uid_match("authorized_submit_users", uid,
+	    "unknown", &user, why);
 
 	if (result == 0)
 		str_setf(why, "user %s (uid %ld) is not allowed to submit mail "
