@@ -28,16 +28,13 @@ static const char *const action_names[] = {
 
 const char *dlv_action_name(dlv_action_t a)
 {
-	return nametab_name(action_names, NAMETAB_SIZE(action_names), (int)a,
-	    "none");
+	return nametab_name(action_names, NAMETAB_SIZE(action_names), (int)a);
 }
 
 dlv_action_t dlv_action_parse(const char *s)
 {
-	int a = nametab_value(action_names, NAMETAB_SIZE(action_names),
-	    DLV_ACT_DELIVERED, s);
-
-	return a < 0 ? DLV_ACT_NONE : (dlv_action_t)a;
+	return (dlv_action_t)nametab_value(action_names,
+	    NAMETAB_SIZE(action_names), s);
 }
 
 char dlv_action_class(dlv_action_t a)

@@ -23,16 +23,13 @@ static const char *const kind_names[] = {
 
 const char *dsn_notice_kind_name(dsn_notice_kind_t k)
 {
-	return nametab_name(kind_names, NAMETAB_SIZE(kind_names), (int)k,
-	    "none");
+	return nametab_name(kind_names, NAMETAB_SIZE(kind_names), (int)k);
 }
 
 dsn_notice_kind_t dsn_notice_kind_parse(const char *s)
 {
-	int k = nametab_value(kind_names, NAMETAB_SIZE(kind_names),
-	    DSN_NOTICE_BOUNCE, s);
-
-	return k < 0 ? DSN_NOTICE_NONE : (dsn_notice_kind_t)k;
+	return (dsn_notice_kind_t)nametab_value(kind_names,
+	    NAMETAB_SIZE(kind_names), s);
 }
 
 void dsn_notice_init(dsn_notice_req_t *req, dsn_notice_kind_t kind,
