@@ -17,13 +17,13 @@
 #include "cmd_log.h"
 #include "endpoint.h"
 #include "log.h"
-#include "mastercf.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "petrel_check.h"
 #include "petrel_logrotate.h"
 #include "pidfile.h"
 #include "qfile.h"
+#include "queue_flush.h"
 #include "server.h"
 #include "str.h"
 
@@ -234,41 +234,36 @@ static int cmd_status(void)
 
 static int cmd_flush(void)
 {
-	str_t path = STR_INIT, errors = STR_INIT, rel = STR_INIT;
-	int rc = 1, found;
+	str_t where = STR_INIT, errors = STR_INIT;
+	int rc = 1;
 
 	if (running() <= 0) {
 		log_error("cannot flush: the Petrel mail system is not running");
 		return 1;
 	}
-	str_setf(&path, "%s/master.cf", config_dir);
-	found = mastercf_trigger_path(config_dir, "qmgr", &rel, &errors);
-	if (found < 0) {
+	switch (queue_flush_send(config_dir, TRIGGER_FLUSH_REQUEST, &where,
+	    &errors)) {
+	case QUEUE_FLUSH_SENT:
+		log_info("flush request sent to qmgr");
+		rc = 0;
+		break;
+	case QUEUE_FLUSH_NO_MASTER_CF:
 		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
 		log_error("cannot flush: no master.cf");
-		goto out;
-	}
-	if (found == 0) {
+		break;
+	case QUEUE_FLUSH_NO_QMGR:
 		log_error("cannot flush: %s has no qmgr service (unix, fifo or "
-		    "unix-dgram)", str_cstr(&path));
-		goto out;
+		    "unix-dgram)", str_cstr(&where));
+		break;
+	case QUEUE_FLUSH_UNREACHABLE:
+		log_error("cannot flush: qmgr service %s: %s%s",
+		    str_cstr(&where), strerror(errno), errno == ENOENT ||
+		    errno == ECONNREFUSED || errno == ENXIO ?
+		    " (is qmgr running?)" : "");
+		break;
 	}
-	str_setf(&path, "%s/%s", pconfig_get_str("queue_directory"),
-	    str_cstr(&rel));
-	if (trigger_send(str_cstr(&path), TRIGGER_FLUSH_REQUEST,
-	    strlen(TRIGGER_FLUSH_REQUEST),
-	    (int)pconfig_get_time("trigger_timeout") * 1000) < 0) {
-		log_error("cannot flush: qmgr service %s: %s%s", str_cstr(&path),
-		    strerror(errno), errno == ENOENT || errno == ECONNREFUSED ||
-		    errno == ENXIO ? " (is qmgr running?)" : "");
-		goto out;
-	}
-	log_info("flush request sent to qmgr");
-	rc = 0;
-out:
-	str_release(&path);
+	str_release(&where);
 	str_release(&errors);
-	str_release(&rel);
 	return rc;
 }
 
