@@ -191,6 +191,19 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+bool dlv_queue_file_ok(const char *queue, const char *queue_id, str_t *err)
+{
+	if (!queue || !queue_name_valid(queue)) {
+		str_setf(err, "queue: unknown queue name");
+		return false;
+	}
+	if (!queue_id || !queue_id_valid(queue_id)) {
+		str_setf(err, "queue_id: invalid queue ID");
+		return false;
+	}
+	return true;
+}
+
 /* The rules of doc/protocol-delivery.md section 4 for a request. */
 static bool request_ok(const dlv_request_t *req, str_t *err)
 {
@@ -198,14 +211,8 @@ static bool request_ok(const dlv_request_t *req, str_t *err)
 	int64_t *offs;
 	bool ok = false;
 
-	if (!req->queue || !queue_name_valid(req->queue)) {
-		str_setf(err, "queue: unknown queue name");
+	if (!dlv_queue_file_ok(req->queue, req->queue_id, err))
 		return false;
-	}
-	if (!req->queue_id || !queue_id_valid(req->queue_id)) {
-		str_setf(err, "queue_id: invalid queue ID");
-		return false;
-	}
 	if (req->content_offset < 0 || req->content_size < 0 ||
 	    req->arrival < 0 || req->active < 0) {
 		str_setf(err, "%s: negative",

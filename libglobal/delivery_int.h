@@ -42,6 +42,10 @@ bool dlv_text_ok(const char *s, enum dlv_text kind, size_t max,
 /* Copies s to out cut to max octets, controls and non-ASCII made '?'
  * (tab, CR, LF become spaces). */
 void dlv_clean_text(str_t *out, const char *s, size_t max);
+/* The queue file a request names: a known queue and a valid queue ID
+ * (NULL is neither); on failure err = "queue: ..." or "queue_id: ...". */
+bool dlv_queue_file_ok(const char *queue, const char *queue_id,
+    str_t *err);
 /* Recipient / status checks; what names the group ("rcpt[3]"). */
 bool dlv_rcpt_ok(const dlv_rcpt_t *r, const char *what, str_t *err);
 bool dlv_status_ok(const dlv_status_t *st, bool strict_class,

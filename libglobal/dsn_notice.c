@@ -11,7 +11,6 @@
 #include "mem.h"
 #include "nametab.h"
 #include "queue_id.h"
-#include "queue_path.h"
 #include "sock.h"
 
 static const char *const kind_names[] = {
@@ -73,14 +72,8 @@ static bool req_ok(const dsn_notice_req_t *req, str_t *err)
 		str_setf(err, "request: unknown kind");
 		return false;
 	}
-	if (!req->queue || !queue_name_valid(req->queue)) {
-		str_setf(err, "queue: unknown queue name");
+	if (!dlv_queue_file_ok(req->queue, req->queue_id, err))
 		return false;
-	}
-	if (!req->queue_id || !queue_id_valid(req->queue_id)) {
-		str_setf(err, "queue_id: invalid queue ID");
-		return false;
-	}
 	if (req->flags & ~DSN_N_MASK) {
 		str_setf(err, "flags: unknown bits 0x%x", req->flags & ~DSN_N_MASK);
 		return false;
