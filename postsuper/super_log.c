@@ -3,7 +3,6 @@
 #include <stdarg.h>
 #include "cmd_log.h"
 #include "log.h"
-#include "pconfig.h"
 #include "super.h"
 
 static bool log_set_up, echo;
