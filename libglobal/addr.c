@@ -83,41 +83,6 @@ bool addr_is_atext(int c)
 	}
 }
 
-size_t addr_utf8_len(const unsigned char *p, size_t avail)
-{
-	unsigned c = p[0];
-	size_t n;
-	unsigned min, cp;
-
-	if (c < 0x80)
-		return 0;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		min = 0x80;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		min = 0x800;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		min = 0x10000;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (avail < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 const char *addr_byte_name(int c, char buf[8])
 {
 	c &= 0xff;
@@ -245,7 +210,7 @@ bool addr_valid_domain(const char *name, size_t len, int flags,
 				w = "non-ASCII character in domain name";
 				goto bad;
 			}
-			n = addr_utf8_len((const unsigned char *)name + i,
+			n = str_utf8_len(name + i,
 			    len - i);
 			if (n == 0) {
 				w = "invalid UTF-8 in domain name";
@@ -331,7 +296,7 @@ static size_t local_char(const unsigned char *u, size_t left,
 	}
 	if (u[0] < 0x80)
 		return 1;
-	if ((n = addr_utf8_len(u, left)) == 0) {
+	if ((n = str_utf8_len(u, left)) == 0) {
 		addr_seterr(err, ADDR_ERR_SYNTAX, "invalid UTF-8 in local part");
 		return 0;
 	}

@@ -305,9 +305,6 @@ void addr_domlist_free(addr_domlist_t *l);
 /* Sets *err (when not NULL) to status and a formatted reason. */
 addr_status_t addr_seterr(addr_err_t *err, addr_status_t status,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Length of the well-formed UTF-8 sequence (2..4 bytes, no overlongs,
- * surrogates or code points past U+10FFFF) at p, or 0. */
-size_t addr_utf8_len(const unsigned char *p, size_t avail);
 /* RFC 5322 atext, ASCII only. */
 bool addr_is_atext(int c);
 /* Appends a printable rendering of byte c ('x' or \xHH) to a message. */

@@ -230,7 +230,7 @@ static const char *addr_spec(const toks_t *t, size_t x, size_t y,
 			    "NUL byte in local part";
 		if (c < 0x80)
 			continue;
-		n = addr_utf8_len((const unsigned char *)local->buf + j,
+		n = str_utf8_len(local->buf + j,
 		    str_len(local) - j);
 		if (n == 0)
 			return "invalid UTF-8 in local part";

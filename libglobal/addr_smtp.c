@@ -313,7 +313,7 @@ static addr_status_t parse_params(const char *s, size_t len, size_t pos,
 					return addr_seterr(err, ADDR_ERR_PARAM,
 					    "non-ASCII parameter value without "
 					    "SMTPUTF8");
-				n = addr_utf8_len(v + j, strlen(pm->value) - j);
+				n = str_utf8_len(v + j, strlen(pm->value) - j);
 				if (n == 0)
 					return addr_seterr(err, ADDR_ERR_PARAM,
 					    "invalid UTF-8 in parameter value");

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "attr.h"
+#include "event.h"
 #include "log.h"
 #include "mem.h"
 #include "str.h"
@@ -947,20 +948,12 @@ enum attr_result attr_reader_feed(attr_reader_t *r, const void *buf,
 
 /* ---- File descriptors ------------------------------------------------ */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Milliseconds to pass to poll() before the deadline; 0 if it passed. */
 static int remaining_ms(int64_t deadline)
 {
 	if (deadline < 0)
 		return -1;
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - event_now_ms();
 	if (left <= 0)
 		return 0;
 	return left > INT32_MAX ? INT32_MAX : (int)left;
@@ -970,7 +963,7 @@ static int remaining_ms(int64_t deadline)
 
 enum attr_result attr_read_fd(attr_reader_t *r, int fd, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : event_now_ms() + timeout_ms;
 
 	for (;;) {
 		size_t used;
@@ -1019,7 +1012,7 @@ enum attr_result attr_read_fd(attr_reader_t *r, int fd, int timeout_ms)
 int attr_write_fd(int fd, const void *buf, size_t len, int timeout_ms)
 {
 	const char *p = buf;
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : event_now_ms() + timeout_ms;
 	bool sock = true;
 
 	while (len > 0) {

@@ -10,6 +10,7 @@
 #include "dsn_notify.h"
 #include "log.h"
 #include "mem.h"
+#include "nametab.h"
 #include "qfile.h"
 #include "queue_id.h"
 #include "queue_path.h"
@@ -27,17 +28,13 @@ static const char *const action_names[] = {
 
 const char *dlv_action_name(dlv_action_t a)
 {
-	if ((unsigned)a >= sizeof(action_names) / sizeof(action_names[0]))
-		return "none";
-	return action_names[a];
+	return nametab_name(action_names, NAMETAB_SIZE(action_names), (int)a);
 }
 
 dlv_action_t dlv_action_parse(const char *s)
 {
-	for (int a = DLV_ACT_DELIVERED; a <= DLV_ACT_DELAYED; a++)
-		if (strcmp(s, action_names[a]) == 0)
-			return (dlv_action_t)a;
-	return DLV_ACT_NONE;
+	return (dlv_action_t)nametab_value(action_names,
+	    NAMETAB_SIZE(action_names), s);
 }
 
 char dlv_action_class(dlv_action_t a)
@@ -194,6 +191,19 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+bool dlv_queue_file_ok(const char *queue, const char *queue_id, str_t *err)
+{
+	if (!queue || !queue_name_valid(queue)) {
+		str_setf(err, "queue: unknown queue name");
+		return false;
+	}
+	if (!queue_id || !queue_id_valid(queue_id)) {
+		str_setf(err, "queue_id: invalid queue ID");
+		return false;
+	}
+	return true;
+}
+
 /* The rules of doc/protocol-delivery.md section 4 for a request. */
 static bool request_ok(const dlv_request_t *req, str_t *err)
 {
@@ -201,14 +211,8 @@ static bool request_ok(const dlv_request_t *req, str_t *err)
 	int64_t *offs;
 	bool ok = false;
 
-	if (!req->queue || !queue_name_valid(req->queue)) {
-		str_setf(err, "queue: unknown queue name");
+	if (!dlv_queue_file_ok(req->queue, req->queue_id, err))
 		return false;
-	}
-	if (!req->queue_id || !queue_id_valid(req->queue_id)) {
-		str_setf(err, "queue_id: invalid queue ID");
-		return false;
-	}
 	if (req->content_offset < 0 || req->content_size < 0 ||
 	    req->arrival < 0 || req->active < 0) {
 		str_setf(err, "%s: negative",
@@ -283,11 +287,8 @@ const attr_limits_t dlv_limits = {
 };
 
 static const attr_spec_t req_rcpt_spec[] = {
-	{ "address", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "orig", ATTR_TYPE_STR, 0, NULL },
-	{ "orcpt", ATTR_TYPE_STR, 0, NULL },
-	{ "notify", ATTR_TYPE_INT, 0, NULL },
-	{ "offset", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
+	DLV_SPEC_RCPT
+	DLV_SPEC_OFFSET
 	{ NULL, 0, 0, NULL },
 };
 
@@ -309,14 +310,8 @@ static const attr_spec_t req_spec[] = {
 };
 
 static const attr_spec_t rep_rcpt_spec[] = {
-	{ "offset", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
-	{ "status", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "action", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "reason", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "diag_type", ATTR_TYPE_STR, 0, NULL },
-	{ "diag_text", ATTR_TYPE_STR, 0, NULL },
-	{ "relay", ATTR_TYPE_STR, 0, NULL },
-	{ "remote_mta", ATTR_TYPE_STR, 0, NULL },
+	DLV_SPEC_OFFSET
+	DLV_SPEC_STATUS
 	{ "notified", ATTR_TYPE_INT, 0, NULL },
 	{ NULL, 0, 0, NULL },
 };

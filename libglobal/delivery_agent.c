@@ -9,19 +9,12 @@
 #include <unistd.h>
 #include "delivery.h"
 #include "delivery_int.h"
+#include "event.h"
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "server.h"
 #include "sock.h"
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Milliseconds left before deadline (-1: none); 0 when passed. */
 static int left_ms(int64_t deadline)
@@ -30,7 +23,7 @@ static int left_ms(int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	l = deadline - now_ms();
+	l = deadline - event_now_ms();
 	if (l < 0)
 		l = 0;
 	return l > INT_MAX ? INT_MAX : (int)l;
@@ -39,7 +32,7 @@ static int left_ms(int64_t deadline)
 int dlv_call(int fd, const dlv_request_t *req, dlv_reply_t *rep,
     int timeout_ms, str_t *err)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : event_now_ms() + timeout_ms;
 	str_t buf = STR_INIT;
 	attr_reader_t *r = NULL;
 	attr_msg_t *msg = NULL;

@@ -13,6 +13,28 @@ enum dlv_text {
 
 extern const attr_limits_t dlv_limits;
 
+/* The attributes of a recipient and of a delivery status, written once
+ * for the three schemas that carry them: the request's recipients
+ * (DLV_SPEC_RCPT, DLV_SPEC_OFFSET), the reply's recipients
+ * (DLV_SPEC_OFFSET, DLV_SPEC_STATUS, "notified") and the status-log
+ * records (all three, then "time").  Each expands to initialisers of
+ * attr_spec_t array elements, with a trailing comma. */
+#define DLV_SPEC_RCPT \
+	{ "address", ATTR_TYPE_STR, ATTR_REQUIRED, NULL }, \
+	{ "orig", ATTR_TYPE_STR, 0, NULL }, \
+	{ "orcpt", ATTR_TYPE_STR, 0, NULL }, \
+	{ "notify", ATTR_TYPE_INT, 0, NULL },
+#define DLV_SPEC_OFFSET \
+	{ "offset", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
+#define DLV_SPEC_STATUS \
+	{ "status", ATTR_TYPE_STR, ATTR_REQUIRED, NULL }, \
+	{ "action", ATTR_TYPE_STR, ATTR_REQUIRED, NULL }, \
+	{ "reason", ATTR_TYPE_STR, ATTR_REQUIRED, NULL }, \
+	{ "diag_type", ATTR_TYPE_STR, 0, NULL }, \
+	{ "diag_text", ATTR_TYPE_STR, 0, NULL }, \
+	{ "relay", ATTR_TYPE_STR, 0, NULL }, \
+	{ "remote_mta", ATTR_TYPE_STR, 0, NULL },
+
 char *dlv_strdup(const char *s);
 /* Checks s against kind and max; on failure err = "what: why". */
 bool dlv_text_ok(const char *s, enum dlv_text kind, size_t max,
@@ -20,6 +42,10 @@ bool dlv_text_ok(const char *s, enum dlv_text kind, size_t max,
 /* Copies s to out cut to max octets, controls and non-ASCII made '?'
  * (tab, CR, LF become spaces). */
 void dlv_clean_text(str_t *out, const char *s, size_t max);
+/* The queue file a request names: a known queue and a valid queue ID
+ * (NULL is neither); on failure err = "queue: ..." or "queue_id: ...". */
+bool dlv_queue_file_ok(const char *queue, const char *queue_id,
+    str_t *err);
 /* Recipient / status checks; what names the group ("rcpt[3]"). */
 bool dlv_rcpt_ok(const dlv_rcpt_t *r, const char *what, str_t *err);
 bool dlv_status_ok(const dlv_status_t *st, bool strict_class,

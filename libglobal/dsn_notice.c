@@ -9,8 +9,8 @@
 #include "delivery_int.h"
 #include "dsn_notice.h"
 #include "mem.h"
+#include "nametab.h"
 #include "queue_id.h"
-#include "queue_path.h"
 #include "sock.h"
 
 static const char *const kind_names[] = {
@@ -22,17 +22,13 @@ static const char *const kind_names[] = {
 
 const char *dsn_notice_kind_name(dsn_notice_kind_t k)
 {
-	if ((unsigned)k > DSN_NOTICE_SUCCESS)
-		return "none";
-	return kind_names[k];
+	return nametab_name(kind_names, NAMETAB_SIZE(kind_names), (int)k);
 }
 
 dsn_notice_kind_t dsn_notice_kind_parse(const char *s)
 {
-	for (int k = DSN_NOTICE_BOUNCE; k <= DSN_NOTICE_SUCCESS; k++)
-		if (strcmp(s, kind_names[k]) == 0)
-			return (dsn_notice_kind_t)k;
-	return DSN_NOTICE_NONE;
+	return (dsn_notice_kind_t)nametab_value(kind_names,
+	    NAMETAB_SIZE(kind_names), s);
 }
 
 void dsn_notice_init(dsn_notice_req_t *req, dsn_notice_kind_t kind,
@@ -76,14 +72,8 @@ static bool req_ok(const dsn_notice_req_t *req, str_t *err)
 		str_setf(err, "request: unknown kind");
 		return false;
 	}
-	if (!req->queue || !queue_name_valid(req->queue)) {
-		str_setf(err, "queue: unknown queue name");
+	if (!dlv_queue_file_ok(req->queue, req->queue_id, err))
 		return false;
-	}
-	if (!req->queue_id || !queue_id_valid(req->queue_id)) {
-		str_setf(err, "queue_id: invalid queue ID");
-		return false;
-	}
 	if (req->flags & ~DSN_N_MASK) {
 		str_setf(err, "flags: unknown bits 0x%x", req->flags & ~DSN_N_MASK);
 		return false;

@@ -405,6 +405,32 @@ const mastercf_entry_t *mastercf_find(const mastercf_t *m, const char *service,
 	return NULL;
 }
 
+int mastercf_trigger_path(const char *config_dir, const char *service,
+    str_t *out, str_t *errors)
+{
+	str_t path = STR_INIT, ignored = STR_INIT;
+	mastercf_t *m;
+	int found = 0;
+
+	str_setf(&path, "%s/master.cf", config_dir);
+	m = mastercf_load(str_cstr(&path), errors ? errors : &ignored);
+	str_release(&path);
+	str_release(&ignored);
+	if (m == NULL)
+		return -1;
+	for (size_t i = 0; i < m->count && !found; i++) {
+		const mastercf_entry_t *e = m->entries[i];
+		if (strcmp(e->service, service) == 0 && (e->type == MCF_UNIX
+		    || e->type == MCF_FIFO || e->type == MCF_UNIX_DGRAM)) {
+			str_setf(out, "%s/%s", e->private_svc ? "private" :
+			    "public", e->service);
+			found = 1;
+		}
+	}
+	mastercf_free(m);
+	return found;
+}
+
 static void put_arg(str_t *out, const char *a)
 {
 	if (*a == 0 || strpbrk(a, " \t") || *a == '{')

@@ -68,6 +68,15 @@ void mastercf_entry_free(mastercf_entry_t *e);
 const mastercf_entry_t *mastercf_find(const mastercf_t *m, const char *service,
     const char *type);
 
+/* Where to send triggers to service: reads config_dir/master.cf and
+ * takes its first entry named service whose type takes triggers (unix,
+ * fifo, unix-dgram).  Returns 1 with the entry's local path, relative
+ * to queue_directory ("private/qmgr"), in out; 0 if master.cf has no
+ * such entry; -1 if master.cf cannot be read or parsed, with
+ * mastercf_load()'s lines in errors (errors may be NULL). */
+int mastercf_trigger_path(const char *config_dir, const char *service,
+    str_t *out, str_t *errors);
+
 const char *mastercf_type_name(mastercf_type_t type);
 bool mastercf_type_parse(const char *name, mastercf_type_t *type);
 

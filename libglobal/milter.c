@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "attr.h"
+#include "event.h"
 #include "log.h"
 #include "mem.h"
 #include "milter.h"
@@ -410,21 +411,13 @@ void milter_packet(str_t *out, int cmd, const void *data, size_t len)
 		str_append(out, data, len);
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for fd to be ready for events before the deadline: 1, 0 timeout,
  * -1 error. */
 static int wait_fd(int fd, short events, long deadline)
 {
 	for (;;) {
 		struct pollfd pfd = { fd, events, 0 };
-		long left = deadline - now_ms();
+		long left = deadline - event_now_ms();
 		int r;
 
 		if (left <= 0)
@@ -485,7 +478,7 @@ static int read_full(int fd, char *buf, size_t len, long deadline,
 int milter_read_packet(int fd, int timeout_ms, size_t max, int *cmd,
     str_t *data, str_t *why)
 {
-	long deadline = now_ms() + timeout_ms;
+	long deadline = event_now_ms() + timeout_ms;
 	uint32_t nlen;
 	size_t len;
 	char c;

@@ -900,14 +900,8 @@ bool param_parse_time(const char *value, char unit, long *out)
 	digits[n] = 0;
 	if (!str_to_ulong(digits, &v))
 		return false;
-	switch (u) {
-	case 's': mult = 1; break;
-	case 'm': mult = 60; break;
-	case 'h': mult = 3600; break;
-	case 'd': mult = 86400; break;
-	case 'w': mult = 7 * 86400; break;
-	default: return false;
-	}
+	if ((mult = str_time_unit(u)) == 0)
+		return false;
 	if (v > (unsigned long)(LONG_MAX / mult))
 		return false;
 	*out = (long)v * mult;

@@ -756,14 +756,8 @@ void pconfig_log_warnings(void)
 
 static void log_warnings(void)
 {
-	const char *p = str_cstr(&warnings);
-	if (defer_warnings)
-		return;
-	while (*p) {
-		size_t n = strcspn(p, "\n");
-		log_warning("%.*s", (int)n, p);
-		p += n + (p[n] == '\n');
-	}
+	if (!defer_warnings)
+		pconfig_log_warnings();
 }
 
 /* Debian's Postfix reads myorigin from a file when its value is a path
@@ -813,17 +807,24 @@ static void apply_logging(void)
 	(void)log_set_syslog_facility(pconfig_get_str("syslog_facility"));
 }
 
-int pconfig_load_text(const char *text, const char *filename)
+/* What every load does once main.cf's text is parsed: the values
+ * derived from others, the checks, the warnings, the logging set-up. */
+static int load_finish(void)
 {
-	pconfig_reset();
-	loaded_file = xstrdup(filename);
-	parse_text(text, strlen(text), filename);
 	myorigin_from_file();
 	check_all();
 	log_warnings();
 	if (str_len(&errors) == 0)
 		apply_logging();
 	return str_len(&errors) ? -1 : 0;
+}
+
+int pconfig_load_text(const char *text, const char *filename)
+{
+	pconfig_reset();
+	loaded_file = xstrdup(filename);
+	parse_text(text, strlen(text), filename);
+	return load_finish();
 }
 
 int pconfig_load(const char *dir)
@@ -853,12 +854,7 @@ int pconfig_load(const char *dir)
 	/* The directory we were told to use is the configuration directory,
 	 * whatever main.cf says (it could not have been read otherwise). */
 	set_value("config_directory", dir, NULL, 0, PCONFIG_RUNTIME);
-	myorigin_from_file();
-	check_all();
-	log_warnings();
-	if (str_len(&errors) == 0)
-		apply_logging();
-	return str_len(&errors) ? -1 : 0;
+	return load_finish();
 }
 
 int pconfig_override(const char *name, const char *value, const char *origin,

@@ -11,43 +11,50 @@
 #include "resolve.h"
 #include "server.h"
 
+enum queue_flush_send queue_flush_send(const char *config_dir,
+    const char *bytes, str_t *where, str_t *errors)
+{
+	str_t rel = STR_INIT;
+	int found;
+
+	str_setf(where, "%s/master.cf", config_dir);
+	found = mastercf_trigger_path(config_dir, "qmgr", &rel, errors);
+	if (found <= 0) {
+		str_release(&rel);
+		return found < 0 ? QUEUE_FLUSH_NO_MASTER_CF : QUEUE_FLUSH_NO_QMGR;
+	}
+	str_setf(where, "%s/%s", pconfig_get_str("queue_directory"),
+	    str_cstr(&rel));
+	str_release(&rel);
+	if (trigger_send(str_cstr(where), bytes, strlen(bytes),
+	    (int)pconfig_get_time("trigger_timeout") * 1000) < 0)
+		return QUEUE_FLUSH_UNREACHABLE;
+	return QUEUE_FLUSH_SENT;
+}
+
 int queue_flush_trigger(const char *config_dir, const char *bytes, str_t *err)
 {
-	str_t path = STR_INIT, errors = STR_INIT;
-	const mastercf_entry_t *e = NULL;
-	mastercf_t *m;
+	str_t where = STR_INIT, errors = STR_INIT;
 	int rc = -1;
 
-	str_setf(&path, "%s/master.cf", config_dir);
-	if ((m = mastercf_load(str_cstr(&path), &errors)) == NULL) {
-		str_setf(err, "cannot read %s: %s", str_cstr(&path),
+	switch (queue_flush_send(config_dir, bytes, &where, &errors)) {
+	case QUEUE_FLUSH_SENT:
+		rc = 0;
+		break;
+	case QUEUE_FLUSH_NO_MASTER_CF:
+		str_setf(err, "cannot read %s: %s", str_cstr(&where),
 		    str_cstr(&errors));
-		goto out;
-	}
-	for (size_t i = 0; i < m->count && e == NULL; i++) {
-		const mastercf_entry_t *x = m->entries[i];
-		if (strcmp(x->service, "qmgr") == 0 && (x->type == MCF_UNIX
-		    || x->type == MCF_FIFO || x->type == MCF_UNIX_DGRAM))
-			e = x;
-	}
-	if (e == NULL) {
-		str_setf(err, "%s has no qmgr service", str_cstr(&path));
-		goto out;
-	}
-	str_setf(&path, "%s/%s/%s", pconfig_get_str("queue_directory"),
-	    e->private_svc ? "private" : "public", e->service);
-	if (trigger_send(str_cstr(&path), bytes, strlen(bytes),
-	    (int)pconfig_get_time("trigger_timeout") * 1000) < 0) {
-		str_setf(err, "cannot reach qmgr at %s: %s%s", str_cstr(&path),
+		break;
+	case QUEUE_FLUSH_NO_QMGR:
+		str_setf(err, "%s has no qmgr service", str_cstr(&where));
+		break;
+	case QUEUE_FLUSH_UNREACHABLE:
+		str_setf(err, "cannot reach qmgr at %s: %s%s", str_cstr(&where),
 		    strerror(errno), errno == ENOENT || errno == ECONNREFUSED
 		    || errno == ENXIO ? " (is Petrel running?)" : "");
-		goto out;
+		break;
 	}
-	rc = 0;
-out:
-	if (m)
-		mastercf_free(m);
-	str_release(&path);
+	str_release(&where);
 	str_release(&errors);
 	return rc;
 }

@@ -18,15 +18,9 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "event.h"
 #include "server.h"
 #include "sock.h"
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int close_keep(int fd)
 {
@@ -39,7 +33,7 @@ static int close_keep(int fd)
 /* Waits until fd is writable or the deadline passes. */
 static int wait_writable(int fd, int64_t deadline)
 {
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - event_now_ms();
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 
 	if (left <= 0) {
@@ -167,7 +161,7 @@ static int send_dgram(const char *path, const char *buf, size_t len,
 
 int trigger_send(const char *path, const char *buf, size_t len, int timeout_ms)
 {
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
+	int64_t deadline = event_now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
 	struct stat st;
 	int fd, r;
 

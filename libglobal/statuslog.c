@@ -17,18 +17,9 @@
 #include "statuslog.h"
 
 const attr_spec_t statuslog_rec_schema[] = {
-	{ "address", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "orig", ATTR_TYPE_STR, 0, NULL },
-	{ "orcpt", ATTR_TYPE_STR, 0, NULL },
-	{ "notify", ATTR_TYPE_INT, 0, NULL },
-	{ "offset", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
-	{ "status", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "action", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "reason", ATTR_TYPE_STR, ATTR_REQUIRED, NULL },
-	{ "diag_type", ATTR_TYPE_STR, 0, NULL },
-	{ "diag_text", ATTR_TYPE_STR, 0, NULL },
-	{ "relay", ATTR_TYPE_STR, 0, NULL },
-	{ "remote_mta", ATTR_TYPE_STR, 0, NULL },
+	DLV_SPEC_RCPT
+	DLV_SPEC_OFFSET
+	DLV_SPEC_STATUS
 	{ "time", ATTR_TYPE_LONG, ATTR_REQUIRED, NULL },
 	{ NULL, 0, 0, NULL },
 };

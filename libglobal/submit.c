@@ -2,7 +2,6 @@
  * its values, and the header scan.  See submit.h and doc/submission.md. */
 #include <ctype.h>
 #include <errno.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +9,6 @@
 #include <strings.h>
 #include "addr.h"
 #include "dict.h"
-#include "mastercf.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "qfile.h"
@@ -141,38 +139,12 @@ bool submit_full_name_ok(const char *s, size_t len)
 
 int submit_user_allowed(uid_t uid, str_t *why)
 {
-	struct passwd *pw = getpwuid(uid);
-	const char *user = pw ? pw->pw_name : "unknown";
-	int result = user_list_match("authorized_submit_users", user, why);
+	const char *user;
+	int result = user_list_uid_match("authorized_submit_users", uid,
+	    "unknown", &user, why);
 
 	if (result == 0)
 		str_setf(why, "user %s (uid %ld) is not allowed to submit mail "
 		    "(authorized_submit_users)", user, (long)uid);
 	return result;
-}
-
-bool submit_service_path(const char *config_dir, const char *service,
-    str_t *out)
-{
-	str_t path = STR_INIT, errors = STR_INIT;
-	mastercf_t *m;
-	bool found = false;
-
-	str_setf(&path, "%s/master.cf", config_dir);
-	m = mastercf_load(str_cstr(&path), &errors);
-	str_release(&path);
-	str_release(&errors);
-	if (m == NULL)
-		return false;
-	for (size_t i = 0; i < m->count && !found; i++) {
-		const mastercf_entry_t *e = m->entries[i];
-		if (strcmp(e->service, service) == 0 && (e->type == MCF_UNIX
-		    || e->type == MCF_FIFO || e->type == MCF_UNIX_DGRAM)) {
-			str_setf(out, "%s/%s", e->private_svc ? "private" :
-			    "public", e->service);
-			found = true;
-		}
-	}
-	mastercf_free(m);
-	return found;
 }

@@ -96,10 +96,4 @@ int submit_user_allowed(uid_t uid, str_t *why);
 bool submit_fail(submit_err_t *err, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The local path (relative to queue_directory) of the master.cf service
- * named service whose type takes triggers (unix, fifo, unix-dgram), in
- * out; false if master.cf has none or cannot be read. */
-bool submit_service_path(const char *config_dir, const char *service,
-    str_t *out);
-
 #endif

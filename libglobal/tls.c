@@ -16,6 +16,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include "event.h"
 #include "log.h"
 #include "mem.h"
 #include "pconfig.h"
@@ -57,14 +58,6 @@ struct tls_sess {
 	str_t issuer_cn;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for events on fd until deadline (0 = none): 0 ready, 1 timed out,
  * -1 poll failed (errno). */
 static int wait_fd(int fd, short events, int64_t deadline)
@@ -77,7 +70,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	for (;;) {
 		tmo = -1;
 		if (deadline) {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - event_now_ms();
 			tmo = left > 0 ? (left > INT_MAX ? INT_MAX : (int)left) : 0;
 		}
 		p.revents = 0;
@@ -853,7 +846,7 @@ static void describe_failure(tls_sess_t *t, int e, str_t *out)
 
 static int run_handshake(tls_sess_t *t, int timeout_ms, str_t *err)
 {
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? event_now_ms() + timeout_ms : 0;
 
 	for (;;) {
 		int r, e, w;
@@ -1308,7 +1301,7 @@ void tls_sess_log(const tls_sess_t *t, const char *peer)
 
 int tls_shutdown(tls_sess_t *t, stream_t *s, int timeout_ms)
 {
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? event_now_ms() + timeout_ms : 0;
 	int rc = 0;
 
 	if (s != NULL && stream_flush(s) < 0)

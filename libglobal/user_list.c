@@ -68,18 +68,24 @@ int user_list_match(const char *param, const char *user, str_t *why)
 	return result;
 }
 
+int user_list_uid_match(const char *param, uid_t uid, const char *unknown,
+    const char **user, str_t *why)
+{
+	struct passwd *pw = getpwuid(uid);
+
+	*user = pw ? pw->pw_name : unknown;
+	return user_list_match(param, *user, why);
+}
+
 /* Root may always look; everyone else as the list parameter says. */
 int user_list_uid_allowed(const char *param, uid_t uid, str_t *why)
 {
-	struct passwd *pw;
 	const char *user;
 	int result;
 
 	if (uid == 0)
 		return 1;
-	pw = getpwuid(uid);
-	user = pw ? pw->pw_name : "";
-	result = user_list_match(param, user, why);
+	result = user_list_uid_match(param, uid, "", &user, why);
 	if (result == 0)
 		str_setf(why, "user %s (uid %ld) is not allowed by %s", *user ? user
 		    : "?", (long)uid, param);

@@ -12,7 +12,13 @@
  * -1: a table could not be read (why says which). */
 int user_list_match(const char *param, const char *user, str_t *why);
 
-/* The same for a uid, as the administration tools check their caller
+/* The same for the login name of uid, or for the name unknown when uid
+ * has no passwd entry; *user is the name that was matched (valid until
+ * the next getpwuid/getpwnam), for the caller's message. */
+int user_list_uid_match(const char *param, uid_t uid, const char *unknown,
+    const char **user, str_t *why);
+
+/* For a uid, as the administration tools check their caller
  * against authorized_mailq_users or authorized_flush_users: root is
  * always allowed; a uid without a passwd entry is the user "".  When
  * the list refuses, why says who is not allowed by which parameter. */

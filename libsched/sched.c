@@ -48,6 +48,31 @@ static void free_peer(void *v)
 	free(p);
 }
 
+/* Calls fn for every queue of every transport, in transport order and
+ * each transport's table order.  It walks a copy of each table, so fn
+ * may free the queue. */
+static void each_queue(sched_t *s, void (*fn)(sched_queue_t *q, void *ctx),
+    void *ctx)
+{
+	for (int i = 0; i < s->nt; i++) {
+		size_t nq;
+		htable_entry_t **qs = htable_list(s->tv[i]->queues, &nq);
+		for (size_t k = 0; k < nq; k++)
+			fn(qs[k]->value, ctx);
+		free(qs);
+	}
+}
+
+static void queue_free(sched_queue_t *q, void *ctx)
+{
+	(void)ctx;
+	free_entry_list(&q->todo);
+	free_entry_list(&q->busy);
+	q->ntodo = q->nbusy = 0;
+	q->on_gc = false;
+	sched_queue_free(q);
+}
+
 void sched_free(sched_t *s)
 {
 	list_node_t *n;
@@ -70,19 +95,9 @@ void sched_free(sched_t *s)
 		free(m->stop_reason);
 		free(m);
 	}
+	each_queue(s, queue_free, NULL);
 	for (int i = 0; i < s->nt; i++) {
 		sched_transport_t *t = s->tv[i];
-		size_t nq;
-		htable_entry_t **qs = htable_list(t->queues, &nq);
-		for (size_t k = 0; k < nq; k++) {
-			sched_queue_t *q = qs[k]->value;
-			free_entry_list(&q->todo);
-			free_entry_list(&q->busy);
-			q->ntodo = q->nbusy = 0;
-			q->on_gc = false;
-			sched_queue_free(q);
-		}
-		free(qs);
 		htable_free(t->queues, NULL);
 		sched_heap_free(&t->runq);
 		free(t->name);
@@ -796,29 +811,33 @@ const dsc_t *sched_dsc(const sched_t *s)
 	return s->dsc;
 }
 
+struct dsc_clear_ctx {
+	const char *nexthop;	/* NULL: every queue */
+	double now;
+};
+
+static void queue_dsc_clear(sched_queue_t *q, void *ctx)
+{
+	const struct dsc_clear_ctx *c = ctx;
+
+	if (c->nexthop && strcasecmp(q->nexthop, c->nexthop) != 0)
+		return;
+	if (q->suspended || q->fb.dead || q->dsc_known) {
+		sched_queue_revive(q, c->now);
+		sched_job_wake(q, INT_MAX);
+	}
+}
+
 /* doc/scheduling-rules.md §5.5. */
 size_t sched_dsc_clear(sched_t *s, const char *nexthop, double now)
 {
+	struct dsc_clear_ctx c = { nexthop, now };
 	size_t n = 0;
 
 	if (s->dsc)
 		n = nexthop ? dsc_clear_nexthop(s->dsc, nexthop)
 		    : dsc_clear_all(s->dsc);
-	for (int i = 0; i < s->nt; i++) {
-		sched_transport_t *t = s->tv[i];
-		size_t nq;
-		htable_entry_t **qs = htable_list(t->queues, &nq);
-		for (size_t k = 0; k < nq; k++) {
-			sched_queue_t *q = qs[k]->value;
-			if (nexthop && strcasecmp(q->nexthop, nexthop) != 0)
-				continue;
-			if (q->suspended || q->fb.dead || q->dsc_known) {
-				sched_queue_revive(q, now);
-				sched_job_wake(q, INT_MAX);
-			}
-		}
-		free(qs);
-	}
+	each_queue(s, queue_dsc_clear, &c);
 	sched_flush(s, now);
 	return n;
 }

@@ -208,6 +208,7 @@ void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now);
 void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
     const char *reason, double now);
 void sched_queue_defer_todo(sched_queue_t *q, double now);
+void sched_entry_take_todo(sched_entry_t *e);
 void sched_entry_defer_todo(sched_entry_t *e, const char *text, double now);
 void sched_queue_kill(sched_queue_t *q, const char *reason, double now);
 void sched_queue_revive(sched_queue_t *q, double now);

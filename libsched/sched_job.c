@@ -541,18 +541,10 @@ static sched_entry_t *entry_select(sched_peer_t *p, double now)
 	sched_queue_t *q = p->q;
 	sched_job_t *j = p->j;
 
-	list_remove(&e->pnode);
-	if (--p->ntodo == 0) {
-		list_remove(&p->rnode);
-		sched_peer_todo_gone(p);
-	}
+	sched_entry_take_todo(e);
 	p->nbusy++;
-	list_remove(&e->qnode);
-	q->ntodo--;
 	list_append(&q->busy, &e->qnode);
 	q->nbusy++;
-	j->ntodo--;
-	j->selected_entries++;
 	j->t->busy++;
 	e->busy = true;
 	sched_queue_started(q, e, now);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include "sched.h"
+#include "str.h"
 
 void sched_tparams_init(sched_tparams_t *p, const char *name)
 {
@@ -61,14 +62,10 @@ bool sched_parse_time(const char *text, double *out)
 	if (strcmp(end, "ms") == 0)
 		mult = 0.001;
 	else if (*end && end[1] == 0) {
-		switch (*end) {
-		case 's': mult = 1; break;
-		case 'm': mult = 60; break;
-		case 'h': mult = 3600; break;
-		case 'd': mult = 86400; break;
-		case 'w': mult = 7 * 86400; break;
-		default: return false;
-		}
+		long unit = str_time_unit(*end);
+		if (unit == 0)
+			return false;
+		mult = (double)unit;
 	} else if (*end)
 		return false;
 	*out = v * mult;

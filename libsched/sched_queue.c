@@ -268,10 +268,10 @@ void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now)
 		sched_queue_wake_set(q->t->s, q, feedback_next_start_time(&q->fb, set));
 }
 
-/* Take one pending (todo) entry off its lists and report its recipients
- * deferred with text.  Counted as handled, so the job's estimates stay
- * right. */
-void sched_entry_defer_todo(sched_entry_t *e, const char *text, double now)
+/* Take one pending (todo) entry off its peer's and its queue's todo
+ * lists, counted as selected by its job (a peer left without todo
+ * entries leaves the job's round and its queue's blocked heap). */
+void sched_entry_take_todo(sched_entry_t *e)
 {
 	sched_peer_t *p = e->peer;
 	sched_queue_t *q = p->q;
@@ -286,6 +286,14 @@ void sched_entry_defer_todo(sched_entry_t *e, const char *text, double now)
 	q->ntodo--;
 	j->ntodo--;
 	j->selected_entries++;
+}
+
+/* Take one pending (todo) entry off its lists and report its recipients
+ * deferred with text.  Counted as handled, so the job's estimates stay
+ * right. */
+void sched_entry_defer_todo(sched_entry_t *e, const char *text, double now)
+{
+	sched_entry_take_todo(e);
 	sched_entry_finish(e, NULL, SCHED_RCPT_DEFERRED, text, now);
 }
 

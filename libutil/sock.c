@@ -16,20 +16,13 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "event.h"
 #include "sock.h"
 #include "str.h"
 
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0
 #endif
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Milliseconds left until deadline (0 = none) as a poll() timeout. */
 static int left_ms(int64_t deadline)
@@ -38,7 +31,7 @@ static int left_ms(int64_t deadline)
 
 	if (deadline == 0)
 		return -1;
-	left = deadline - now_ms();
+	left = deadline - event_now_ms();
 	if (left <= 0)
 		return 0;
 	return left > INT32_MAX ? INT32_MAX : (int)left;
@@ -153,7 +146,7 @@ int sock_unix_connect(const char *path, int timeout_ms, int *fdp)
 {
 	struct sockaddr_un sun;
 	socklen_t len;
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? event_now_ms() + timeout_ms : 0;
 	int fd, err;
 
 	if (sock_unix_addr(path, &sun, &len) < 0)
@@ -763,7 +756,7 @@ int sock_peer_uid(int fd, uid_t *uid)
 int sock_tcp_connect(const struct sockaddr *sa, socklen_t len, int timeout_ms,
     int *fdp)
 {
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t deadline = timeout_ms > 0 ? event_now_ms() + timeout_ms : 0;
 	int fd, err;
 
 	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)

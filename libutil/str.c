@@ -242,3 +242,46 @@ bool str_to_long(const char *s, long *out)
 	*out = v;
 	return true;
 }
+
+size_t str_utf8_len(const void *p, size_t avail)
+{
+	const unsigned char *s = p;
+	unsigned c, min, cp;
+	size_t n;
+
+	if (avail == 0)
+		return 0;
+	c = s[0];
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (avail < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+long str_time_unit(int unit)
+{
+	switch (unit) {
+	case 's': return 1;
+	case 'm': return 60;
+	case 'h': return 3600;
+	case 'd': return 86400;
+	case 'w': return 7 * 86400;
+	default: return 0;
+	}
+}

@@ -59,6 +59,15 @@ char *str_lower(char *s);
 /* Appends data to out with non-printable bytes as \ooo and \\ doubled,
  * safe for logs and one-line output. */
 void str_quote_printable(str_t *out, const void *data, size_t len);
+/* Length of the well-formed UTF-8 sequence at p, looking at no more than
+ * avail bytes: 1 for an ASCII byte, 2 to 4 for a multibyte character
+ * (shortest form, no surrogates, nothing past U+10FFFF), 0 if the bytes
+ * there are not one (or the sequence is cut by avail). */
+size_t str_utf8_len(const void *p, size_t avail);
+/* The seconds in one time unit as Postfix writes them after a number:
+ * 's' 1, 'm' 60, 'h' 3600, 'd' 86400, 'w' 604800 (lower case only); 0
+ * for any other character. */
+long str_time_unit(int unit);
 /* Parses a non-negative decimal integer that must fill the whole string;
  * false on syntax error or overflow. */
 bool str_to_ulong(const char *s, unsigned long *out);

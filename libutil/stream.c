@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "event.h"
 #include "mem.h"
 #include "stream.h"
 
@@ -81,14 +82,6 @@ void stream_watch_remove(int fd)
 void stream_set_cancel(stream_t *s, const volatile sig_atomic_t *flag)
 {
 	s->cancel = flag;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void check_nonblock(stream_t *s)
@@ -247,7 +240,7 @@ static int wait_ready(stream_t *s, int want, int64_t deadline, bool cancelable)
 		if (cancelable && s->cancel && *s->cancel)
 			return fail(s, F_ERR, ECANCELED);
 		if (deadline) {
-			int64_t left = deadline - now_ms();
+			int64_t left = deadline - event_now_ms();
 			timeout = left > 0 ? (left > INT32_MAX ? INT32_MAX : (int)left) : 0;
 		} else {
 			timeout = -1;
@@ -303,7 +296,7 @@ static int wbroken(stream_t *s)
 /* One write of at most len bytes, waiting as the timeout allows. */
 static ssize_t do_write1(stream_t *s, const void *buf, size_t len)
 {
-	int64_t deadline = s->wtimeout ? now_ms() + s->wtimeout : 0;
+	int64_t deadline = s->wtimeout ? event_now_ms() + s->wtimeout : 0;
 	bool poll_first = !s->io && !s->nonblock && s->wtimeout;
 	int want;
 	ssize_t n;
@@ -376,7 +369,7 @@ size_t stream_unflushed(const stream_t *s)
  * Pending output is flushed before we could block (see stream.h). */
 static ssize_t do_read(stream_t *s, void *buf, size_t len)
 {
-	int64_t deadline = s->rtimeout ? now_ms() + s->rtimeout : 0;
+	int64_t deadline = s->rtimeout ? event_now_ms() + s->rtimeout : 0;
 	bool poll_first = !s->io && !s->nonblock && s->rtimeout;
 	int want;
 	ssize_t n;

@@ -14,20 +14,13 @@
 #include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
+#include "event.h"
 #include "fdutil.h"
 #include "command.h"
 #include "user.h"
 
 /* Bytes of the command's output kept for the status text. */
 #define OUTPUT_KEEP	1000
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The child: never returns. */
 __attribute__((noreturn))
@@ -77,13 +70,13 @@ static int remaining(const run_t *r)
 {
 	if (r->deadline == 0)
 		return 1000;
-	long long left = r->deadline - now_ms();
+	long long left = r->deadline - event_now_ms();
 	return left <= 0 ? 0 : left > 1000 ? 1000 : (int)left;
 }
 
 static bool expired(const run_t *r)
 {
-	return r->deadline != 0 && now_ms() >= r->deadline;
+	return r->deadline != 0 && event_now_ms() >= r->deadline;
 }
 
 static void drain(run_t *r)
@@ -277,7 +270,7 @@ int command_deliver(const command_opts_t *o, lmsg_t *m,
 	(void)fcntl(run.in, F_SETFL, O_NONBLOCK);
 	(void)fcntl(run.out, F_SETFL, O_NONBLOCK);
 	if (o->time_limit > 0)
-		run.deadline = now_ms() + o->time_limit * 1000LL;
+		run.deadline = event_now_ms() + o->time_limit * 1000LL;
 
 	/* A command that stops reading must give EPIPE, not kill us (the
 	 * daemon skeleton ignores SIGPIPE; a library must not rely on it). */

@@ -14,15 +14,16 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "cmd_log.h"
 #include "endpoint.h"
 #include "log.h"
-#include "mastercf.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "petrel_check.h"
 #include "petrel_logrotate.h"
 #include "pidfile.h"
 #include "qfile.h"
+#include "queue_flush.h"
 #include "server.h"
 #include "str.h"
 
@@ -233,50 +234,35 @@ static int cmd_status(void)
 
 static int cmd_flush(void)
 {
-	str_t path = STR_INIT, errors = STR_INIT;
-	const mastercf_entry_t *e = NULL;
-	mastercf_t *m;
-	char *local;
+	str_t where = STR_INIT, errors = STR_INIT;
 	int rc = 1;
 
 	if (running() <= 0) {
 		log_error("cannot flush: the Petrel mail system is not running");
 		return 1;
 	}
-	str_setf(&path, "%s/master.cf", config_dir);
-	if ((m = mastercf_load(str_cstr(&path), &errors)) == NULL) {
+	switch (queue_flush_send(config_dir, TRIGGER_FLUSH_REQUEST, &where,
+	    &errors)) {
+	case QUEUE_FLUSH_SENT:
+		log_info("flush request sent to qmgr");
+		rc = 0;
+		break;
+	case QUEUE_FLUSH_NO_MASTER_CF:
 		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
 		log_error("cannot flush: no master.cf");
-		goto out;
-	}
-	for (size_t i = 0; i < m->count && e == NULL; i++) {
-		const mastercf_entry_t *x = m->entries[i];
-		if (strcmp(x->service, "qmgr") == 0 && (x->type == MCF_UNIX ||
-		    x->type == MCF_FIFO || x->type == MCF_UNIX_DGRAM))
-			e = x;
-	}
-	if (e == NULL) {
+		break;
+	case QUEUE_FLUSH_NO_QMGR:
 		log_error("cannot flush: %s has no qmgr service (unix, fifo or "
-		    "unix-dgram)", str_cstr(&path));
-		goto out;
+		    "unix-dgram)", str_cstr(&where));
+		break;
+	case QUEUE_FLUSH_UNREACHABLE:
+		log_error("cannot flush: qmgr service %s: %s%s",
+		    str_cstr(&where), strerror(errno), errno == ENOENT ||
+		    errno == ECONNREFUSED || errno == ENXIO ?
+		    " (is qmgr running?)" : "");
+		break;
 	}
-	local = master_local_path(e);
-	str_setf(&path, "%s/%s", pconfig_get_str("queue_directory"), local);
-	free(local);
-	if (trigger_send(str_cstr(&path), TRIGGER_FLUSH_REQUEST,
-	    strlen(TRIGGER_FLUSH_REQUEST),
-	    (int)pconfig_get_time("trigger_timeout") * 1000) < 0) {
-		log_error("cannot flush: qmgr service %s: %s%s", str_cstr(&path),
-		    strerror(errno), errno == ENOENT || errno == ECONNREFUSED ||
-		    errno == ENXIO ? " (is qmgr running?)" : "");
-		goto out;
-	}
-	log_info("flush request sent to qmgr");
-	rc = 0;
-out:
-	if (m)
-		mastercf_free(m);
-	str_release(&path);
+	str_release(&where);
 	str_release(&errors);
 	return rc;
 }
@@ -284,8 +270,7 @@ out:
 int main(int argc, char **argv)
 {
 	char real[PATH_MAX];
-	const char *cmd, *file;
-	str_t name = STR_INIT;
+	const char *cmd;
 	int c;
 
 	log_init("petrel/petrel");
@@ -317,14 +302,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Messages go to the terminal and to the mail log. */
-	str_setf(&name, "%s/petrel", pconfig_get_str("syslog_name"));
-	log_init(str_cstr(&name));
-	str_release(&name);
-	file = pconfig_get_str("maillog_file");
-	if (*file == 0)
-		log_to_syslog();
-	else if (log_to_file(file) < 0)
-		log_to_stderr();
+	cmd_log_init("petrel");
 	log_also_stderr(1);
 	master_pidfile_path(&pidfile);
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "event.h"
 #include "jail.h"
 #include "fdutil.h"
 #include "content_filter.h"
@@ -194,14 +195,6 @@ static void stale_dirsync_state(const char *qdir, uid_t mail_uid)
 	str_release(&path);
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* What master gives a child: the configuration directory, a fixed PATH,
  * TZ, and the sanitizer settings of test builds. */
 static char **check_env(const char *config_dir)
@@ -269,7 +262,7 @@ static int daemon_check(const mastercf_entry_t *e, const char *cmd,
 	char **argv = xcalloc((size_t)e->argc + 10, sizeof(char *));
 	str_t out = STR_INIT;
 	int p[2], a = 0, st = 0, rc = -1;
-	int64_t deadline = mono_ms() + DAEMON_CHECK_MS;
+	int64_t deadline = event_now_ms() + DAEMON_CHECK_MS;
 	bool timed_out = false;
 	pid_t pid;
 
@@ -310,7 +303,7 @@ static int daemon_check(const mastercf_entry_t *e, const char *cmd,
 	for (;;) {
 		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
 		char buf[1024];
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - event_now_ms();
 		ssize_t n;
 
 		if (left <= 0) {

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "addr.h"
 #include "log.h"
 #include "metrics.h"
+#include "str.h"
 
 static bool name_ok(const char *name, bool colon)
 {
@@ -61,7 +61,7 @@ void expo_label_value(str_t *out, const char *value)
 			str_cat(out, "\\n");
 		else if (*p < 0x80)
 			str_putc(out, *p);
-		else if ((n = addr_utf8_len(p, left)) > 0)
+		else if ((n = str_utf8_len(p, left)) > 0)
 			str_append(out, p, n);
 		else {
 			str_cat(out, "\xef\xbf\xbd");	/* U+FFFD */

@@ -22,9 +22,11 @@
 #include <unistd.h>
 #include "addr.h"
 #include "attr.h"
+#include "cmd_log.h"
 #include "dsn_notify.h"
 #include "hdr_scan.h"
 #include "log.h"
+#include "mastercf.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "qfile.h"
@@ -118,7 +120,7 @@ static void trigger_pickup(const char *config_dir)
 {
 	str_t rel = STR_INIT, path = STR_INIT;
 
-	if (!submit_service_path(config_dir, "pickup", &rel)) {
+	if (mastercf_trigger_path(config_dir, "pickup", &rel, NULL) <= 0) {
 		log_debug("master.cf has no pickup service to tell");
 		str_release(&rel);
 		return;
@@ -191,7 +193,7 @@ static attr_msg_t *read_msg(attr_reader_t *r, const char *what)
 int main(int argc, char **argv)
 {
 	const char *config_dir = NULL, *s;
-	str_t err = STR_INIT, name = STR_INIT, addr = STR_INIT;
+	str_t err = STR_INIT, addr = STR_INIT;
 	queue_layout_t ql;
 	attr_reader_t *r;
 	attr_msg_t *env, *m;
@@ -227,13 +229,7 @@ int main(int argc, char **argv)
 		log_lines(LOG_LVL_ERROR, pconfig_errors());
 		die(EX_CONFIG, "errors in %s/main.cf", config_dir);
 	}
-	str_setf(&name, "%s/postdrop", pconfig_get_str("syslog_name"));
-	log_init(str_cstr(&name));
-	s = pconfig_get_str("maillog_file");
-	if (*s == 0)
-		log_to_syslog();
-	else if (log_to_file(s) < 0)
-		log_to_stderr();
+	cmd_log_init("postdrop");
 	/* Configuration warnings go to the mail log, not to the user. */
 	pconfig_log_warnings();
 	log_also_stderr(1);
@@ -414,7 +410,6 @@ int main(int argc, char **argv)
 	trigger_pickup(config_dir);
 	queue_layout_free(&ql);
 	str_release(&err);
-	str_release(&name);
 	str_release(&addr);
 	return 0;
 }

@@ -1,20 +1,15 @@
 /* postsuper's logging: errors on stderr too, one line per message
  * acted on only when asked. */
 #include <stdarg.h>
+#include "cmd_log.h"
 #include "log.h"
-#include "pconfig.h"
 #include "super.h"
 
 static bool log_set_up, echo;
 
 void super_log_setup(bool echo_actions)
 {
-	const char *file = pconfig_get_str("maillog_file");
-
-	if (file == NULL || *file == 0)
-		log_to_syslog();
-	else if (log_to_file(file) < 0)
-		log_to_stderr();
+	cmd_log_target();
 	log_also_stderr(1);
 	log_set_up = true;
 	echo = echo_actions;

@@ -12,7 +12,6 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include "log.h"
 #include "mem.h"
@@ -168,24 +167,9 @@ static void retry_event(void *ctx)
 
 static void connect_try(qmgr_dlv_t *d)
 {
-	struct sockaddr_un sun;
-	int fd;
+	int fd, err = sock_unix_connect_start(d->tr->endpoint, &fd);
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (!bcopy_str(sun.sun_path, sizeof(sun.sun_path), d->tr->endpoint)) {
-		dlv_fail(d, true, "delivery agent unavailable (transport %s: "
-		    "socket path %s too long)", d->tr->name, d->tr->endpoint);
-		return;
-	}
-	fd = sock_new(AF_UNIX, SOCK_STREAM, true);
-	if (fd < 0) {
-		/* Out of descriptors is our problem, not the agent's. */
-		dlv_fail(d, false, "cannot reach delivery agent (transport %s: "
-		    "socket: %s)", d->tr->name, strerror(errno));
-		return;
-	}
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+	if (err == 0) {
 		/* Connected at once (an agent was waiting): the request goes
 		 * now, not one event-loop round later; the agent would sit
 		 * in poll() meanwhile. */
@@ -194,25 +178,31 @@ static void connect_try(qmgr_dlv_t *d)
 		on_write(d);
 		return;
 	}
-	if (errno == EINPROGRESS || errno == EINTR) {
+	if (err == EINPROGRESS) {
 		d->fd = fd;
 		d->state = DLV_CONNECT;
 		want(d, EVENT_WRITE);
 		return;
 	}
-	if (errno == EAGAIN && qmgr_now() < d->connect_deadline) {
+	if (err == ENAMETOOLONG) {
+		dlv_fail(d, true, "delivery agent unavailable (transport %s: "
+		    "socket path %s too long)", d->tr->name, d->tr->endpoint);
+		return;
+	}
+	if (err == EMFILE || err == ENFILE) {
+		/* Out of descriptors is our problem, not the agent's. */
+		dlv_fail(d, false, "cannot reach delivery agent (transport %s: "
+		    "socket: %s)", d->tr->name, strerror(err));
+		return;
+	}
+	if (err == EAGAIN && qmgr_now() < d->connect_deadline) {
 		/* The agents are all busy and the listen queue is full. */
-		close(fd);
 		event_timer_start(Q.loop, &d->retry, CONNECT_RETRY_MS);
 		return;
 	}
-	{
-		int e = errno;
-		close(fd);
-		dlv_fail(d, true, "delivery agent unavailable (transport %s: "
-		    "connect to %s: %s)", d->tr->name, d->tr->endpoint,
-		    e == EAGAIN ? "listen queue full" : strerror(e));
-	}
+	dlv_fail(d, true, "delivery agent unavailable (transport %s: "
+	    "connect to %s: %s)", d->tr->name, d->tr->endpoint,
+	    err == EAGAIN ? "listen queue full" : strerror(err));
 }
 
 static void on_read(qmgr_dlv_t *d)
@@ -287,10 +277,7 @@ static void dlv_event(int fd, int events, void *ctx)
 
 	switch (d->state) {
 	case DLV_CONNECT: {
-		int err = 0;
-		socklen_t len = sizeof(err);
-		if (getsockopt(d->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-			err = errno;
+		int err = sock_connect_error(d->fd);
 		if (err != 0) {
 			dlv_fail(d, true, "delivery agent unavailable (transport "
 			    "%s: connect to %s: %s)", d->tr->name, d->tr->endpoint,

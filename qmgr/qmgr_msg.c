@@ -97,17 +97,8 @@ static void batch_flush(qmgr_msg_t *msg, rec_batch_t *b)
 		for (size_t i = 0; i < b->n; i++)
 			mark_done(msg, b->v[i].rcpt.offset);
 	}
-	for (size_t i = 0; i < b->n; i++) {
-		sl_rec_t *x = &b->v[i];
-		free(x->rcpt.address);
-		free(x->rcpt.orig);
-		free(x->rcpt.orcpt);
-		free(x->st.reason);
-		free(x->st.diag_type);
-		free(x->st.diag_text);
-		free(x->st.relay);
-		free(x->st.remote_mta);
-	}
+	for (size_t i = 0; i < b->n; i++)
+		sl_rec_free(&b->v[i]);
 	b->n = 0;
 	str_release(&err);
 }

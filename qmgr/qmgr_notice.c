@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include "log.h"
 #include "mem.h"
@@ -72,35 +71,29 @@ static void retry_event(void *ctx)
 
 static void notice_connect(notice_t *n)
 {
-	struct sockaddr_un sun;
-	int fd, e;
+	int fd, err = sock_unix_connect_start(Q.bounce_endpoint, &fd);
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (!bcopy_str(sun.sun_path, sizeof(sun.sun_path), Q.bounce_endpoint)) {
-		notice_failf(n, "bounce service %s: path too long",
-		    Q.bounce_endpoint);
-		return;
-	}
-	if ((fd = sock_new(AF_UNIX, SOCK_STREAM, true)) < 0) {
-		notice_failf(n, "socket: %s", strerror(errno));
-		return;
-	}
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0
-	    || errno == EINPROGRESS || errno == EINTR) {
+	if (err == 0 || err == EINPROGRESS) {
 		n->fd = fd;
 		n->connecting = true;
 		event_add(Q.loop, fd, EVENT_WRITE, notice_event, n);
 		return;
 	}
-	e = errno;
-	close(fd);
-	if (e == EAGAIN && qmgr_now() < n->deadline) {
+	if (err == ENAMETOOLONG) {
+		notice_failf(n, "bounce service %s: path too long",
+		    Q.bounce_endpoint);
+		return;
+	}
+	if (err == EMFILE || err == ENFILE) {
+		notice_failf(n, "socket: %s", strerror(err));
+		return;
+	}
+	if (err == EAGAIN && qmgr_now() < n->deadline) {
 		event_timer_start(Q.loop, &n->retry, CONNECT_RETRY_MS);
 		return;
 	}
 	notice_failf(n, "bounce service %s: connect: %s", Q.bounce_endpoint,
-	    strerror(e));
+	    strerror(err));
 }
 
 static void notice_read(notice_t *n)
@@ -150,10 +143,7 @@ static void notice_event(int fd, int events, void *ctx)
 	(void)events;
 
 	if (n->connecting) {
-		int err = 0;
-		socklen_t len = sizeof(err);
-		if (getsockopt(n->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-			err = errno;
+		int err = sock_connect_error(n->fd);
 		if (err != 0) {
 			notice_failf(n, "bounce service %s: connect: %s",
 			    Q.bounce_endpoint, strerror(err));

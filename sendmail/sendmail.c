@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include "addr.h"
 #include "attr.h"
+#include "cmd_log.h"
 #include "dsn_notify.h"
 #include "log.h"
 #include "mem.h"
@@ -588,8 +589,6 @@ static int do_send(int nargs, char **args)
 int main(int argc, char **argv)
 {
 	char *base, *dir;
-	const char *s;
-	str_t name = STR_INIT;
 	int first, rc;
 
 	log_init("sendmail");
@@ -612,13 +611,7 @@ int main(int argc, char **argv)
 	/* Every program we run uses the same configuration. */
 	if (setenv("MAIL_CONFIG", dir, 1) < 0)
 		die(EX_OSERR, "setenv: %s", strerror(errno));
-	str_setf(&name, "%s/sendmail", pconfig_get_str("syslog_name"));
-	log_init(str_cstr(&name));
-	s = pconfig_get_str("maillog_file");
-	if (*s == 0)
-		log_to_syslog();
-	else if (log_to_file(s) < 0)
-		log_to_stderr();
+	cmd_log_init("sendmail");
 	/* Configuration warnings go to the mail log, not to the user. */
 	pconfig_log_warnings();
 	log_also_stderr(1);
@@ -638,6 +631,5 @@ int main(int argc, char **argv)
 		rc = do_send(argc - first, argv + first);
 	}
 	free(dir);
-	str_release(&name);
 	return rc;
 }

@@ -262,6 +262,37 @@ ATF_TC_BODY(load_file, tc)
 	str_release(&err);
 }
 
+/* mastercf_trigger_path: the first entry of that name that takes
+ * triggers, as a path under queue_directory. */
+ATF_TC_WITHOUT_HEAD(trigger_path);
+ATF_TC_BODY(trigger_path, tc)
+{
+	str_t out = STR_INIT, err = STR_INIT;
+
+	ATF_CHECK_EQ(mastercf_trigger_path("nodir", "qmgr", &out, &err), -1);
+	ATF_CHECK(strstr(str_cstr(&err), "nodir/master.cf: cannot read")
+	    != NULL);
+	ATF_CHECK_EQ(mastercf_trigger_path("nodir", "qmgr", &out, NULL), -1);
+	put_file("master.cf",
+	    "qmgr inet n - n - - smtpd\n"
+	    "qmgr unix n - n 300 1 qmgr\n"
+	    "pickup fifo n - n 60 1 pickup\n"
+	    "flush unix-dgram - - n - 0 flush\n"
+	    "smtp inet n - n - - smtpd\n");
+	ATF_CHECK_EQ(mastercf_trigger_path(".", "qmgr", &out, &err), 1);
+	ATF_CHECK_STREQ(str_cstr(&out), "public/qmgr");
+	ATF_CHECK_EQ(mastercf_trigger_path(".", "pickup", &out, NULL), 1);
+	ATF_CHECK_STREQ(str_cstr(&out), "public/pickup");
+	ATF_CHECK_EQ(mastercf_trigger_path(".", "flush", &out, NULL), 1);
+	ATF_CHECK_STREQ(str_cstr(&out), "private/flush");
+	str_set(&out, "untouched");
+	ATF_CHECK_EQ(mastercf_trigger_path(".", "smtp", &out, NULL), 0);
+	ATF_CHECK_EQ(mastercf_trigger_path(".", "bounce", &out, NULL), 0);
+	ATF_CHECK_STREQ(str_cstr(&out), "untouched");
+	str_release(&out);
+	str_release(&err);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, parse_good);
@@ -269,5 +300,6 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, format_round_trip);
 	ATF_TP_ADD_TC(tp, apply_overrides);
 	ATF_TP_ADD_TC(tp, load_file);
+	ATF_TP_ADD_TC(tp, trigger_path);
 	return atf_no_error();
 }

@@ -4,6 +4,7 @@
  * message actions (qmgr_clnt_msg_apply) on a real queue directory. */
 #include <atf-c.h>
 #include <errno.h>
+#include <pwd.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -220,6 +221,42 @@ ATF_TC_BODY(authorized, tc)
 	str_release(&why);
 }
 
+/* user_list_uid_match: the uid's login name, or the caller's name for a
+ * uid without one (sendmail's "unknown", the queue tools' ""). */
+ATF_TC_WITHOUT_HEAD(uid_match);
+ATF_TC_BODY(uid_match, tc)
+{
+	str_t why = STR_INIT;
+	struct passwd *pw = getpwuid(getuid());
+	const char *user;
+	uid_t nouid = 60000;
+
+	ATF_REQUIRE(pw != NULL);
+	while (getpwuid(nouid) != NULL && nouid < 65000)
+		nouid++;
+	ATF_REQUIRE(getpwuid(nouid) == NULL);
+	ATF_REQUIRE(pconfig_load_text("authorized_submit_users = unknown\n",
+	    "main.cf") == 0);
+	ATF_CHECK_EQ(user_list_uid_match("authorized_submit_users", nouid,
+	    "unknown", &user, &why), 1);
+	ATF_CHECK_STREQ(user, "unknown");
+	ATF_CHECK_EQ(user_list_uid_match("authorized_submit_users", nouid,
+	    "", &user, &why), 0);
+	ATF_CHECK_STREQ(user, "");
+	/* Root has no exemption here: that is user_list_uid_allowed's. */
+	ATF_CHECK_EQ(user_list_uid_match("authorized_submit_users", 0,
+	    "unknown", &user, &why), 0);
+	ATF_CHECK_STREQ(user, "root");
+	ATF_REQUIRE(pconfig_load_text("authorized_submit_users = !root, "
+	    "static:all\n", "main.cf") == 0);
+	ATF_CHECK_EQ(user_list_uid_match("authorized_submit_users", 0,
+	    "unknown", &user, &why), 0);
+	ATF_CHECK_EQ(user_list_uid_allowed("authorized_submit_users", 0, &why),
+	    1);
+	pconfig_reset();
+	str_release(&why);
+}
+
 ATF_TC_WITHOUT_HEAD(apply);
 ATF_TC_BODY(apply, tc)
 {
@@ -287,6 +324,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, walk);
 	ATF_TP_ADD_TC(tp, message_reader);
 	ATF_TP_ADD_TC(tp, authorized);
+	ATF_TP_ADD_TC(tp, uid_match);
 	ATF_TP_ADD_TC(tp, apply);
 	return atf_no_error();
 }

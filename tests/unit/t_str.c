@@ -85,6 +85,46 @@ ATF_TC_BODY(quote_and_numbers, tc)
 	ATF_CHECK(!str_to_long("- 7", &l));
 }
 
+ATF_TC_WITHOUT_HEAD(utf8_len);
+ATF_TC_BODY(utf8_len, tc)
+{
+	ATF_CHECK_EQ(str_utf8_len("a", 1), 1);
+	ATF_CHECK_EQ(str_utf8_len("", 1), 1);		/* NUL is ASCII */
+	ATF_CHECK_EQ(str_utf8_len("a", 0), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xc3\xa9", 2), 2);	/* U+00E9 */
+	ATF_CHECK_EQ(str_utf8_len("\xe2\x82\xac", 3), 3);	/* U+20AC */
+	ATF_CHECK_EQ(str_utf8_len("\xf0\x9f\x90\xa6", 4), 4);	/* U+1F426 */
+	ATF_CHECK_EQ(str_utf8_len("\xf4\x8f\xbf\xbf", 4), 4);	/* U+10FFFF */
+	/* Cut by avail, or by the string's end. */
+	ATF_CHECK_EQ(str_utf8_len("\xe2\x82\xac", 2), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xe2\x82", 3), 0);
+	/* Stray continuation, overlong forms, surrogates, past U+10FFFF. */
+	ATF_CHECK_EQ(str_utf8_len("\x80", 1), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xc0\xaf", 2), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xc1\xbf", 2), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xe0\x80\xaf", 3), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xf0\x80\x80\xaf", 4), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xed\xa0\x80", 3), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xf4\x90\x80\x80", 4), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xf5\x80\x80\x80", 4), 0);
+	ATF_CHECK_EQ(str_utf8_len("\xff", 1), 0);
+	/* Only the first character counts. */
+	ATF_CHECK_EQ(str_utf8_len("\xc3\xa9\xc3\xa9", 4), 2);
+}
+
+ATF_TC_WITHOUT_HEAD(time_unit);
+ATF_TC_BODY(time_unit, tc)
+{
+	ATF_CHECK_EQ(str_time_unit('s'), 1);
+	ATF_CHECK_EQ(str_time_unit('m'), 60);
+	ATF_CHECK_EQ(str_time_unit('h'), 3600);
+	ATF_CHECK_EQ(str_time_unit('d'), 86400);
+	ATF_CHECK_EQ(str_time_unit('w'), 604800);
+	ATF_CHECK_EQ(str_time_unit('S'), 0);
+	ATF_CHECK_EQ(str_time_unit('y'), 0);
+	ATF_CHECK_EQ(str_time_unit(0), 0);
+}
+
 ATF_TP_ADD_TCS(tp)
 {
 	ATF_TP_ADD_TC(tp, grow_and_format);
@@ -92,5 +132,7 @@ ATF_TP_ADD_TCS(tp)
 	ATF_TP_ADD_TC(tp, bounded);
 	ATF_TP_ADD_TC(tp, tokens);
 	ATF_TP_ADD_TC(tp, quote_and_numbers);
+	ATF_TP_ADD_TC(tp, utf8_len);
+	ATF_TP_ADD_TC(tp, time_unit);
 	return atf_no_error();
 }
