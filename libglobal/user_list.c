@@ -4,41 +4,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "dict.h"
 #include "maps.h"
 #include "mem.h"
 #include "pconfig.h"
 #include "user_list.h"
 
-/* Does one item name user?  1 yes, 0 no, -1 table error. */
-static int item_matches(const char *param, const char *item,
+/* Does one item name user?  1 yes, 0 no, -1 table error.  A table item
+ * is opened through the maps layer for this one check (m holds it), so
+ * a rebuilt table is always read afresh. */
+static int item_matches(maps_t *m, const char *param, const char *item,
     const char *user, str_t *why)
 {
 	if (strchr(item, ':') == NULL)
 		return *user && strcasecmp(item, user) == 0;
 
 	str_t err = STR_INIT;
-	dict_t *d = dict_open(item, 0, &err);
-	if (d == NULL) {
-		str_setf(why, "%s: %s", param, str_cstr(&err));
-		str_release(&err);
+	maps_add(m, item, strlen(item), &err);	/* not strict: never fails */
+	str_release(&err);
+	size_t i = maps_count(m) - 1;
+	if (maps_broken(m, i) != NULL) {
+		str_setf(why, "%s: %s", param, maps_broken(m, i));
 		return -1;
 	}
-	str_release(&err);
-	int match;
-	switch (dict_get(d, user, NULL)) {
-	case DICT_STAT_FOUND:
-		match = 1;
-		break;
-	case DICT_STAT_NOTFOUND:
-		match = 0;
-		break;
-	default:
-		str_setf(why, "%s: %s: %s", param, item, dict_errmsg(d));
-		match = -1;
-		break;
-	}
-	dict_close(d);
+	str_t w = STR_INIT;
+	int match = maps_get_entry(m, i, user, NULL, &w);
+	if (match < 0)
+		str_setf(why, "%s: %s", param, str_cstr(&w));
+	str_release(&w);
 	return match;
 }
 
@@ -46,6 +38,7 @@ int user_list_match(const char *param, const char *user, str_t *why)
 {
 	char *copy = xstrdup(pconfig_get_str(param)), *p = copy, *item;
 	int result = 0;
+	maps_t *m = maps_open(param, NULL, 0, NULL, NULL);
 
 	/* "inline:{ a=x, b=y }" is one item (maps.h). */
 	while ((item = maps_token_cut(&p)) != NULL) {
@@ -54,7 +47,7 @@ int user_list_match(const char *param, const char *user, str_t *why)
 			neg = !neg;
 			item++;
 		}
-		int match = item_matches(param, item, user, why);
+		int match = item_matches(m, param, item, user, why);
 		if (match < 0) {
 			result = -1;
 			break;
@@ -64,6 +57,7 @@ int user_list_match(const char *param, const char *user, str_t *why)
 			break;
 		}
 	}
+	maps_free(m);
 	free(copy);
 	return result;
 }
