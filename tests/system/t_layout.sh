@@ -2,7 +2,8 @@
 # The layout check of the build (doc/build.md, "What may include and link
 # what"): product code names headers by file name, so that the include
 # paths of its folder decide what it can see.  Each case runs the
-# Makefile's build/layout-ok rule on a small tree of its own.
+# Makefile's build/layout-ok rule on a small tree of its own, or
+# tools/check-link-layout (the link side) on small archives.
 
 SRC=@SRCDIR@
 
@@ -60,8 +61,48 @@ angle_path_body() {
 	    atf_fail "the line is not shown"
 }
 
+# archive NAME FILE...: build/NAME.a from small C files under lk/.
+archive() {
+	_n=$1; shift
+	mkdir -p lk/b
+	for _f in "$@"; do
+		cc -c -o lk/"${_f%.c}".o lk/"$_f" || atf_fail "cc $_f"
+	done
+	(cd lk && ar rcs b/"$_n".a $(for _f in "$@"; do echo "${_f%.c}.o"; done)) ||
+	    atf_fail "ar $_n"
+}
+
+atf_test_case link_calls
+link_calls_head() {
+	atf_set descr "tools/check-link-layout: libsched calling into libglobal, or libutil into a program folder, through a prototype written by hand, is refused; calls downwards pass"
+	atf_set require.progs cc ar nm
+}
+link_calls_body() {
+	mkdir -p lk
+	echo 'int util_f(void) { return 1; }' > lk/u.c
+	echo 'int util_f(void); int sched_f(void) { return util_f(); }' > lk/s.c
+	echo 'int util_f(void); int glob_f(void) { return util_f(); }' > lk/g.c
+	echo 'int glob_f(void); int prog_f(void) { return glob_f(); }' > lk/p.c
+	archive libutil u.c; archive libsched s.c; archive libglobal g.c
+	archive libqmgr p.c
+	atf_check "$SRC/tools/check-link-layout" lk/b lk/b/libqmgr.a
+	# libsched calls libglobal
+	echo 'int util_f(void); int glob_f(void); int sched_f(void) { return util_f() + glob_f(); }' > lk/s.c
+	archive libsched s.c
+	atf_check -s exit:1 -e match:'libsched.a calls glob_f' \
+	    "$SRC/tools/check-link-layout" lk/b lk/b/libqmgr.a
+	# libutil calls a program folder's function
+	echo 'int util_f(void); int sched_f(void) { return util_f(); }' > lk/s.c
+	archive libsched s.c
+	echo 'int prog_f(void); int util_f(void) { return prog_f(); }' > lk/u.c
+	archive libutil u.c
+	atf_check -s exit:1 -e match:'libutil.a calls prog_f' \
+	    "$SRC/tools/check-link-layout" lk/b lk/b/libqmgr.a
+}
+
 atf_init_test_cases() {
 	atf_add_test_case by_name
 	atf_add_test_case quoted_path
 	atf_add_test_case angle_path
+	atf_add_test_case link_calls
 }
