@@ -149,7 +149,8 @@ static void dropped_check(void)
 	if (s->dropped > 0 && D.dropped_logged == 0)
 		log_warning("more than %ld clients tracked (anvil_client_limit): "
 		    "forgetting the idle ones unused longest; their rates "
-		    "start again from zero", pconfig_get_int("anvil_client_limit"));
+		    "start again from zero",
+		    pconfig_get_int("anvil_client_limit"));
 	D.dropped_logged = s->dropped;
 }
 
