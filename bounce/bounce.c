@@ -173,7 +173,8 @@ static int send_notice(qfile_t *qf, const dsn_report_t *rep,
 		qfile_content_rewind(qf);
 	if (dsn_report_build(rep, qf_line, qf_rewind, qf, &msg, err) < 0)
 		goto out;
-	if (!(c = cleanup_clnt_connect(cfg.cleanup_service, cfg.cleanup_ms, err)))
+	if (!(c = cleanup_clnt_connect(cfg.cleanup_service, cfg.cleanup_ms,
+	    err)))
 		goto out;
 	env.sender = env_sender;
 	env.log_ident = "bounce";
