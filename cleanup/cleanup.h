@@ -67,7 +67,8 @@ enum { CLEANUP_ADDR_OK = 0, CLEANUP_ADDR_TEMP = -1 };
 bool cleanup_addr_valid(const char *s, size_t len, str_t *why);
 /* Completes a bare local part with @$myorigin (append_at_myorigin) and
  * lower-cases nothing; the null address stays null.  Replaces out. */
-void cleanup_addr_complete(const cleanup_cfg_t *cfg, const char *addr, str_t *out);
+void cleanup_addr_complete(const cleanup_cfg_t *cfg, const char *addr,
+    str_t *out);
 
 /* One lookup of addr in maps with the Postfix key order: the address,
  * the address without its recipient_delimiter extension, then for a
@@ -75,8 +76,8 @@ void cleanup_addr_complete(const cleanup_cfg_t *cfg, const char *addr, str_t *ou
  * without the extension, then "@domain".  1 with the value in value and
  * the extension to add to results in prop ("+ext", empty when the key
  * included it), 0 not found, -1 table error (err). */
-int cleanup_addr_maps_find(const cleanup_cfg_t *cfg, struct maps *maps, const char *addr,
-    str_t *value, str_t *prop, str_t *err);
+int cleanup_addr_maps_find(const cleanup_cfg_t *cfg, struct maps *maps,
+    const char *addr, str_t *value, str_t *prop, str_t *err);
 
 /* Parses a table value: addresses in mail syntax separated by commas
  * and/or white space, internalized, bare local parts completed.  -1 with
@@ -87,21 +88,21 @@ void cleanup_addr_list_free(char **list, size_t n);
 
 /* canonical rewriting of addr (which is complete) with maps: the first
  * address of the value replaces it ("@domain" keeps the local part,
- * extensions propagate), repeated until nothing changes.  CLEANUP_ADDR_OK with the
- * result in out (possibly unchanged), CLEANUP_ADDR_TEMP with err. */
-int cleanup_addr_canonical(const cleanup_cfg_t *cfg, struct maps *maps, const char *addr,
-    str_t *out, str_t *err);
+ * extensions propagate), repeated until nothing changes.  CLEANUP_ADDR_OK with
+ * the result in out (possibly unchanged), CLEANUP_ADDR_TEMP with err. */
+int cleanup_addr_canonical(const cleanup_cfg_t *cfg, struct maps *maps,
+    const char *addr, str_t *out, str_t *err);
 /* Sender / recipient rewriting: completion, then sender_ (recipient_)
  * canonical_maps, then canonical_maps. */
-int cleanup_addr_rewrite_sender(const cleanup_cfg_t *cfg, const char *addr, str_t *out,
-    str_t *err);
+int cleanup_addr_rewrite_sender(const cleanup_cfg_t *cfg, const char *addr,
+    str_t *out, str_t *err);
 int cleanup_addr_rewrite_recipient(const cleanup_cfg_t *cfg, const char *addr,
     str_t *out, str_t *err);
 
 /* Virtual alias expansion of a rewritten recipient.  Fills *list with
  * the final addresses (an address not in the tables is itself; one that
- * lists itself is kept and not expanded again).  CLEANUP_ADDR_TEMP with err on a
- * table error, a loop, nesting deeper than virt_recursion_limit or more
+ * lists itself is kept and not expanded again).  CLEANUP_ADDR_TEMP with err on
+ * a table error, a loop, nesting deeper than virt_recursion_limit or more
  * than virt_expansion_limit results. */
 int cleanup_addr_virtual_expand(const cleanup_cfg_t *cfg, const char *addr,
     char ***list, size_t *n, str_t *err);
@@ -169,8 +170,8 @@ enum cleanup_checks_act {
 /* Parses a table answer "ACTION [text]": the action, and in *text /
  * *tlen what follows it (white space skipped).  An unknown action is
  * CA_UNSUPPORTED. */
-enum cleanup_checks_act cleanup_checks_act_parse(const char *value, const char **text,
-    size_t *tlen);
+enum cleanup_checks_act cleanup_checks_act_parse(const char *value,
+    const char **text, size_t *tlen);
 
 /* ---- MIME structure (cleanup_mime.c) ------------------------------------ */
 
@@ -235,18 +236,20 @@ typedef struct cleanup_msg_envelope {
 /* Starts a message: checks and rewrites the envelope, creates the queue
  * file.  Never NULL: a problem is remembered and reported by
  * cleanup_msg_end. */
-cleanup_msg_t *cleanup_msg_new(cleanup_cfg_t *cfg, const cleanup_msg_envelope_t *env);
+cleanup_msg_t *cleanup_msg_new(cleanup_cfg_t *cfg,
+    const cleanup_msg_envelope_t *env);
 void cleanup_msg_rcpt(cleanup_msg_t *m, const char *address, const char *orcpt,
     bool has_notify, int32_t notify);
 void cleanup_msg_data(cleanup_msg_t *m, const void *buf, size_t len);
 /* A milter's modification (op edit, doc/protocol-cleanup.md): type a
  * milter_edit_type; index, name, value as milter.h describes; body
  * chunks of a replaced body are joined.  Applied at cleanup_msg_end. */
-void cleanup_msg_edit(cleanup_msg_t *m, int type, uint32_t index, const char *name,
-    const char *value, const void *body, size_t blen);
+void cleanup_msg_edit(cleanup_msg_t *m, int type, uint32_t index,
+    const char *name, const char *value, const void *body, size_t blen);
 /* Does this message meet non_smtpd_milters?  The one place that decides
  * it (local submissions only; not SMTP mail, not bounce notices). */
-bool cleanup_msg_milters_wanted(const cleanup_cfg_t *cfg, const cleanup_msg_envelope_t *env);
+bool cleanup_msg_milters_wanted(const cleanup_cfg_t *cfg,
+    const cleanup_msg_envelope_t *env);
 /* Completes and commits; reply says what happened.  Returns true when
  * the message was queued. */
 bool cleanup_msg_end(cleanup_msg_t *m, cleanup_reply_t *reply);

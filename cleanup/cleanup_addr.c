@@ -46,7 +46,8 @@ bool cleanup_addr_valid(const char *s, size_t len, str_t *why)
 	return ok;
 }
 
-void cleanup_addr_complete(const cleanup_cfg_t *cfg, const char *addr, str_t *out)
+void cleanup_addr_complete(const cleanup_cfg_t *cfg, const char *addr,
+    str_t *out)
 {
 	str_set(out, addr);
 	if (*addr != '\0' && strrchr(addr, '@') == NULL &&
@@ -143,8 +144,8 @@ done:
 	return rc;
 }
 
-int cleanup_addr_maps_find(const cleanup_cfg_t *cfg, maps_t *maps, const char *addr,
-    str_t *value, str_t *prop, str_t *err)
+int cleanup_addr_maps_find(const cleanup_cfg_t *cfg, maps_t *maps,
+    const char *addr, str_t *value, str_t *prop, str_t *err)
 {
 	bool dk;
 
@@ -271,7 +272,8 @@ static int map_to_list(const cleanup_cfg_t *cfg, maps_t *maps,
 		goto out;
 	}
 	if (*n == 0) {
-		str_setf(err, "%s: empty value for \"%s\"", maps_param(maps), addr);
+		str_setf(err, "%s: empty value for \"%s\"", maps_param(maps),
+		    addr);
 		rc = -1;
 		goto out;
 	}
@@ -288,8 +290,8 @@ out:
 	return rc;
 }
 
-int cleanup_addr_canonical(const cleanup_cfg_t *cfg, maps_t *maps, const char *addr,
-    str_t *out, str_t *err)
+int cleanup_addr_canonical(const cleanup_cfg_t *cfg, maps_t *maps,
+    const char *addr, str_t *out, str_t *err)
 {
 	str_set(out, addr);
 	if (maps_count(maps) == 0 || *addr == '\0')
@@ -305,7 +307,8 @@ int cleanup_addr_canonical(const cleanup_cfg_t *cfg, maps_t *maps, const char *a
 			return CLEANUP_ADDR_OK;
 		if (n > 1)
 			log_warning("%s: \"%s\" maps to %zu addresses; only the "
-			    "first is used", maps_param(maps), str_cstr(out), n);
+			    "first is used", maps_param(maps), str_cstr(out),
+			    n);
 		if (strcmp(list[0], str_cstr(out)) == 0) {
 			cleanup_addr_list_free(list, n);
 			return CLEANUP_ADDR_OK;
@@ -337,8 +340,8 @@ static int rewrite(const cleanup_cfg_t *cfg, maps_t *first, const char *addr,
 	return rc;
 }
 
-int cleanup_addr_rewrite_sender(const cleanup_cfg_t *cfg, const char *addr, str_t *out,
-    str_t *err)
+int cleanup_addr_rewrite_sender(const cleanup_cfg_t *cfg, const char *addr,
+    str_t *out, str_t *err)
 {
 	return rewrite(cfg, cfg->sender_canonical, addr, out,
 	    err);

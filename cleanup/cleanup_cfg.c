@@ -107,13 +107,16 @@ int cleanup_cfg_load(cleanup_cfg_t *cfg, str_t *err)
 	cfg->myorigin = xstrdup(pconfig_get_str("myorigin"));
 	cfg->mail_name = xstrdup(pconfig_get_str("mail_name"));
 	cfg->append_at_myorigin = pconfig_get_bool("append_at_myorigin");
-	cfg->recipient_delimiter = xstrdup(pconfig_get_str("recipient_delimiter"));
+	cfg->recipient_delimiter =
+	    xstrdup(pconfig_get_str("recipient_delimiter"));
 	cfg->message_size_limit = pconfig_get_size("message_size_limit");
 	cfg->header_size_limit = pconfig_get_size("header_size_limit");
 	cfg->hopcount_limit = pconfig_get_int("hopcount_limit");
 	cfg->recipient_limit = pconfig_get_int("cleanup_recipient_limit");
-	cfg->virt_recursion_limit = pconfig_get_int("virtual_alias_recursion_limit");
-	cfg->virt_expansion_limit = pconfig_get_int("virtual_alias_expansion_limit");
+	cfg->virt_recursion_limit =
+	    pconfig_get_int("virtual_alias_recursion_limit");
+	cfg->virt_expansion_limit =
+	    pconfig_get_int("virtual_alias_expansion_limit");
 	cfg->dup_filter_limit = pconfig_get_int("duplicate_filter_limit");
 	cfg->enable_original_recipient =
 	    pconfig_get_bool("enable_original_recipient");
@@ -122,7 +125,8 @@ int cleanup_cfg_load(cleanup_cfg_t *cfg, str_t *err)
 	if (cfg->header_size_limit <= 0)
 		cfg->header_size_limit = LONG_MAX;
 
-	str_setf(&spec, "%s, %s", cfg->myorigin, pconfig_get_str("mydestination"));
+	str_setf(&spec, "%s, %s", cfg->myorigin,
+	    pconfig_get_str("mydestination"));
 	cfg->local_domains = addr_domlist_new("mydestination", str_cstr(&spec),
 	    0, err);
 	str_release(&spec);
@@ -142,7 +146,8 @@ int cleanup_cfg_load(cleanup_cfg_t *cfg, str_t *err)
 	    err) < 0 ||
 	    checks_open(&cfg->body_checks, "body_checks", err) < 0)
 		goto fail;
-	cfg->body_checks_size_limit = pconfig_get_size("body_checks_size_limit");
+	cfg->body_checks_size_limit =
+	    pconfig_get_size("body_checks_size_limit");
 	cfg->non_smtpd_milters = xstrdup(pconfig_get_str("non_smtpd_milters"));
 	if (queue_layout_from_config(&cfg->ql, err) < 0)
 		goto fail;

@@ -17,8 +17,8 @@ static const struct {
 	{ "DUNNO", CA_NONE }, { "OK", CA_NONE },
 };
 
-enum cleanup_checks_act cleanup_checks_act_parse(const char *value, const char **text,
-    size_t *tlen)
+enum cleanup_checks_act cleanup_checks_act_parse(const char *value,
+    const char **text, size_t *tlen)
 {
 	size_t n = strcspn(value, " \t"), len;
 	const char *t = value + n;

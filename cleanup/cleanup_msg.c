@@ -32,7 +32,8 @@ typedef struct field {
 	size_t len;		/* with continuation lines and terminator */
 	size_t namelen;
 	enum cleanup_hdr_kind kind;
-	enum cleanup_checks_act act;	/* header_checks: IGNORE, PREPEND, REPLACE */
+	enum cleanup_checks_act act;	/* header_checks: IGNORE, PREPEND,
+					 * REPLACE */
 	size_t eoff, elen;	/* PREPEND/REPLACE text, in hedit */
 } field_t;
 
@@ -109,7 +110,8 @@ struct cleanup_msg {
 
 static void cleanup_msg_milters_start(cleanup_msg_t *m);
 static void cleanup_msg_milters_rcpt(cleanup_msg_t *m, const char *addr);
-static void cleanup_msg_milters_data(cleanup_msg_t *m, const void *buf, size_t len);
+static void cleanup_msg_milters_data(cleanup_msg_t *m, const void *buf,
+    size_t len);
 static void cleanup_msg_milters_eom(cleanup_msg_t *m);
 
 /* ---- Errors ----------------------------------------------------------------- */
@@ -240,7 +242,8 @@ static void add_recipient(cleanup_msg_t *m, const char *given, const char *addr,
 		list = xcalloc(1, sizeof(*list));
 		list[0] = xstrdup(addr);
 		n = 1;
-	} else if (cleanup_addr_virtual_expand(m->cfg, addr, &list, &n, &err) != CLEANUP_ADDR_OK) {
+	} else if (cleanup_addr_virtual_expand(m->cfg, addr, &list, &n,
+	    &err) != CLEANUP_ADDR_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 		str_release(&err);
 		return;
@@ -453,7 +456,8 @@ out:
 	return good;
 }
 
-cleanup_msg_t *cleanup_msg_new(cleanup_cfg_t *cfg, const cleanup_msg_envelope_t *env)
+cleanup_msg_t *cleanup_msg_new(cleanup_cfg_t *cfg,
+    const cleanup_msg_envelope_t *env)
 {
 	cleanup_msg_t *m = xcalloc(1, sizeof(*m));
 	str_t err = STR_INIT;
@@ -515,7 +519,8 @@ cleanup_msg_t *cleanup_msg_new(cleanup_cfg_t *cfg, const cleanup_msg_envelope_t 
 	/* The client= (smtpd) and uid= from= (pickup) lines are the
 	 * clients' own, as in Postfix: CLEANUP_FLAG_QUEUE_ID gives them the
 	 * queue ID for it (cleanup_session.c). */
-	if (rewrite_addr(m, true, sender, &m->sender, &err) != CLEANUP_ADDR_OK) {
+	if (rewrite_addr(m, true, sender, &m->sender,
+	    &err) != CLEANUP_ADDR_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 		goto out;
 	}
@@ -659,7 +664,8 @@ static void extract_field(cleanup_msg_t *m, const field_t *f)
 
 		if (e->addr[0] == '\0')
 			continue;	/* <> is nobody */
-		if (rewrite_addr(m, false, e->addr, &out, &err) != CLEANUP_ADDR_OK) {
+		if (rewrite_addr(m, false, e->addr, &out,
+		    &err) != CLEANUP_ADDR_OK) {
 			fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&err));
 			break;
 		}
@@ -771,7 +777,8 @@ static enum cleanup_checks_act check_lookup(cleanup_msg_t *m, struct maps *maps,
 }
 
 /* The actions every check has; false when act is not one of them. */
-static bool common_action(cleanup_msg_t *m, enum cleanup_checks_act act, const char *class,
+static bool common_action(cleanup_msg_t *m, enum cleanup_checks_act act,
+    const char *class,
     const char *what, size_t wlen, const char *text, size_t tlen)
 {
 	str_t t = STR_INIT;
@@ -808,8 +815,8 @@ static bool common_action(cleanup_msg_t *m, enum cleanup_checks_act act, const c
 		str_t a = STR_INIT, err = STR_INIT;
 
 		str_append(&a, text, tlen);
-		if (cleanup_addr_parse_value(m->cfg, str_cstr(&a), &list, &n, &err) < 0 ||
-		    n != 1 || list[0][0] == '\0') {
+		if (cleanup_addr_parse_value(m->cfg, str_cstr(&a), &list, &n,
+		    &err) < 0 || n != 1 || list[0][0] == '\0') {
 			str_t w = STR_INIT;
 			str_quote_printable(&w, text, tlen > 100 ? 100 : tlen);
 			log_warning("%s: REDIRECT needs one address, not \"%s\"%s%s; "
@@ -904,7 +911,8 @@ static void check_headers(cleanup_msg_t *m)
 		struct maps *maps;
 
 		logical_header(m, f, &m->hkey);
-		maps = cleanup_mime_is_header(str_cstr(&m->hkey), str_len(&m->hkey)) ?
+		maps = cleanup_mime_is_header(str_cstr(&m->hkey),
+		    str_len(&m->hkey)) ?
 		    m->cfg->mime_header_checks : m->cfg->header_checks;
 		if (maps == NULL)
 			continue;
@@ -918,7 +926,8 @@ static void check_headers(cleanup_msg_t *m)
 			break;
 		case CA_PREPEND:
 		case CA_REPLACE:
-			if (tlen == 0 || cleanup_hdr_name_len(text, tlen, true) <= 0) {
+			if (tlen == 0 ||
+			    cleanup_hdr_name_len(text, tlen, true) <= 0) {
 				str_t t = STR_INIT;
 				str_quote_printable(&t, text, tlen > 100 ? 100 : tlen);
 				log_warning("%s: header_checks: %s text is not a "
@@ -987,7 +996,8 @@ static void mime_header(void *ctx, int hclass, const char *h, size_t len)
 
 	if (!ok(m) || m->discard)
 		return;
-	maps = hclass == CLEANUP_MIME_NESTED && !cleanup_mime_is_header(h, len) ?
+	maps = hclass == CLEANUP_MIME_NESTED &&
+	    !cleanup_mime_is_header(h, len) ?
 	    m->cfg->nested_header_checks : m->cfg->mime_header_checks;
 	if (maps == NULL)
 		return;
@@ -1071,8 +1081,8 @@ static void body_begin(cleanup_msg_t *m)
 	    cfg->nested_header_checks == NULL) ||
 	    (m->flags & CLEANUP_FLAG_NO_CHECKS))
 		return;
-	m->mime = cleanup_mime_new(cfg->header_size_limit > (1 << 20) ? 1 << 20 :
-	    (size_t)cfg->header_size_limit, mime_header, mime_body,
+	m->mime = cleanup_mime_new(cfg->header_size_limit > (1 << 20) ?
+	    1 << 20 : (size_t)cfg->header_size_limit, mime_header, mime_body,
 	    mime_body_start, m);
 	for (size_t i = 0; i < m->nfields; i++) {
 		const field_t *f = &m->fields[i];
@@ -1238,7 +1248,8 @@ static void finish_header(cleanup_msg_t *m, size_t body, bool need_blank)
 	}
 	if (!have_mid) {
 		str_reset(&tmp);
-		cleanup_hdr_message_id(m->arrival.tv_sec, m->id, m->cfg->myhostname, &tmp);
+		cleanup_hdr_message_id(m->arrival.tv_sec, m->id,
+		    m->cfg->myhostname, &tmp);
 		str_catf(&out, "Message-ID: %s%s", str_cstr(&tmp), m->eol);
 		str_set(&m->message_id, str_cstr(&tmp));
 	}
@@ -1420,7 +1431,8 @@ void cleanup_msg_data(cleanup_msg_t *m, const void *buf, size_t len)
 
 /* ---- Milters ------------------------------------------------------------- */
 
-bool cleanup_msg_milters_wanted(const cleanup_cfg_t *cfg, const cleanup_msg_envelope_t *env)
+bool cleanup_msg_milters_wanted(const cleanup_cfg_t *cfg,
+    const cleanup_msg_envelope_t *env)
 {
 	/* The one place where cleanup decides that a message meets
 	 * non_smtpd_milters: a local submission (pickup, sendmail: a uid),
@@ -1432,8 +1444,8 @@ bool cleanup_msg_milters_wanted(const cleanup_cfg_t *cfg, const cleanup_msg_enve
 	    env->uid >= 0;
 }
 
-void cleanup_msg_edit(cleanup_msg_t *m, int type, uint32_t index, const char *name,
-    const char *value, const void *body, size_t blen)
+void cleanup_msg_edit(cleanup_msg_t *m, int type, uint32_t index,
+    const char *name, const char *value, const void *body, size_t blen)
 {
 	milter_edit_t *e;
 
@@ -1645,7 +1657,8 @@ static void cleanup_msg_milters_rcpt(cleanup_msg_t *m, const char *addr)
 	str_release(&b);
 }
 
-static void cleanup_msg_milters_data(cleanup_msg_t *m, const void *buf, size_t len)
+static void cleanup_msg_milters_data(cleanup_msg_t *m, const void *buf,
+    size_t len)
 {
 	milter_reply_t r = MILTER_REPLY_INIT;
 
@@ -1656,8 +1669,8 @@ static void cleanup_msg_milters_data(cleanup_msg_t *m, const void *buf, size_t l
 		cleanup_msg_milter_verdict(m, milters_data(m->milters, &r), &r);
 	}
 	if (ok(m) && !m->discard)
-		cleanup_msg_milter_verdict(m, milters_content(m->milters, buf, len, &r),
-		    &r);
+		cleanup_msg_milter_verdict(m,
+		    milters_content(m->milters, buf, len, &r), &r);
 	milter_reply_release(&r);
 }
 
@@ -1718,7 +1731,8 @@ static void change_sender(cleanup_msg_t *m, const milter_edit_t *e)
 		    "to a malformed address \"%s\"", pr(&tmp, e->name));
 		goto out;
 	}
-	if (cleanup_addr_rewrite_sender(m->cfg, str_cstr(&a), &out, &why) != CLEANUP_ADDR_OK) {
+	if (cleanup_addr_rewrite_sender(m->cfg, str_cstr(&a), &out,
+	    &why) != CLEANUP_ADDR_OK) {
 		fail(m, CLEANUP_STAT_TEMP, "4.3.0", "%s", str_cstr(&why));
 		goto out;
 	}
@@ -2020,7 +2034,8 @@ static void apply_edits(cleanup_msg_t *m)
 				int bits = nt ? dsn_notify_parse(str_cstr(&nv),
 				    str_len(&nv), DSN_NOTIFY_LENIENT, NULL) : 0;
 				str_t od = STR_INIT;
-				cleanup_msg_rcpt(m, str_cstr(&a), oc, bits != 0, bits);
+				cleanup_msg_rcpt(m, str_cstr(&a), oc, bits != 0,
+				    bits);
 				str_release(&nv);
 				str_release(&ov);
 				str_release(&od);

@@ -196,14 +196,16 @@ void cleanup_session(cleanup_cfg_t *cfg, int fd)
 			goto done;
 		case ATTR_TIMEOUT:
 			log_warning("%s%stimeout reading from cleanup client; "
-			    "closing the connection", m ? cleanup_msg_queue_id(m) :
+			    "closing the connection",
+			    m ? cleanup_msg_queue_id(m) :
 			    "", m && *cleanup_msg_queue_id(m) ? ": " : "");
 			goto done;
 		default:
 			if (attr_reader_errcode(r) == ATTR_E_IO) {
 				/* EOF inside a message, or a read error. */
 				log_warning("%s%sconnection with cleanup client "
-				    "broken: %s", m ? cleanup_msg_queue_id(m) : "",
+				    "broken: %s",
+				    m ? cleanup_msg_queue_id(m) : "",
 				    m && *cleanup_msg_queue_id(m) ? ": " : "",
 				    attr_reader_error(r));
 				goto done;
@@ -241,8 +243,8 @@ void cleanup_session(cleanup_cfg_t *cfg, int fd)
 			else if (a == NULL)
 				str_set(&why, "recipient without address");
 			else
-				cleanup_msg_rcpt(m, a, opt_str(msg, "orcpt"), has,
-				    notify);
+				cleanup_msg_rcpt(m, a, opt_str(msg, "orcpt"),
+				    has, notify);
 		} else if (strcmp(op, "data") == 0) {
 			const void *p;
 			size_t n;
