@@ -297,7 +297,8 @@ static size_t local_char(const unsigned char *u, size_t left,
 	if (u[0] < 0x80)
 		return 1;
 	if ((n = str_utf8_len(u, left)) == 0) {
-		addr_seterr(err, ADDR_ERR_SYNTAX, "invalid UTF-8 in local part");
+		addr_seterr(err, ADDR_ERR_SYNTAX,
+		    "invalid UTF-8 in local part");
 		return 0;
 	}
 	mb->eightbit = true;

@@ -192,7 +192,8 @@ bad_size:
 		return ADDR_OK;
 	case ADDR_P_NOTIFY: {
 		const char *why = NULL;
-		int bits = dsn_notify_parse(v, strlen(v), DSN_NOTIFY_SMTP, &why);
+		int bits =
+		    dsn_notify_parse(v, strlen(v), DSN_NOTIFY_SMTP, &why);
 
 		if (bits < 0)
 			return addr_seterr(err, ADDR_ERR_PARAM, "%s", why);

@@ -199,8 +199,8 @@ static int clnt_send_once(anvil_clnt_t *ac)
 	size_t off = 0;
 
 	while (off < ac->c.buf.len) {
-		ssize_t n = send(ac->c.fd, ac->c.buf.buf + off, ac->c.buf.len - off,
-		    MSG_NOSIGNAL);
+		ssize_t n = send(ac->c.fd, ac->c.buf.buf + off,
+		    ac->c.buf.len - off, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -251,19 +251,22 @@ static attr_msg_t *clnt_recv(anvil_clnt_t *ac)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			attr_clnt_fail(&ac->c, "%s", errno == EAGAIN || errno == EWOULDBLOCK ?
+			attr_clnt_fail(&ac->c, "%s",
+			    errno == EAGAIN || errno == EWOULDBLOCK ?
 			    "timed out waiting for a reply" : strerror(errno));
 			return NULL;
 		}
 		if (n == 0) {
-			attr_clnt_fail(&ac->c, "connection closed without a reply");
+			attr_clnt_fail(&ac->c,
+			    "connection closed without a reply");
 			return NULL;
 		}
 		res = attr_reader_feed(ac->c.r, buf, (size_t)n, &used);
 		if (res == ATTR_DONE) {
 			attr_msg_t *m;
 			if (used != (size_t)n) {
-				attr_clnt_fail(&ac->c, "malformed reply: %zu bytes after it",
+				attr_clnt_fail(&ac->c,
+				    "malformed reply: %zu bytes after it",
 				    (size_t)n - used);
 				return NULL;
 			}

@@ -121,7 +121,8 @@ cleanup_clnt_t *cleanup_clnt_connect(const char *service, int timeout_ms,
 cleanup_clnt_t *cleanup_clnt_fd(int fd, int timeout_ms);
 
 /* Starts a transaction.  -1 if one is already open or after an error. */
-int cleanup_clnt_send_envelope(cleanup_clnt_t *c, const cleanup_envelope_t *env);
+int cleanup_clnt_send_envelope(cleanup_clnt_t *c,
+    const cleanup_envelope_t *env);
 /* One recipient: address in internal form, orcpt "type;xtext" or NULL,
  * notify DSN_NOTIFY_* bits (dsn_notify.h) or 0.  Must
  * come before the first cleanup_clnt_write. */

@@ -123,7 +123,8 @@ int dns_opts_from_config(dns_opts_t *o, str_t *why)
 	o->prefer = strcmp(v, "ipv4") == 0 ? DNS_PREFER_IPV4 :
 	    strcmp(v, "ipv6") == 0 ? DNS_PREFER_IPV6 : DNS_PREFER_ANY;
 	o->address_limit = (size_t)pconfig_get_int("smtp_mx_address_limit");
-	o->defer_if_no_mx_address = pconfig_get_bool("smtp_defer_if_no_mx_address_found");
+	o->defer_if_no_mx_address =
+	    pconfig_get_bool("smtp_defer_if_no_mx_address_found");
 	o->myhostname = pconfig_get_str("myhostname");
 	return 0;
 }

@@ -938,7 +938,8 @@ bool pconfig_item(const char *name, pconfig_item_t *item)
 
 static int cmp_item(const void *a, const void *b)
 {
-	return strcmp(((const pconfig_item_t *)a)->name, ((const pconfig_item_t *)b)->name);
+	return strcmp(((const pconfig_item_t *)a)->name,
+	    ((const pconfig_item_t *)b)->name);
 }
 
 pconfig_item_t *pconfig_list(size_t *count)
@@ -947,7 +948,8 @@ pconfig_item_t *pconfig_list(size_t *count)
 	init();
 	const param_def_t *t = param_table(&tn);
 	htable_entry_t **set = htable_list(settings, &sn);
-	pconfig_item_t *items = xreallocarray(NULL, tn + sn + 1, sizeof(*items));
+	pconfig_item_t *items =
+	    xreallocarray(NULL, tn + sn + 1, sizeof(*items));
 	for (size_t i = 0; i < tn; i++)
 		pconfig_item(t[i].name, &items[n++]);
 	for (size_t i = 0; i < sn; i++)

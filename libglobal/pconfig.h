@@ -8,7 +8,7 @@
  * Typical daemon start-up:
  *
  *	if (pconfig_load(dir) < 0)
- *		log_fatal("%s", pconfig_errors());	// every error, file:line
+ *		log_fatal("%s", pconfig_errors()); // every error, file:line
  *	... apply master.cf -o with pconfig_override() ...
  *	long n = pconfig_get_int("smtpd_recipient_limit");
  *	long w = pconfig_get_int_tr("smtp", "destination_concurrency_limit");
@@ -94,7 +94,7 @@ enum pconfig_origin {
 	PCONFIG_DEFAULT,		/* the table */
 	PCONFIG_FILE,		/* main.cf */
 	PCONFIG_OVERRIDE,	/* pconfig_override */
-	PCONFIG_RUNTIME,		/* set by the program (config_directory) */
+	PCONFIG_RUNTIME,	/* set by the program (config_directory) */
 };
 
 typedef struct pconfig_item {

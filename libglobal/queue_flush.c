@@ -21,7 +21,8 @@ enum queue_flush_send queue_flush_send(const char *config_dir,
 	found = mastercf_trigger_path(config_dir, "qmgr", &rel, errors);
 	if (found <= 0) {
 		str_release(&rel);
-		return found < 0 ? QUEUE_FLUSH_NO_MASTER_CF : QUEUE_FLUSH_NO_QMGR;
+		return found < 0 ? QUEUE_FLUSH_NO_MASTER_CF :
+		    QUEUE_FLUSH_NO_QMGR;
 	}
 	str_setf(where, "%s/%s", pconfig_get_str("queue_directory"),
 	    str_cstr(&rel));
@@ -95,7 +96,8 @@ long queue_flush_site(const queue_layout_t *ql, const char *site, str_t *err)
 	}
 	for (size_t i = 0; i < files.n; i++) {
 		queue_msg_t m;
-		if (queue_msg_open(ql, &files.v[i], &m) == 0 && for_site(&m, site, res)
+		if (queue_msg_open(ql, &files.v[i], &m) == 0
+		    && for_site(&m, site, res)
 		    && utimes(files.v[i].path, NULL) == 0)
 			n++;
 		queue_msg_close(&m);

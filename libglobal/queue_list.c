@@ -160,7 +160,8 @@ int queue_list_print(const queue_layout_t *ql, FILE *out, int flags, str_t *err)
 
 	for (int q = 0; queue_list_queues[q] != NULL && rc == 0; q++) {
 		queue_walk_files_t files = QUEUE_WALK_FILES_INIT;
-		if (queue_walk_collect(ql, queue_list_queues[q], &files, err) < 0) {
+		if (queue_walk_collect(ql, queue_list_queues[q], &files,
+		    err) < 0) {
 			rc = -1;
 			queue_walk_files_free(&files);
 			break;

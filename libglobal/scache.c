@@ -266,10 +266,12 @@ static int clnt_send(scache_clnt_t *sc, int fd)
 		rc = clnt_send_once(sc, fd);
 	}
 	if (rc == -1)
-		attr_clnt_fail(&sc->c, "sending a request: %s", errno == EAGAIN ||
+		attr_clnt_fail(&sc->c, "sending a request: %s",
+		    errno == EAGAIN ||
 		    errno == EWOULDBLOCK ? "timed out" : strerror(errno));
 	else if (rc == -2)
-		attr_clnt_fail(&sc->c, "sending a request: %s", errno == EAGAIN ||
+		attr_clnt_fail(&sc->c, "sending a request: %s",
+		    errno == EAGAIN ||
 		    errno == EWOULDBLOCK || errno == 0 ? "timed out" :
 		    strerror(errno));
 	return rc;
@@ -289,12 +291,13 @@ static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 		bool extra;
 		size_t used;
 		enum attr_result res;
-		ssize_t n = sock_recv_with_fds(sc->c.fd, buf, sizeof(buf), fds, 1,
-		    &nfds, &extra, 0);
+		ssize_t n = sock_recv_with_fds(sc->c.fd, buf, sizeof(buf), fds,
+		    1, &nfds, &extra, 0);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				attr_clnt_fail(&sc->c, "timed out waiting for a reply");
+				attr_clnt_fail(&sc->c,
+				    "timed out waiting for a reply");
 			else
 				attr_clnt_fail(&sc->c, "reading a reply: %s",
 				    strerror(errno));
@@ -309,17 +312,20 @@ static int clnt_recv(scache_clnt_t *sc, attr_msg_t **msg, int *rfd)
 			}
 		}
 		if (extra) {
-			attr_clnt_fail(&sc->c, "malformed reply: more than one descriptor");
+			attr_clnt_fail(&sc->c,
+			    "malformed reply: more than one descriptor");
 			break;
 		}
 		if (n == 0) {
-			attr_clnt_fail(&sc->c, "connection closed without a reply");
+			attr_clnt_fail(&sc->c,
+			    "connection closed without a reply");
 			break;
 		}
 		res = attr_reader_feed(sc->c.r, buf, (size_t)n, &used);
 		if (res == ATTR_DONE) {
 			if (used != (size_t)n) {
-				attr_clnt_fail(&sc->c, "malformed reply: %zu bytes after it",
+				attr_clnt_fail(&sc->c,
+				    "malformed reply: %zu bytes after it",
 				    (size_t)n - used);
 				break;
 			}
@@ -408,7 +414,8 @@ int scache_clnt_find(scache_clnt_t *sc, scache_op_t op, const char *label,
 
 void scache_clnt_idle(scache_clnt_t *sc, int64_t now_ms)
 {
-	if (sc->c.fd >= 0 && sc->idle_ms > 0 && now_ms - sc->last_ms >= sc->idle_ms)
+	if (sc->c.fd >= 0 && sc->idle_ms > 0 &&
+	    now_ms - sc->last_ms >= sc->idle_ms)
 		attr_clnt_close(&sc->c);
 }
 

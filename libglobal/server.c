@@ -413,7 +413,8 @@ static void status_event(int fd, int events, void *ctx)
 	if (events & EVENT_ERROR) {
 		event_remove(S.loop, fd);
 		stream_watch_remove(fd);
-		if (getppid() == S.master_pid && (selfpipe_raised(SIGHUP) || S.retiring))
+		if (getppid() == S.master_pid &&
+		    (selfpipe_raised(SIGHUP) || S.retiring))
 			retire("master disconnected");
 		else
 			stop("master is gone");
@@ -902,7 +903,8 @@ void server_main(int argc, char **argv, const server_spec_t *spec)
 			if (eq == NULL)
 				log_fatal("-o %s: expected name=value", p);
 			name = xstrndup(p, (size_t)(eq - p));
-			if (pconfig_override(str_trim(name), eq + 1, "-o", &err) < 0)
+			if (pconfig_override(str_trim(name), eq + 1, "-o",
+			    &err) < 0)
 				log_fatal("-o %s: %s", p, str_cstr(&err));
 			free(name);
 		}

@@ -161,7 +161,8 @@ static int send_dgram(const char *path, const char *buf, size_t len,
 
 int trigger_send(const char *path, const char *buf, size_t len, int timeout_ms)
 {
-	int64_t deadline = event_now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
+	int64_t deadline =
+	    event_now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
 	struct stat st;
 	int fd, r;
 
