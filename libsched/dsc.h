@@ -11,8 +11,8 @@
  * differ only by case in practice).
  *
  * Life of an entry:
- *   dsc_mark_dead()   a queue was declared dead (feedback.h FEEDBACK_DEAD), or a
- *                     probe failed: creates the entry (failures = 1,
+ *   dsc_mark_dead()   a queue was declared dead (feedback.h FEEDBACK_DEAD), or
+ *                     a probe failed: creates the entry (failures = 1,
  *                     died_at = now) or extends it (failures + 1);
  *                     retry_at = now + backoff_delay(failures, now -
  *                     died_at), i.e. the configured back-off function per

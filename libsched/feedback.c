@@ -52,8 +52,8 @@ static bool func_fail(str_t *err, const char *param, const char *text,
 	return parse_fail(err, param, "invalid feedback value", text, len, why);
 }
 
-bool feedback_func_parse(const char *text, const char *param, feedback_func_t *out,
-    str_t *err)
+bool feedback_func_parse(const char *text, const char *param,
+    feedback_func_t *out, str_t *err)
 {
 	static const char expect[] =
 	    "expected NUMBER, NUMBER/concurrency or NUMBER/sqrt_concurrency, "
@@ -132,8 +132,8 @@ const char *feedback_func_format(const feedback_func_t *fn, str_t *out)
 	return str_cstr(out);
 }
 
-bool feedback_mode_parse(const char *text, const char *param, feedback_mode_t *out,
-    str_t *err)
+bool feedback_mode_parse(const char *text, const char *param,
+    feedback_mode_t *out, str_t *err)
 {
 	size_t len;
 	const char *s = trim(text, &len);
@@ -225,7 +225,8 @@ static void debug_log(const feedback_state_t *st, const feedback_settings_t *s,
 		    st->name ? st->name : "(unnamed)", event, before, st->window,
 		    st->busy, st->success, st->failure, st->fail_cohorts,
 		    st->base, st->ceiling,
-		    probe[(unsigned)st->probe_state <= FEEDBACK_PROBE_OUT ? st->probe_state : 0],
+		    probe[(unsigned)st->probe_state <= FEEDBACK_PROBE_OUT ?
+		    st->probe_state : 0],
 		    (flags & FEEDBACK_DEAD) ? " dead" : "",
 		    (flags & FEEDBACK_REVIVED) ? " revived" : "");
 		return;
@@ -262,7 +263,8 @@ static int learn_window(const feedback_state_t *st)
 	return st->base < cap ? st->base : cap;
 }
 
-void feedback_init(feedback_state_t *st, const feedback_settings_t *s, const char *name)
+void feedback_init(feedback_state_t *st, const feedback_settings_t *s,
+    const char *name)
 {
 	memset(st, 0, sizeof(*st));
 	st->window = initial_window(s);
@@ -281,7 +283,8 @@ static void revive(feedback_state_t *st, const feedback_settings_t *s)
 /* The Postfix growth rule (doc/scheduling-rules.md §4.4) on *w (the
  * window, or base in learn mode),
  * clamped to the concurrency limit and to cap (0: none). */
-static void pf_grow(feedback_state_t *st, const feedback_settings_t *s, int *w, int cap)
+static void pf_grow(feedback_state_t *st, const feedback_settings_t *s, int *w,
+    int cap)
 {
 	st->fail_cohorts = 0;
 	/* Growth is held back while many deliveries are in flight: their
@@ -303,13 +306,15 @@ static void pf_grow(feedback_state_t *st, const feedback_settings_t *s, int *w, 
 /* The Postfix shrink rule and failed-cohort count (doc/scheduling-rules.md
  * §4.5) on *w; true when the
  * destination is now dead (*w = 0). */
-static bool pf_shrink(feedback_state_t *st, const feedback_settings_t *s, int *w)
+static bool pf_shrink(feedback_state_t *st, const feedback_settings_t *s,
+    int *w)
 {
 	bool died = false;
 
 	if (*w > 0) {
 		st->fail_cohorts += 1.0 / *w;
-		if (st->fail_cohorts > s->failed_cohort_limit + FEEDBACK_EPSILON) {
+		if (st->fail_cohorts > s->failed_cohort_limit +
+		    FEEDBACK_EPSILON) {
 			*w = 0;
 			st->dead = true;
 			died = true;
@@ -330,8 +335,8 @@ static bool pf_shrink(feedback_state_t *st, const feedback_settings_t *s, int *w
 
 /* learn: open a probe when its time has come (doc/scheduling-rules.md
  * §4.7, rule 3). */
-static void learn_maybe_probe(feedback_state_t *st, const feedback_settings_t *s,
-    double now)
+static void learn_maybe_probe(feedback_state_t *st,
+    const feedback_settings_t *s, double now)
 {
 	if (st->dead || st->probing || st->ceiling <= 0
 	    || st->probe_state != FEEDBACK_PROBE_IDLE || st->base < st->ceiling
@@ -357,7 +362,8 @@ static int learn_event(feedback_state_t *st, const feedback_settings_t *s,
 	int before = st->window;
 	int flags = 0;
 	feedback_ticket_t guess;
-	const char *event = outcome == FEEDBACK_POSITIVE ? "positive" : "negative";
+	const char *event = outcome == FEEDBACK_POSITIVE ? "positive" :
+	    "negative";
 
 	if (tk == NULL) {
 		guess.conc = st->busy;
@@ -449,15 +455,16 @@ static int learn_event(feedback_state_t *st, const feedback_settings_t *s,
 	return flags;
 }
 
-/* feedback_positive and feedback_negative get no time: in learn mode the start of the
- * latest delivery stands for it (probe timing only). */
+/* feedback_positive and feedback_negative get no time: in learn mode the start
+ * of the latest delivery stands for it (probe timing only). */
 int feedback_positive(feedback_state_t *st, const feedback_settings_t *s)
 {
 	int before = st->window;
 	int flags = 0;
 
 	if (s->mode == FEEDBACK_MODE_LEARN)
-		return learn_event(st, s, FEEDBACK_POSITIVE, NULL, st->last_start);
+		return learn_event(st, s, FEEDBACK_POSITIVE, NULL,
+		    st->last_start);
 
 	if (st->probing || st->dead) {
 		/* The probe got through, or a delivery that was in flight when
@@ -480,7 +487,8 @@ int feedback_negative(feedback_state_t *st, const feedback_settings_t *s)
 	int flags = 0;
 
 	if (s->mode == FEEDBACK_MODE_LEARN)
-		return learn_event(st, s, FEEDBACK_NEGATIVE, NULL, st->last_start);
+		return learn_event(st, s, FEEDBACK_NEGATIVE, NULL,
+		    st->last_start);
 
 	if (st->probing) {
 		feedback_kill(st, s);
@@ -522,7 +530,8 @@ void feedback_kill(feedback_state_t *st, const feedback_settings_t *s)
 		debug_log(st, s, "kill", before, FEEDBACK_DEAD);
 }
 
-int feedback_effective_window(const feedback_state_t *st, const feedback_settings_t *s)
+int feedback_effective_window(const feedback_state_t *st,
+    const feedback_settings_t *s)
 {
 	if (st->dead || st->window <= 0)
 		return 0;
@@ -531,22 +540,24 @@ int feedback_effective_window(const feedback_state_t *st, const feedback_setting
 	return st->window;
 }
 
-double feedback_next_start_time(const feedback_state_t *st, const feedback_settings_t *s)
+double feedback_next_start_time(const feedback_state_t *st,
+    const feedback_settings_t *s)
 {
 	if (!(s->rate_delay > 0) || !st->started)
 		return -HUGE_VAL;
 	return st->last_start + s->rate_delay;
 }
 
-bool feedback_can_start(const feedback_state_t *st, const feedback_settings_t *s, double now)
+bool feedback_can_start(const feedback_state_t *st,
+    const feedback_settings_t *s, double now)
 {
 	if (st->busy >= feedback_effective_window(st, s))
 		return false;
 	return now >= feedback_next_start_time(st, s);
 }
 
-feedback_ticket_t feedback_delivery_start(feedback_state_t *st, const feedback_settings_t *s,
-    double now)
+feedback_ticket_t feedback_delivery_start(feedback_state_t *st,
+    const feedback_settings_t *s, double now)
 {
 	feedback_ticket_t tk;
 
@@ -556,7 +567,8 @@ feedback_ticket_t feedback_delivery_start(feedback_state_t *st, const feedback_s
 	tk.conc = st->busy;
 	tk.negatives = st->negatives;
 	tk.probe = false;
-	if (s->mode == FEEDBACK_MODE_LEARN && st->probe_state == FEEDBACK_PROBE_READY
+	if (s->mode == FEEDBACK_MODE_LEARN
+	    && st->probe_state == FEEDBACK_PROBE_READY
 	    && st->ceiling > 0 && st->busy > st->ceiling) {
 		int before = st->window;
 		tk.probe = true;
@@ -567,8 +579,8 @@ feedback_ticket_t feedback_delivery_start(feedback_state_t *st, const feedback_s
 	return tk;
 }
 
-int feedback_delivery_end(feedback_state_t *st, const feedback_settings_t *s, double now,
-    feedback_outcome_t outcome, const feedback_ticket_t *tk)
+int feedback_delivery_end(feedback_state_t *st, const feedback_settings_t *s,
+    double now, feedback_outcome_t outcome, const feedback_ticket_t *tk)
 {
 	int flags = 0;
 
@@ -583,8 +595,8 @@ int feedback_delivery_end(feedback_state_t *st, const feedback_settings_t *s, do
 	return flags;
 }
 
-int feedback_delivery_done(feedback_state_t *st, const feedback_settings_t *s, double now,
-    feedback_outcome_t outcome)
+int feedback_delivery_done(feedback_state_t *st, const feedback_settings_t *s,
+    double now, feedback_outcome_t outcome)
 {
 	return feedback_delivery_end(st, s, now, outcome, NULL);
 }

@@ -3,8 +3,9 @@
  *
  * With destination_concurrency_feedback_mode = learn the same rules run
  * underneath a learned session limit (doc/scheduling-rules.md §4.7;
- * doc/scheduler-feedback.md section 2a): the window stays at the concurrency where the destination started
- * refusing sessions, with a probe above it now and then.
+ * doc/scheduler-feedback.md section 2a): the window stays at the concurrency
+ * where the destination started refusing sessions, with a probe above it now
+ * and then.
  *
  * Pure logic, TIME UNIT: double seconds (virtual clock; the rate delay
  * and the learn mode's probes use time).  One feedback_state_t lives in each
@@ -14,12 +15,13 @@
  *
  * The caller's protocol for one delivery:
  *     if (feedback_can_start(&q->fb, set, now)) {
- *         tk = feedback_delivery_start(&q->fb, set, now);   busy++, remembers now
+ *         tk = feedback_delivery_start(&q->fb, set, now); busy++, remembers now
  *         ... hand the entry to a delivery agent, keep tk with it ...
  *     }
  *     ... later, when the agent reports:
- *     feedback_delivery_end(&q->fb, set, now, FEEDBACK_POSITIVE, &tk);  or FEEDBACK_NEGATIVE
- *                                                       or FEEDBACK_NONE
+ *     feedback_delivery_end(&q->fb, set, now, FEEDBACK_POSITIVE, &tk);
+ *                                          or FEEDBACK_NEGATIVE
+ *                                          or FEEDBACK_NONE
  * (feedback_delivery_done is the same without a ticket; the learn mode then
  * guesses the delivery's concurrency from busy.)
  * feedback_delivery_end applies the feedback while the finished delivery still
@@ -64,10 +66,11 @@
  * too, as Postfix does; the caller then also clears the DSC entry.
  * Negative events on a dead queue change nothing.
  *
- * Rounding (doc/scheduling-rules.md §4.6): sums of 1/N steps are not exact in floating point (six times
- * 1/6 is 0.9999999999999999), so the comparisons above allow an error of
- * 1e-9 (success >= 1 - 1e-9, failure < -1e-9, fail_cohorts > limit +
- * 1e-9); otherwise a run would sometimes be one event too long.
+ * Rounding (doc/scheduling-rules.md §4.6): sums of 1/N steps are not exact in
+ * floating point (six times 1/6 is 0.9999999999999999), so the comparisons
+ * above allow an error of 1e-9 (success >= 1 - 1e-9, failure < -1e-9,
+ * fail_cohorts > limit + 1e-9); otherwise a run would sometimes be one event
+ * too long.
  *
  * Debug logging (settings.debug, destination_concurrency_feedback_debug):
  * every feedback event logs one line through log_info, e.g.
@@ -97,8 +100,8 @@ typedef struct feedback_func {
  * puts a one-line reason in err (if not NULL), naming 'param' (the
  * parameter being parsed, e.g. "smtp_destination_concurrency_positive_
  * feedback"; may be NULL). */
-bool feedback_func_parse(const char *text, const char *param, feedback_func_t *out,
-    str_t *err);
+bool feedback_func_parse(const char *text, const char *param,
+    feedback_func_t *out, str_t *err);
 /* Value for window N (N < 1 is treated as 1, so nothing divides by 0;
  * doc/scheduling-rules.md §4.2). */
 double feedback_func_eval(const feedback_func_t *fn, int window);
@@ -107,14 +110,14 @@ double feedback_func_eval(const feedback_func_t *fn, int window);
 const char *feedback_func_format(const feedback_func_t *fn, str_t *out);
 
 /* Defaults as in Postfix (doc/scheduling-rules.md §4.1, §4.5, §4.8). */
-#define FEEDBACK_DEF_INITIAL_CONCURRENCY	5	/* initial_destination_concurrency */
+#define FEEDBACK_DEF_INITIAL_CONCURRENCY 5 /* initial_destination_concurrency */
 #define FEEDBACK_DEF_CONCURRENCY_LIMIT	20	/* default_destination_concurrency_limit */
-#define FEEDBACK_DEF_FAILED_COHORT_LIMIT	1.0	/* ..._failed_cohort_limit */
+#define FEEDBACK_DEF_FAILED_COHORT_LIMIT 1.0	/* ..._failed_cohort_limit */
 #define FEEDBACK_DEF_RATE_DELAY		0.0	/* destination_rate_delay, s */
 
 /* destination_concurrency_feedback_mode: postfix (doc/scheduling-rules.md
- * §4.4, §4.5 alone) or learn (the same underneath, plus a learned session limit:
- * doc/scheduler-feedback.md section 2a). */
+ * §4.4, §4.5 alone) or learn (the same underneath, plus a learned session
+ * limit: doc/scheduler-feedback.md section 2a). */
 typedef enum feedback_mode {
 	FEEDBACK_MODE_POSTFIX = 0,
 	FEEDBACK_MODE_LEARN,
@@ -123,8 +126,8 @@ typedef enum feedback_mode {
 /* "postfix" or "learn" (case-insensitive, blanks trimmed).  On error
  * returns false, leaves *out alone and puts a one-line reason naming
  * param (may be NULL) in err (if not NULL). */
-bool feedback_mode_parse(const char *text, const char *param, feedback_mode_t *out,
-    str_t *err);
+bool feedback_mode_parse(const char *text, const char *param,
+    feedback_mode_t *out, str_t *err);
 const char *feedback_mode_name(feedback_mode_t mode);
 
 /* learn mode: probe interval bounds, seconds (doc/scheduling-rules.md
@@ -134,7 +137,7 @@ const char *feedback_mode_name(feedback_mode_t mode);
 
 /* Per-transport settings, filled by the caller. */
 typedef struct feedback_settings {
-	feedback_mode_t mode;			/* destination_concurrency_feedback_mode */
+	feedback_mode_t mode;	/* destination_concurrency_feedback_mode */
 	int initial_concurrency;	/* >= 1 */
 	int concurrency_limit;		/* >= 0; 0 = no limit (as Postfix) */
 	double failed_cohort_limit;	/* >= 0 */
@@ -176,8 +179,8 @@ typedef struct feedback_state {
 
 enum { FEEDBACK_PROBE_IDLE = 0, FEEDBACK_PROBE_READY, FEEDBACK_PROBE_OUT };
 
-/* What feedback_delivery_start says about one delivery; the caller keeps it with
- * the delivery and gives it back to feedback_delivery_end. */
+/* What feedback_delivery_start says about one delivery; the caller keeps it
+ * with the delivery and gives it back to feedback_delivery_end. */
 typedef struct feedback_ticket {
 	int conc;			/* in flight at its start, itself included */
 	bool probe;			/* learn: the probe above the ceiling */
@@ -187,14 +190,14 @@ typedef struct feedback_ticket {
 /* What an event did (bit flags; 0 = nothing changed in the window). */
 enum {
 	FEEDBACK_GREW = 1,			/* window went up */
-	FEEDBACK_SHRANK = 2,			/* window went down (still >= 1) */
-	FEEDBACK_DEAD = 4,			/* destination declared dead, window 0 */
-	FEEDBACK_REVIVED = 8,			/* probe succeeded, window = initial */
+	FEEDBACK_SHRANK = 2,		/* window went down (still >= 1) */
+	FEEDBACK_DEAD = 4,	/* destination declared dead, window 0 */
+	FEEDBACK_REVIVED = 8,		/* probe succeeded, window = initial */
 };
 
 /* Outcome of a delivery, for feedback_delivery_done. */
 typedef enum feedback_outcome {
-	FEEDBACK_NONE = 0,			/* no feedback (e.g. agent crashed) */
+	FEEDBACK_NONE = 0,		/* no feedback (e.g. agent crashed) */
 	FEEDBACK_POSITIVE,
 	FEEDBACK_NEGATIVE,
 } feedback_outcome_t;
@@ -202,7 +205,8 @@ typedef enum feedback_outcome {
 /* window = initial clamped to the limit (and to >= 1), accumulators 0,
  * busy 0, not dead.  name (e.g. "smtp:example.com") is only used in debug
  * logs and must outlive the state (the queue's own name string). */
-void feedback_init(feedback_state_t *st, const feedback_settings_t *s, const char *name);
+void feedback_init(feedback_state_t *st, const feedback_settings_t *s,
+    const char *name);
 
 /* The two feedback events; return FEEDBACK_* flags. */
 int feedback_positive(feedback_state_t *st, const feedback_settings_t *s);
@@ -218,28 +222,31 @@ void feedback_kill(feedback_state_t *st, const feedback_settings_t *s);
 
 /* The concurrency that may actually be used: 0 if dead, min(window, 1)
  * with a rate delay, else window (doc/scheduling-rules.md §4.8). */
-int feedback_effective_window(const feedback_state_t *st, const feedback_settings_t *s);
+int feedback_effective_window(const feedback_state_t *st,
+    const feedback_settings_t *s);
 /* Earliest time a new delivery may start because of the rate delay:
  * last_start + rate_delay, or -HUGE_VAL if there is no rate delay or no
  * delivery was started yet.  (It says nothing about busy/window.) */
-double feedback_next_start_time(const feedback_state_t *st, const feedback_settings_t *s);
+double feedback_next_start_time(const feedback_state_t *st,
+    const feedback_settings_t *s);
 /* May one more delivery start now?  busy < effective window, and with a
  * rate delay also busy == 0 and now >= feedback_next_start_time(). */
-bool feedback_can_start(const feedback_state_t *st, const feedback_settings_t *s, double now);
+bool feedback_can_start(const feedback_state_t *st,
+    const feedback_settings_t *s, double now);
 /* A delivery starts: busy++, last_start = now.  Returns its ticket (in
  * learn mode it may be the probe: see section 2a). */
-feedback_ticket_t feedback_delivery_start(feedback_state_t *st, const feedback_settings_t *s,
-    double now);
+feedback_ticket_t feedback_delivery_start(feedback_state_t *st,
+    const feedback_settings_t *s, double now);
 /* A delivery ended: apply the outcome's feedback (busy still counting the
  * finished delivery), then busy-- (never below 0); in learn mode also the
  * learned ceiling and the probe timing.  tk is the delivery's ticket from
  * feedback_delivery_start (NULL: unknown; c is then taken as busy and an
  * outstanding probe as this delivery if busy is above the ceiling).
  * Returns FEEDBACK_* flags. */
-int feedback_delivery_end(feedback_state_t *st, const feedback_settings_t *s, double now,
-    feedback_outcome_t outcome, const feedback_ticket_t *tk);
+int feedback_delivery_end(feedback_state_t *st, const feedback_settings_t *s,
+    double now, feedback_outcome_t outcome, const feedback_ticket_t *tk);
 /* feedback_delivery_end without a ticket. */
-int feedback_delivery_done(feedback_state_t *st, const feedback_settings_t *s, double now,
-    feedback_outcome_t outcome);
+int feedback_delivery_done(feedback_state_t *st, const feedback_settings_t *s,
+    double now, feedback_outcome_t outcome);
 
 #endif

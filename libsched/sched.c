@@ -431,7 +431,8 @@ void sched_msg_resume(sched_msg_t *m, double now)
  * §10), refused at a memory limit (§8.2, §8.3), or batched into an entry
  * (§2.1). */
 bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
-    const char *nexthop, const char *key, const char *addr, sched_cookie_t cookie)
+    const char *nexthop, const char *key, const char *addr,
+    sched_cookie_t cookie)
 {
 	sched_t *s = m->s;
 	double now = m->refill_time;	/* the time of the current read */

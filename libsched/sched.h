@@ -36,9 +36,9 @@
  * except read_more which calls sched_msg_offer().  A message handle is
  * invalid after its msg_done callback returns.
  *
- * Memory (doc/scheduling-rules.md §8): recipients in memory are bounded globally
- * (qmgr_message_recipient_limit) and per transport (recipient_limit, plus
- * extra_recipient_limit for jobs that preempt); a message is read in
+ * Memory (doc/scheduling-rules.md §8): recipients in memory are bounded
+ * globally (qmgr_message_recipient_limit) and per transport (recipient_limit,
+ * plus extra_recipient_limit for jobs that preempt); a message is read in
  * batches through read_more, and every message may always hold
  * qmgr_message_recipient_minimum recipients so that small messages can be
  * read (and preempt) while a bulk message fills the pools.
@@ -116,7 +116,7 @@ typedef struct sched_tparams {
 	long extra_recipient_limit;	/* more for preempting jobs, default 1000 */
 	long recipient_refill_limit;	/* read a batch when this much room, 100 */
 	double recipient_refill_delay;	/* or when this long since the last, 5s */
-	feedback_settings_t conc;		/* concurrency feedback (feedback.h) */
+	feedback_settings_t conc;	/* concurrency feedback (feedback.h) */
 	sched_limits_t limits;		/* rate limits of every destination */
 	/* Ask driver.dest_limits for each new destination queue of this
 	 * transport (it has a rate table). */
@@ -282,7 +282,8 @@ bool sched_msg_offer(sched_msg_t *m, const char *transport,
  * nexthop for the delivery agent.  key NULL or equal to nexthop is
  * sched_msg_offer. */
 bool sched_msg_offer_key(sched_msg_t *m, const char *transport,
-    const char *nexthop, const char *key, const char *addr, sched_cookie_t cookie);
+    const char *nexthop, const char *key, const char *addr,
+    sched_cookie_t cookie);
 /* From read_more only: the driver cannot offer the next recipient yet
  * (its scheduling key is being looked up).  The message keeps what was
  * offered, stays in the core, and is not read again until
@@ -413,8 +414,9 @@ typedef struct sched_queue_info {
 	double retry_at;		/* when suspended */
 	const char *reason;		/* DSC reason, or NULL */
 	unsigned long deliveries, conn_failures, suspended_rcpts;
-	/* Rate limits (doc/scheduling-rules.md §9); the buckets as of their last change:
-	 * tb_tokens(&msg_bucket, now) gives the tokens left now. */
+	/* Rate limits (doc/scheduling-rules.md §9); the buckets as of their
+	 * last change: tb_tokens(&msg_bucket, now) gives the tokens left
+	 * now. */
 	bool limited;			/* any limit set */
 	sched_limits_t limits;
 	tbucket_t msg_bucket, conn_bucket; /* meaningful when the rate > 0 */

@@ -174,7 +174,7 @@ struct sched_entry {
 	size_t n, cap;
 	bool busy;
 	bool probe;
-	feedback_ticket_t fbt;		/* from feedback_delivery_start, while busy */
+	feedback_ticket_t fbt;	/* from feedback_delivery_start, while busy */
 };
 
 #define PEER_NEXTHOP(p)		((p)->nexthop ? (p)->nexthop : (p)->q->nexthop)

@@ -175,7 +175,8 @@ bool sched_queue_may_start(sched_queue_t *q, double now)
 	if (q->limited && !rate_ok(q, now))
 		return false;
 	if (needs_verdict(q))
-		return q->fb.busy == 0 && now >= feedback_next_start_time(&q->fb, set);
+		return q->fb.busy == 0 &&
+		    now >= feedback_next_start_time(&q->fb, set);
 	return feedback_can_start(&q->fb, set, now);
 }
 
@@ -214,7 +215,8 @@ bool sched_queue_can_start(sched_queue_t *q, double now)
 		const dsc_entry_t *de = NULL;
 		dsc_verdict_t v;
 
-		if (q->fb.busy > 0 || now < feedback_next_start_time(&q->fb, set))
+		if (q->fb.busy > 0 ||
+		    now < feedback_next_start_time(&q->fb, set))
 			return false;
 		v = s->dsc ? dsc_check(s->dsc, t->name, q->nexthop, NULL, now, &de)
 		    : DSC_DELIVER;
@@ -265,7 +267,8 @@ void sched_queue_started(sched_queue_t *q, sched_entry_t *e, double now)
 			tb_take(&q->conn_tb, now);
 		rate_arm(q, now);
 	} else if (set->rate_delay > 0)
-		sched_queue_wake_set(q->t->s, q, feedback_next_start_time(&q->fb, set));
+		sched_queue_wake_set(q->t->s, q,
+		    feedback_next_start_time(&q->fb, set));
 }
 
 /* Take one pending (todo) entry off its peer's and its queue's todo
@@ -384,7 +387,8 @@ void sched_queue_done(sched_queue_t *q, sched_entry_t *e, int flags,
 
 	if ((flags & SCHED_DLV_SITE_FAIL) || (r & FEEDBACK_DEAD)) {
 		sched_queue_kill(q, reason, now);
-	} else if (outcome == FEEDBACK_POSITIVE && (q->dsc_known || (r & FEEDBACK_REVIVED))) {
+	} else if (outcome == FEEDBACK_POSITIVE &&
+	    (q->dsc_known || (r & FEEDBACK_REVIVED))) {
 		if (s->dsc)
 			dsc_probe_ok(s->dsc, t->name, q->nexthop, NULL);
 		sched_queue_revive(q, now);
