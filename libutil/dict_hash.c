@@ -226,7 +226,8 @@ static enum dict_status hash_get(dict_t *d, const char *key, const char **value)
 	if (ret != 0) {
 		str_t why = STR_INIT;
 		bdb_error(&why, "lookup error", ret, &detail);
-		dict_set_error(d, "%s: %s: %s", d->spec, h->f.path, str_cstr(&why));
+		dict_set_error(d, "%s: %s: %s", d->spec, h->f.path,
+		    str_cstr(&why));
 		str_release(&why);
 		str_release(&detail);
 		return DICT_STAT_ERROR;
@@ -263,7 +264,8 @@ static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 	if ((ret = h->db->cursor(h->db, NULL, &c, 0)) != 0) {
 		bdb_sink = NULL;
 		bdb_error(&why, "cannot read", ret, &detail);
-		dict_set_error(d, "%s: %s: %s", d->spec, h->f.path, str_cstr(&why));
+		dict_set_error(d, "%s: %s: %s", d->spec, h->f.path,
+		    str_cstr(&why));
 		rc = -1;
 		goto out;
 	}
@@ -278,7 +280,8 @@ static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 			break;
 		if (ret != 0) {
 			bdb_error(&why, "read error", ret, &detail);
-			dict_set_error(d, "%s: %s: %s", d->spec, h->f.path, str_cstr(&why));
+			dict_set_error(d, "%s: %s: %s", d->spec, h->f.path,
+			    str_cstr(&why));
 			rc = -1;
 			break;
 		}
@@ -286,7 +289,8 @@ static int hash_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 		strip_nul(&v);
 		if (!record_ok(&k, DICT_KEY_MAX, false) || !record_ok(&v, DICT_VALUE_MAX, true)) {
 			dict_set_error(d, "%s: %s: damaged record (key %u bytes, value %u bytes)",
-			    d->spec, h->f.path, (unsigned)k.size, (unsigned)v.size);
+			    d->spec, h->f.path, (unsigned)k.size,
+			    (unsigned)v.size);
 			rc = -1;
 			break;
 		}

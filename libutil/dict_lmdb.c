@@ -199,7 +199,8 @@ static enum dict_status lmdb_get(dict_t *d, const char *key, const char **value)
 	if (lmdb_check(l, false) < 0)
 		return DICT_STAT_ERROR;
 	if ((ret = mdb_txn_renew(l->h.txn)) != 0) {
-		dict_set_error(d, "%s: %s: %s", d->spec, l->f.path, mdb_strerror(ret));
+		dict_set_error(d, "%s: %s: %s", d->spec, l->f.path,
+		    mdb_strerror(ret));
 		return DICT_STAT_ERROR;
 	}
 	k.mv_data = (void *)key;
@@ -221,8 +222,8 @@ static enum dict_status lmdb_get(dict_t *d, const char *key, const char **value)
 			ret = -1;
 		}
 	} else if (ret != MDB_NOTFOUND) {
-		dict_set_error(d, "%s: %s: lookup error: %s", d->spec, l->f.path,
-		    mdb_strerror(ret));
+		dict_set_error(d, "%s: %s: lookup error: %s", d->spec,
+		    l->f.path, mdb_strerror(ret));
 	}
 	mdb_txn_reset(l->h.txn);
 	if (ret == MDB_NOTFOUND)
@@ -242,7 +243,8 @@ static int lmdb_walk(dict_t *d, dict_walk_fn fn, void *ctx)
 		return -1;
 	if ((ret = mdb_txn_renew(l->h.txn)) != 0
 	    || (ret = mdb_cursor_open(l->h.txn, l->h.dbi, &c)) != 0) {
-		dict_set_error(d, "%s: %s: %s", d->spec, l->f.path, mdb_strerror(ret));
+		dict_set_error(d, "%s: %s: %s", d->spec, l->f.path,
+		    mdb_strerror(ret));
 		mdb_txn_reset(l->h.txn);
 		return -1;
 	}

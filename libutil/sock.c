@@ -1,6 +1,6 @@
 /* Sockets: UNIX and TCP listen/connect, descriptor passing, numeric
  * address parsing and formatting; see sock.h. */
-#define _GNU_SOURCE		/* accept4, MSG_CMSG_CLOEXEC, struct ucred on glibc */
+#define _GNU_SOURCE	/* accept4, MSG_CMSG_CLOEXEC, struct ucred on glibc */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -801,7 +801,8 @@ int sock_unix_dgram_listen(const char *path, mode_t mode)
 		return -1;
 	if ((fd = sock_new(AF_UNIX, SOCK_DGRAM, false)) < 0)
 		return -1;
-	if (bind(fd, (struct sockaddr *)&sun, len) < 0 || chmod(path, mode) < 0) {
+	if (bind(fd, (struct sockaddr *)&sun, len) < 0 ||
+	    chmod(path, mode) < 0) {
 		close_keep_errno(fd);
 		return -1;
 	}
@@ -855,7 +856,8 @@ ssize_t sock_unix_sendto(int fd, const char *path, const void *buf,
 
 	if (sock_unix_addr(path, &sun, &slen) < 0)
 		return -1;
-	return sendto(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&sun, slen);
+	return sendto(fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&sun,
+	    slen);
 }
 
 int sock_unix_connect_start(const char *path, int *fdp)
