@@ -91,8 +91,9 @@ int local_conf_from_config(local_conf_t *c, str_t *err)
 	if (words("allow_mail_to_commands",
 	    pconfig_get_str("allow_mail_to_commands"), classes, class_bits, 3,
 	    &c->allow_commands, err) < 0
-	    || words("allow_mail_to_files", pconfig_get_str("allow_mail_to_files"),
-	    classes, class_bits, 3, &c->allow_files, err) < 0
+	    || words("allow_mail_to_files",
+	    pconfig_get_str("allow_mail_to_files"), classes, class_bits, 3,
+	    &c->allow_files, err) < 0
 	    || words("prepend_delivered_header",
 	    pconfig_get_str("prepend_delivered_header"), dt, dt_bits, 3,
 	    &c->prepend_delivered, err) < 0

@@ -79,7 +79,8 @@ bool deliver_too_many(dstate_t *s)
 	if (++s->count <= LOCAL_EXPANSION_MAX)
 		return false;
 	if (s->count == LOCAL_EXPANSION_MAX + 1)
-		deliver_fail(s, "5.3.4", "alias expansion of %s has more than %d targets",
+		deliver_fail(s, "5.3.4",
+		    "alias expansion of %s has more than %d targets",
 		    s->rcpt->address, LOCAL_EXPANSION_MAX);
 	return true;
 }
@@ -350,10 +351,11 @@ static void deliver_forwards(dstate_t *s)
 
 	if (s->fwd.n == 0)
 		return;
-	c = cleanup_clnt_connect(*cf->cleanup_service ? cf->cleanup_service : NULL,
-	    (int)(cf->ipc_timeout * 1000), &err);
+	c = cleanup_clnt_connect(*cf->cleanup_service ? cf->cleanup_service :
+	    NULL, (int)(cf->ipc_timeout * 1000), &err);
 	if (c == NULL) {
-		deliver_fail(s, "4.3.0", "cannot forward mail: %s", str_cstr(&err));
+		deliver_fail(s, "4.3.0", "cannot forward mail: %s",
+		    str_cstr(&err));
 		goto out;
 	}
 	/* RFC 3461 section 6.2.7: forwarded through an alias or .forward,
@@ -381,7 +383,8 @@ static void deliver_forwards(dstate_t *s)
 	env.log_ident = str_cstr(&ident);
 	(void)cleanup_clnt_send_envelope(c, &env);
 	for (size_t i = 0; i < s->fwd.n; i++)
-		(void)cleanup_clnt_send_rcpt(c, s->fwd.v[i].text, orcpt, notify);
+		(void)cleanup_clnt_send_rcpt(c, s->fwd.v[i].text, orcpt,
+		    notify);
 	copy_opts(s, &cp, 0, (cf->prepend_delivered & LOCAL_DT_FORWARD) != 0);
 	if (lmsg_copy(s->msg->content, &cp, to_cleanup, c, &err) == LMSG_EREAD) {
 		(void)cleanup_clnt_abort(c, NULL);
@@ -417,7 +420,8 @@ void deliver_user(dstate_t *s, const char *name, bool forward)
 
 	str_set(&lc, name);
 	str_lower(lc.buf);
-	if (!deliver_first_time(s, forward ? "user" : "user-mailbox", str_cstr(&lc)))
+	if (!deliver_first_time(s, forward ? "user" : "user-mailbox",
+	    str_cstr(&lc)))
 		goto out;
 	r = luser_find(cf->mail_root, str_cstr(&lc), &u, &err);
 	if (r < 0) {
@@ -435,9 +439,11 @@ void deliver_user(dstate_t *s, const char *name, bool forward)
 			if (addr_internalize(ext.buf ? ext.buf : "", ext.len,
 			    ADDR_F_NO_DOMAIN | ADDR_F_LONG_LOCAL | ADDR_F_SMTPUTF8,
 			    &addr, &ae) != ADDR_OK || addr.len == 0)
-				deliver_fail(s, "4.3.5", "bad luser_relay address \"%s\": %s",
+				deliver_fail(s, "4.3.5",
+				    "bad luser_relay address \"%s\": %s",
 				    str_cstr(&ext), ae.text);
-			else if (deliver_first_time(s, "address", str_cstr(&addr)))
+			else if (deliver_first_time(s, "address",
+			    str_cstr(&addr)))
 				deliver_add_forward(s, str_cstr(&addr));
 			str_release(&ext);
 			str_release(&addr);
@@ -463,7 +469,8 @@ static int deliver_known(dstate_t *s)
 	int r = local_rcpt_known(s->l->recipients, s->local, s->domain, &err);
 
 	if (r < 0)
-		deliver_fail(s, "4.3.0", "local_recipient_maps: %s", str_cstr(&err));
+		deliver_fail(s, "4.3.0", "local_recipient_maps: %s",
+		    str_cstr(&err));
 	str_release(&err);
 	return r;
 }
@@ -491,12 +498,14 @@ dlv_action_t local_deliver(local_t *l, const local_msg_t *msg,
 
 	r = lmsg_has_delivered_to(msg->content, rcpt->address);
 	if (r < 0)
-		deliver_fail(&s, "4.3.0", "cannot read the message header of %s",
-		    msg->queue_id);
+		deliver_fail(&s, "4.3.0",
+		    "cannot read the message header of %s", msg->queue_id);
 	else if (r > 0)
-		deliver_fail(&s, "5.4.6", "mail forwarding loop for %s", rcpt->address);
+		deliver_fail(&s, "5.4.6", "mail forwarding loop for %s",
+		    rcpt->address);
 	else if ((r = deliver_known(&s)) == 0)
-		deliver_fail(&s, "5.1.1", "User unknown in local recipient table");
+		deliver_fail(&s, "5.1.1",
+		    "User unknown in local recipient table");
 	else if (r > 0 && !expand_alias(&s))
 		deliver_user(&s, s.user, true);
 	deliver_forwards(&s);

@@ -54,7 +54,8 @@ static void expand_include(dstate_t *s, const char *path, const ident_t *id,
 	int fd;
 
 	if (depth >= LOCAL_INCLUDE_DEPTH) {
-		deliver_fail(s, "5.4.6", ":include: files nested more than %d deep at %s "
+		deliver_fail(s, "5.4.6",
+		    ":include: files nested more than %d deep at %s "
 		    "(a loop?)", LOCAL_INCLUDE_DEPTH, path);
 		return;
 	}
@@ -68,11 +69,13 @@ static void expand_include(dstate_t *s, const char *path, const ident_t *id,
 			close(fd);
 		priv_leave();
 		if (e == ENOENT || e == ELOOP || e == EINVAL || e == EFBIG)
-			deliver_fail(s, "5.3.0", "cannot use :include: file %s: %s", path,
+			deliver_fail(s, "5.3.0",
+			    "cannot use :include: file %s: %s", path,
 			    e == ELOOP ? "it is a symbolic link" : e == EINVAL
 			    ? "not a regular file" : strerror(e));
 		else
-			deliver_fail(s, "4.3.0", "cannot read :include: file %s: %s", path,
+			deliver_fail(s, "4.3.0",
+			    "cannot read :include: file %s: %s", path,
 			    strerror(e));
 		str_release(&text);
 		return;
@@ -80,14 +83,15 @@ static void expand_include(dstate_t *s, const char *path, const ident_t *id,
 	close(fd);
 	priv_leave();
 	if (sb.st_mode & 0002) {
-		deliver_fail(s, "5.7.1", ":include: file %s is world-writable: not used",
-		    path);
+		deliver_fail(s, "5.7.1",
+		    ":include: file %s is world-writable: not used", path);
 		str_release(&text);
 		return;
 	}
 	if (sb.st_uid != 0 && priv_can_switch() && sb.st_uid != id->uid) {
 		if ((pw = getpwuid(sb.st_uid)) == NULL) {
-			deliver_fail(s, "4.3.0", ":include: file %s: owner uid %lu has no "
+			deliver_fail(s, "4.3.0",
+			    ":include: file %s: owner uid %lu has no "
 			    "account", path, (unsigned long)sb.st_uid);
 			str_release(&text);
 			return;
@@ -166,7 +170,8 @@ static void expand_list(dstate_t *s, int cls, const char *list, size_t len,
 			break;
 		case ALIAS_T_COMMAND:
 			if (!(cf->allow_commands & cls)) {
-				deliver_fail(s, "5.7.1", "mail to command is restricted "
+				deliver_fail(s, "5.7.1",
+				    "mail to command is restricted "
 				    "(allow_mail_to_commands): %s in %s", tg->text,
 				    where);
 				break;
@@ -176,7 +181,8 @@ static void expand_list(dstate_t *s, int cls, const char *list, size_t len,
 		case ALIAS_T_FILE:
 		case ALIAS_T_MAILDIR:
 			if (!(cf->allow_files & cls)) {
-				deliver_fail(s, "5.7.1", "mail to file is restricted "
+				deliver_fail(s, "5.7.1",
+				    "mail to file is restricted "
 				    "(allow_mail_to_files): %s in %s", tg->text,
 				    where);
 				break;
@@ -251,7 +257,8 @@ bool expand_forward(dstate_t *s, const luser_t *u)
 				    str_cstr(&path), u->name);
 				continue;
 			}
-			deliver_fail(s, "4.3.0", "cannot open .forward file %s: %s",
+			deliver_fail(s, "4.3.0",
+			    "cannot open .forward file %s: %s",
 			    str_cstr(&path), strerror(e));
 			used = true;
 			break;
@@ -260,7 +267,8 @@ bool expand_forward(dstate_t *s, const luser_t *u)
 			int e = errno;
 			close(fd);
 			priv_leave();
-			deliver_fail(s, "4.3.0", "cannot read .forward file %s: %s",
+			deliver_fail(s, "4.3.0",
+			    "cannot read .forward file %s: %s",
 			    str_cstr(&path), strerror(e));
 			used = true;
 			break;
@@ -285,7 +293,8 @@ bool expand_forward(dstate_t *s, const luser_t *u)
 			int e = errno;
 			close(fd);
 			priv_leave();
-			deliver_fail(s, e == EFBIG ? "5.3.0" : "4.3.0", "cannot read "
+			deliver_fail(s, e == EFBIG ? "5.3.0" : "4.3.0",
+			    "cannot read "
 			    ".forward file %s: %s", str_cstr(&path), strerror(e));
 			used = true;
 			break;
@@ -341,7 +350,8 @@ static bool expand_alias_ident(dstate_t *s, const char *spec, ident_t *id,
 			id->name = holder->name = xstrdup(pw->pw_name);
 			return true;
 		}
-		deliver_fail(s, "4.3.0", "alias table %s: owner uid %lu has no account",
+		deliver_fail(s, "4.3.0",
+		    "alias table %s: owner uid %lu has no account",
 		    spec, (unsigned long)owner);
 		return false;
 	}
@@ -413,8 +423,8 @@ bool expand_alias(dstate_t *s)
 
 		if (rc < 0) {
 			expand_why(m, &err);
-			deliver_fail(s, "4.3.0", "alias database unavailable: %s",
-			    str_cstr(&err));
+			deliver_fail(s, "4.3.0",
+			    "alias database unavailable: %s", str_cstr(&err));
 			str_release(&err);
 			return true;
 		}
@@ -423,7 +433,8 @@ bool expand_alias(dstate_t *s)
 		char *copy = xstrdup(value);
 		ident_t id;
 		luser_t holder = LUSER_INIT;
-		spec = maps_found(m);	/* an entry's spec: lives as long as m */
+		spec = maps_found(m);	/* an entry's spec: lives as long
+					 * as m */
 		s->expanded = true;
 		if (expand_alias_ident(s, spec, &id, &holder)) {
 			expand_owner(s, keys[k]);
