@@ -200,8 +200,8 @@ int main(int argc, char **argv)
 	pconfig_log_warnings();
 	/* Services of a Postfix master.cf whose daemon Petrel does not have
 	 * are left out, with a warning (petrel check says the same). */
-	if (postfix_mastercf_filter(master.mcf, pconfig_get_str("daemon_directory"),
-	    &errors) > 0)
+	if (postfix_mastercf_filter(master.mcf,
+	    pconfig_get_str("daemon_directory"), &errors) > 0)
 		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
 	master.queue_dir = xstrdup(pconfig_get_str("queue_directory"));
 	if (chdir(master.queue_dir) < 0)
@@ -249,7 +249,8 @@ int main(int argc, char **argv)
 		    pw ? pw->pw_name : "?", (long)geteuid());
 	}
 	if (!master.private_instance && jail_wanted(master.mcf))
-		(void)jail_refresh(master.queue_dir, pconfig_get_str("chroot_files"));
+		(void)jail_refresh(master.queue_dir,
+		    pconfig_get_str("chroot_files"));
 	master_services_start(true);
 	log_info("daemon started -- version %s, configuration %s",
 	    PETREL_VERSION, master.config_dir);

@@ -115,7 +115,8 @@ static int inet_addrs(const mastercf_entry_t *e, struct sockaddr_storage **a,
 {
 	bool v4, v6;
 	int port = resolve_port(e->port, err);
-	const char *hosts = *e->host ? e->host : pconfig_get_str("inet_interfaces");
+	const char *hosts = *e->host ? e->host :
+	    pconfig_get_str("inet_interfaces");
 	char *copy, *p, *tok;
 
 	*a = NULL;
@@ -276,8 +277,8 @@ static int open_endpoint(master_service_t *s, struct sockaddr_storage *addrs,
 		add_fd(s, fd);
 		return 0;
 	case MCF_UNIX_DGRAM:
-		if (clear_path(s->path, false) < 0 || (fd = sock_unix_dgram_listen(s->path,
-		    0666)) < 0)
+		if (clear_path(s->path, false) < 0 ||
+		    (fd = sock_unix_dgram_listen(s->path, 0666)) < 0)
 			break;
 		add_fd(s, fd);
 		return 0;
@@ -545,7 +546,8 @@ void master_reload(void)
 	maincf_changed = strcmp(str_cstr(&text), str_cstr(&oldtext)) != 0;
 	/* The jail first: the processes started from now on see it. */
 	if (!master.private_instance && jail_wanted(mcf))
-		(void)jail_refresh(master.queue_dir, pconfig_get_str("chroot_files"));
+		(void)jail_refresh(master.queue_dir,
+		    pconfig_get_str("chroot_files"));
 	str_set(&master.maincf_text, str_cstr(&text));
 
 	/* Match new entries with running services. */

@@ -104,7 +104,8 @@ static void purge_temp_files(void)
 		str_release(&err);
 		return;
 	}
-	(void)qfile_tmp_purge(&ql, (time_t)pconfig_get_time("temp_file_max_age"));
+	(void)qfile_tmp_purge(&ql,
+	    (time_t)pconfig_get_time("temp_file_max_age"));
 	queue_layout_free(&ql);
 	str_release(&err);
 }

@@ -364,8 +364,8 @@ static int check_services(const mastercf_t *m, const char *config_dir)
 		if (e->argv[0][0] == '/')
 			str_set(&cmd, e->argv[0]);
 		else
-			str_setf(&cmd, "%s/%s", pconfig_get_str("daemon_directory"),
-			    e->argv[0]);
+			str_setf(&cmd, "%s/%s",
+			    pconfig_get_str("daemon_directory"), e->argv[0]);
 		if (access(str_cstr(&cmd), X_OK) < 0) {
 			log_error("%s:%d: service %s/%s: %s: %s", e->file, e->line,
 			    e->service, mastercf_type_name(e->type), str_cstr(&cmd),
@@ -467,8 +467,8 @@ int petrel_check(const char *config_dir)
 	if (m == NULL || str_len(&errors)) {
 		log_lines(LOG_LVL_ERROR, str_cstr(&errors));
 		problems++;
-	} else if (postfix_mastercf_filter(m, pconfig_get_str("daemon_directory"),
-	    &errors) > 0) {
+	} else if (postfix_mastercf_filter(m,
+	    pconfig_get_str("daemon_directory"), &errors) > 0) {
 		/* Not a problem: master leaves them out the same way. */
 		log_lines(LOG_LVL_WARNING, str_cstr(&errors));
 	}
