@@ -224,7 +224,8 @@ static void render_qmgr(str_t *out, const attr_msg_t *m)
 
 void metrics_render(str_t *out, const metrics_input_t *in)
 {
-	bool up = in->status != NULL && qmgr_clnt_reply_status(in->status) == QMGR_CLNT_OK;
+	bool up = in->status != NULL &&
+	    qmgr_clnt_reply_status(in->status) == QMGR_CLNT_OK;
 	bool scan_error = false;
 
 	expo_family(out, "petrel_qmgr_up",
