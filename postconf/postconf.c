@@ -37,7 +37,8 @@ static void usage(void)
 enum { SHOW_EFFECTIVE, SHOW_DEFAULTS, SHOW_SET };
 
 /* Prints one item as "name = value" (or the value only). */
-static void print_item(const pconfig_item_t *it, int show, bool value_only, bool expand)
+static void print_item(const pconfig_item_t *it, int show, bool value_only,
+    bool expand)
 {
 	const char *v = show == SHOW_DEFAULTS ? it->defval : it->value;
 	str_t x = STR_INIT;
