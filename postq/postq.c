@@ -113,7 +113,8 @@ static int list_direct(const queue_layout_t *ql, bool json, const char *no_showq
 	/* root and mail_owner always; others as the list says. */
 	if (!privileged())
 		check_user("authorized_mailq_users");
-	if (queue_list_print(ql, stdout, json ? QUEUE_LIST_JSON : 0, &err) < 0) {
+	if (queue_list_print(ql, stdout, json ? QUEUE_LIST_JSON : 0,
+	    &err) < 0) {
 		if (strstr(str_cstr(&err), "Permission denied") != NULL)
 			log_error("cannot read the mail queue: %s (only root and "
 			    "mail_owner can read %s directly); cannot connect to "
@@ -139,7 +140,8 @@ static int do_list(bool json)
 	layout(&ql);
 	if (privileged()) {
 		rc = list_direct(&ql, json, NULL);
-	} else if ((rc = showq_clnt_list(ql.dir, json, stdout, stderr, &err)) < 0) {
+	} else if ((rc = showq_clnt_list(ql.dir, json, stdout, stderr,
+	    &err)) < 0) {
 		if (errno == ENOENT || errno == ECONNREFUSED || errno == EACCES
 		    || errno == ENOTDIR)
 			rc = list_direct(&ql, json, str_cstr(&err));
@@ -187,8 +189,9 @@ static int do_flush_site(const char *site)
 	/* A dead destination would defer its mail again at once: forget it
 	 * (when qmgr runs; otherwise there is nothing to forget). */
 	str_reset(&err);
-	if (qmgr_clnt_request_simple(ql.dir, QMGR_CLNT_REQ_DSC_CLEAR, site, NULL, &cleared,
-	    10000, &err) == QMGR_CLNT_FAIL && errno != ENOENT && errno != ECONNREFUSED)
+	if (qmgr_clnt_request_simple(ql.dir, QMGR_CLNT_REQ_DSC_CLEAR, site,
+	    NULL, &cleared, 10000, &err) == QMGR_CLNT_FAIL && errno != ENOENT &&
+	    errno != ECONNREFUSED)
 		log_warning("%s", str_cstr(&err));
 	str_reset(&err);
 	if (queue_flush_trigger(config_dir, "D", &err) < 0) {
@@ -219,8 +222,8 @@ static int do_flush_id(const char *id)
 		fprintf(stderr, "postq: %s: already being delivered\n", id);
 	} else if (strcmp(queue, QUEUE_MAILDROP) == 0) {
 		fprintf(stderr, "postq: %s: waiting for pickup\n", id);
-	} else if (queue_flush_trigger(config_dir, strcmp(queue, QUEUE_INCOMING) == 0
-	    ? "I" : "D", &err) < 0) {
+	} else if (queue_flush_trigger(config_dir,
+	    strcmp(queue, QUEUE_INCOMING) == 0 ? "I" : "D", &err) < 0) {
 		log_error("%s", str_cstr(&err));
 		rc = 1;
 	}
@@ -315,7 +318,8 @@ static int do_postcat(const char *self, int n, char **ids)
 	if (slash)
 		str_setf(&prog, "%.*s/postcat", (int)(slash - self), self);
 	else
-		str_setf(&prog, "%s/postcat", pconfig_get_str("command_directory"));
+		str_setf(&prog, "%s/postcat",
+		    pconfig_get_str("command_directory"));
 	argv[k++] = (char *)"postcat";
 	argv[k++] = (char *)"-c";
 	argv[k++] = (char *)config_dir;

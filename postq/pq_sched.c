@@ -116,7 +116,8 @@ void pq_sched_text(str_t *out, const attr_msg_t *m, bool verbose)
 			str_cat(out, "suspended by administrator");
 		else if (L(q, "suspended"))
 			str_catf(out, "dead until %s",
-			    queue_list_time_text((time_t)L(q, "retry_at"), tbuf));
+			    queue_list_time_text((time_t)L(q, "retry_at"),
+			    tbuf));
 		else if (L(q, "probing"))
 			str_cat(out, "probing");
 		else if (L(q, "dead"))
@@ -155,8 +156,8 @@ void pq_sched_text(str_t *out, const attr_msg_t *m, bool verbose)
 		const attr_msg_t *h = group(m, "held", i);
 		str_cat(out, "  ");
 		safe(out, S(h, "nexthop"));
-		str_catf(out, " since %s (", queue_list_time_text((time_t)L(h, "since"),
-		    tbuf));
+		str_catf(out, " since %s (",
+		    queue_list_time_text((time_t)L(h, "since"), tbuf));
 		safe(out, S(h, "reason"));
 		str_cat(out, ")\n");
 	}
