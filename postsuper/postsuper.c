@@ -130,8 +130,8 @@ static int run_action(const queue_layout_t *ql, qmgr_clnt_action_t act,
 	/* Tell qmgr about mail it should look at now (when it runs). */
 	if (st.released_deferred || st.requeued_incoming) {
 		str_reset(&err);
-		if (queue_flush_trigger(config_dir, st.requeued_incoming ? "I" : "D",
-		    &err) < 0 && log_verbose)
+		if (queue_flush_trigger(config_dir,
+		    st.requeued_incoming ? "I" : "D", &err) < 0 && log_verbose)
 			log_info("%s", str_cstr(&err));
 	}
 	if (st.errors > 0 || st.missing > 0)
@@ -150,8 +150,8 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 	bool all = strcmp(request, QMGR_CLNT_REQ_DSC_CLEAR) == 0
 	    && strcmp(dest, "ALL") == 0;
 
-	st = qmgr_clnt_request_simple(ql->dir, request, all ? NULL : dest, NULL, &count,
-	    10000, &err);
+	st = qmgr_clnt_request_simple(ql->dir, request, all ? NULL : dest, NULL,
+	    &count, 10000, &err);
 	if (st == QMGR_CLNT_FAIL) {
 		log_error("%s", str_cstr(&err));
 		rc = 1;
@@ -188,7 +188,8 @@ static int run_dest(const queue_layout_t *ql, const char *request,
 
 int main(int argc, char **argv)
 {
-	arglist_t lists[4] = { { NULL, 0 } };	/* indexed by qmgr_clnt_action_t */
+	arglist_t lists[4] = { { NULL, 0 } };	/* indexed by
+						 * qmgr_clnt_action_t */
 	arglist_t x = { NULL, 0 }, P = { NULL, 0 }, U = { NULL, 0 };
 	bool structure = false, purge = false;
 	int c, wait = QMGR_CLNT_WAIT_DEFAULT, rc = 0, verbose = 0;
@@ -302,8 +303,8 @@ int main(int argc, char **argv)
 		    st.purged, st.purged == 1 ? "" : "s");
 	}
 	for (int a = 0; a < 4; a++)
-		rc |= run_action(&ql, (qmgr_clnt_action_t)a, &lists[a], argc ? argv : NULL,
-		    wait);
+		rc |= run_action(&ql, (qmgr_clnt_action_t)a, &lists[a],
+		    argc ? argv : NULL, wait);
 	for (int i = 0; i < x.n; i++)
 		rc |= run_dest(&ql, QMGR_CLNT_REQ_DSC_CLEAR, x.v[i]);
 	for (int i = 0; i < P.n; i++)

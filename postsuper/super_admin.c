@@ -60,7 +60,8 @@ super_admin_t *super_admin_new(const queue_layout_t *ql, qmgr_clnt_action_t act,
 
 	a->ql = ql;
 	a->act = act;
-	a->queues = queues && *queues ? queues : super_admin_default_queues(act);
+	a->queues = queues && *queues ? queues :
+	    super_admin_default_queues(act);
 	a->wait = wait;
 	a->batch = xcalloc(QMGR_CLNT_MAX_IDS, sizeof(*a->batch));
 	return a;
@@ -117,7 +118,8 @@ static void one(super_admin_t *a, const char *id)
 			} else {
 				/* It was there a moment ago: qmgr finished it. */
 				log_warning("%s: the message left the queue before "
-				    "it could be %s", id, qmgr_clnt_action_done_text(a->act));
+				    "it could be %s", id,
+				    qmgr_clnt_action_done_text(a->act));
 				a->st.gone++;
 			}
 			goto out;
@@ -245,7 +247,8 @@ static void flush_batch(super_admin_t *a)
 			break;
 		case QMGR_CLNT_MSG_GONE:
 			log_warning("%s: the message left the queue before it "
-			    "could be %s", ids[i], qmgr_clnt_action_done_text(a->act));
+			    "could be %s", ids[i],
+			    qmgr_clnt_action_done_text(a->act));
 			a->st.gone++;
 			break;
 		case QMGR_CLNT_MSG_PENDING:

@@ -177,7 +177,8 @@ static void own(const char *path)
 {
 	struct passwd *pw;
 
-	if (geteuid() != 0 || (pw = getpwnam(pconfig_get_str("mail_owner"))) == NULL)
+	if (geteuid() != 0 ||
+	    (pw = getpwnam(pconfig_get_str("mail_owner"))) == NULL)
 		return;
 	if (chown(path, pw->pw_uid, pw->pw_gid) < 0)
 		log_warning("chown %s: %s", path, strerror(errno));
