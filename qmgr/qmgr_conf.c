@@ -30,9 +30,12 @@ static void sched_params_from_config(sched_params_t *p)
 	str_t err = STR_INIT;
 
 	sched_params_init(p);
-	p->message_recipient_limit = pconfig_get_int("qmgr_message_recipient_limit");
-	p->message_recipient_minimum = pconfig_get_int("qmgr_message_recipient_minimum");
-	p->dsc_limit = (size_t)pconfig_get_int("destination_status_cache_limit");
+	p->message_recipient_limit =
+	    pconfig_get_int("qmgr_message_recipient_limit");
+	p->message_recipient_minimum =
+	    pconfig_get_int("qmgr_message_recipient_minimum");
+	p->dsc_limit =
+	    (size_t)pconfig_get_int("destination_status_cache_limit");
 	if (!backoff_parse_function(pconfig_get_str("backoff_function"),
 	    &p->backoff.function, &err))
 		log_fatal("%s", str_cstr(&err));
@@ -40,8 +43,10 @@ static void sched_params_from_config(sched_params_t *p)
 	p->backoff.max_time = (double)pconfig_get_time("maximal_backoff_time");
 	p->backoff.retry_count = (int)pconfig_get_int("backoff_retry_count");
 	p->backoff.jitter = (double)pconfig_get_int("backoff_jitter");
-	p->backoff.queue_lifetime = (double)pconfig_get_time("maximal_queue_lifetime");
-	p->backoff.bounce_lifetime = (double)pconfig_get_time("bounce_queue_lifetime");
+	p->backoff.queue_lifetime =
+	    (double)pconfig_get_time("maximal_queue_lifetime");
+	p->backoff.bounce_lifetime =
+	    (double)pconfig_get_time("bounce_queue_lifetime");
 	if (p->backoff.jitter > 0) {
 		srandom((unsigned)time(NULL) ^ (unsigned)getpid());
 		p->backoff.rand = jitter_rand;
@@ -210,26 +215,35 @@ static void tparams_from_config(sched_tparams_t *tp, const char *name,
 
 	sched_tparams_init(tp, name);
 	tp->process_limit = maxproc > 0 ? maxproc : QMGR_UNLIMITED_PROCS;
-	tp->delivery_slot_cost = (int)pconfig_get_int_tr(name, "delivery_slot_cost");
-	tp->delivery_slot_loan = (int)pconfig_get_int_tr(name, "delivery_slot_loan");
-	tp->delivery_slot_discount = (int)pconfig_get_int_tr(name, "delivery_slot_discount");
-	tp->minimum_delivery_slots = (int)pconfig_get_int_tr(name, "minimum_delivery_slots");
+	tp->delivery_slot_cost =
+	    (int)pconfig_get_int_tr(name, "delivery_slot_cost");
+	tp->delivery_slot_loan =
+	    (int)pconfig_get_int_tr(name, "delivery_slot_loan");
+	tp->delivery_slot_discount =
+	    (int)pconfig_get_int_tr(name, "delivery_slot_discount");
+	tp->minimum_delivery_slots =
+	    (int)pconfig_get_int_tr(name, "minimum_delivery_slots");
 	/* 0 is "no limit"; one request carries at most DLV_MAX_RCPT. */
 	drl = pconfig_get_int_tr(name, "destination_recipient_limit");
 	tp->destination_recipient_limit = drl <= 0 || drl > DLV_MAX_RCPT ?
 	    DLV_MAX_RCPT : (int)drl;
 	tp->recipient_limit = pconfig_get_int_tr(name, "recipient_limit");
-	tp->extra_recipient_limit = pconfig_get_int_tr(name, "extra_recipient_limit");
-	tp->recipient_refill_limit = pconfig_get_int_tr(name, "recipient_refill_limit");
-	tp->recipient_refill_delay = (double)pconfig_get_time_tr(name, "recipient_refill_delay");
+	tp->extra_recipient_limit =
+	    pconfig_get_int_tr(name, "extra_recipient_limit");
+	tp->recipient_refill_limit =
+	    pconfig_get_int_tr(name, "recipient_refill_limit");
+	tp->recipient_refill_delay =
+	    (double)pconfig_get_time_tr(name, "recipient_refill_delay");
 	tp->conc.initial_concurrency = (int)pconfig_get_int_tr(name,
 	    "initial_destination_concurrency");
 	tp->conc.concurrency_limit = (int)pconfig_get_int_tr(name,
 	    "destination_concurrency_limit");
 	tp->conc.failed_cohort_limit = (double)pconfig_get_int_tr(name,
 	    "destination_concurrency_failed_cohort_limit");
-	tp->conc.rate_delay = (double)pconfig_get_time_tr(name, "destination_rate_delay");
-	tp->conc.debug = pconfig_get_bool("destination_concurrency_feedback_debug");
+	tp->conc.rate_delay =
+	    (double)pconfig_get_time_tr(name, "destination_rate_delay");
+	tp->conc.debug =
+	    pconfig_get_bool("destination_concurrency_feedback_debug");
 	if (!tb_rate_parse(pconfig_get_str_tr(name, "destination_message_rate"),
 	    &tp->limits.msg_rate, &err)
 	    || !tb_rate_parse(pconfig_get_str_tr(name,
@@ -378,7 +392,8 @@ void qmgr_conf_init(void)
 	Q.transport_retry_time = pconfig_get_time("transport_retry_time");
 	Q.delay_warning_time = pconfig_get_time("delay_warning_time");
 	Q.soft_bounce = pconfig_get_bool("soft_bounce");
-	Q.default_filter_nexthop = xstrdup(pconfig_get_str("default_filter_nexthop"));
+	Q.default_filter_nexthop =
+	    xstrdup(pconfig_get_str("default_filter_nexthop"));
 	Q.myhostname = xstrdup(pconfig_get_str("myhostname"));
 	Q.log_digits = (int)pconfig_get_int("delay_logging_resolution_limit");
 	list_init(&Q.messages);

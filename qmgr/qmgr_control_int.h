@@ -47,7 +47,8 @@ typedef struct qmgr_pending_req {
 typedef struct qmgr_pending {
 	char id[QUEUE_ID_SIZE];
 	qmgr_clnt_action_t act;
-	qmgr_pending_req_t *req;	/* NULL once the client stopped waiting */
+	qmgr_pending_req_t *req;	/* NULL once the client stopped
+					 * waiting */
 	size_t idx;
 	list_node_t node;
 } qmgr_pending_t;

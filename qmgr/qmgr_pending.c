@@ -243,8 +243,8 @@ void qmgr_pending_request(qmgr_control_conn_t *k, const attr_msg_t *m)
 		c->npending++;
 		log_info("%s: stopping delivery: %s requested by administrator",
 		    id, qmgr_clnt_action_name(act));
-		(void)sched_msg_stop(c->s, id, qmgr_clnt_action_stop_reason(act),
-		    qmgr_control_now(c));
+		(void)sched_msg_stop(c->s, id,
+		    qmgr_clnt_action_stop_reason(act), qmgr_control_now(c));
 		any = true;
 	}
 	if (any)

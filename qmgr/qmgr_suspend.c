@@ -78,7 +78,8 @@ void qmgr_suspend_load(qmgr_control_t *c)
 			*tab = 0;
 			reason = tab + 1;
 		}
-		if (!text_ok(line, QMGR_SUSPEND_MAX_NEXTHOP, false) || *line == 0
+		if (!text_ok(line, QMGR_SUSPEND_MAX_NEXTHOP, false)
+		    || *line == 0
 		    || !text_ok(reason, QMGR_SUSPEND_MAX_REASON, true)) {
 			log_warning("%s: bad line ignored", c->state_path);
 			continue;
@@ -131,7 +132,8 @@ void qmgr_suspend_request(qmgr_control_t *c, const attr_msg_t *m, str_t *out,
 		qmgr_control_reply_status(out, QMGR_CLNT_FAIL,
 		    "missing or bad nexthop");
 	} else if (!text_ok(reason, QMGR_SUSPEND_MAX_REASON, true)) {
-		qmgr_control_reply_status(out, QMGR_CLNT_FAIL, "bad reason text");
+		qmgr_control_reply_status(out, QMGR_CLNT_FAIL,
+		    "bad reason text");
 	} else if (suspend) {
 		sched_dest_suspend(c->s, nexthop, reason, qmgr_control_now(c));
 		free(htable_put(c->reasons, nexthop, xstrdup(reason)));
