@@ -355,7 +355,8 @@ static void post_jail(void *ctx)
 	(void)ctx;
 	D.timeout_ms = ms_of("connection_cache_protocol_timeout");
 	D.status_ms = ms_of("connection_cache_status_update_time");
-	per_dest = (size_t)pconfig_get_int("connection_cache_destination_limit");
+	per_dest =
+	    (size_t)pconfig_get_int("connection_cache_destination_limit");
 	total = (size_t)pconfig_get_int("connection_cache_session_limit");
 
 	/* Sessions, clients and the descriptors clients send ahead of their
