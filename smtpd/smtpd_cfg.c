@@ -84,7 +84,8 @@ static int load_sasl(smtpd_cfg_t *cfg, str_t *err)
 	cfg->sasl_header = pconfig_get_bool("smtpd_sasl_authenticated_header");
 	cfg->broken_sasl = pconfig_get_bool("broken_sasl_auth_clients");
 	cfg->sasl_timeout_ms = pconfig_get_time("smtpd_sasl_timeout") * 1000;
-	cfg->sasl_resp_limit = (size_t)pconfig_get_int("smtpd_sasl_response_limit");
+	cfg->sasl_resp_limit =
+	    (size_t)pconfig_get_int("smtpd_sasl_response_limit");
 	cfg->sasl_path = xstrdup(pconfig_get_str("smtpd_sasl_path"));
 	cfg->sasl_service = xstrdup(pconfig_get_str("smtpd_sasl_service"));
 	if (sasl_opts_parse(pconfig_get_str("smtpd_sasl_security_options"),
@@ -157,26 +158,34 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	cfg->myorigin = xstrdup(pconfig_get_str("myorigin"));
 	cfg->banner = xstrdup(pconfig_get_str("smtpd_banner"));
 	cfg->timeout_ms = pconfig_get_time("smtpd_timeout") * 1000;
-	cfg->starttls_timeout_ms = pconfig_get_time("smtpd_starttls_timeout") * 1000;
+	cfg->starttls_timeout_ms =
+	    pconfig_get_time("smtpd_starttls_timeout") * 1000;
 	cfg->ipc_timeout_ms = pconfig_get_time("ipc_timeout") * 1000;
 	cfg->hard_limit = pconfig_get_int("smtpd_hard_error_limit");
 	cfg->soft_limit = pconfig_get_int("smtpd_soft_error_limit");
 	cfg->junk_limit = pconfig_get_int("smtpd_junk_command_limit");
 	cfg->error_sleep = pconfig_get_time("smtpd_error_sleep_time");
 	cfg->rcpt_limit = pconfig_get_int("smtpd_recipient_limit");
-	cfg->rcpt_overshoot = pconfig_get_int("smtpd_recipient_overshoot_limit");
+	cfg->rcpt_overshoot =
+	    pconfig_get_int("smtpd_recipient_overshoot_limit");
 	cfg->size_limit = (uint64_t)pconfig_get_size("message_size_limit");
 	cfg->line_limit = (size_t)pconfig_get_int("line_length_limit");
-	cfg->conn_limit = pconfig_get_int("smtpd_client_connection_count_limit");
-	cfg->conn_rate_limit = pconfig_get_int("smtpd_client_connection_rate_limit");
-	cfg->mail_rate_limit = pconfig_get_int("smtpd_client_message_rate_limit");
-	cfg->rcpt_rate_limit = pconfig_get_int("smtpd_client_recipient_rate_limit");
-	cfg->newtls_rate_limit = pconfig_get_int("smtpd_client_new_tls_session_rate_limit");
+	cfg->conn_limit =
+	    pconfig_get_int("smtpd_client_connection_count_limit");
+	cfg->conn_rate_limit =
+	    pconfig_get_int("smtpd_client_connection_rate_limit");
+	cfg->mail_rate_limit =
+	    pconfig_get_int("smtpd_client_message_rate_limit");
+	cfg->rcpt_rate_limit =
+	    pconfig_get_int("smtpd_client_recipient_rate_limit");
+	cfg->newtls_rate_limit =
+	    pconfig_get_int("smtpd_client_new_tls_session_rate_limit");
 	cfg->auth_rate_limit = pconfig_get_int("smtpd_client_auth_rate_limit");
 	cfg->helo_required = pconfig_get_bool("smtpd_helo_required");
 	cfg->delay_reject = pconfig_get_bool("smtpd_delay_reject");
 	cfg->disable_vrfy = pconfig_get_bool("disable_vrfy_command");
-	cfg->reject_unlisted = pconfig_get_bool("smtpd_reject_unlisted_recipient");
+	cfg->reject_unlisted =
+	    pconfig_get_bool("smtpd_reject_unlisted_recipient");
 	cfg->content_filter = xstrdup(pconfig_get_str("content_filter"));
 	if (recv_override_parse(pconfig_get_str("receive_override_options"),
 	    &cfg->recv_override, err) < 0)
@@ -199,16 +208,20 @@ smtpd_cfg_t *smtpd_cfg_load(str_t *err)
 	v = pconfig_get_str("smtpd_forbid_bare_newline");
 	cfg->bare_lf = strcmp(v, "yes") == 0 ? SMTPD_LF_REJECT :
 	    strcmp(v, "no") == 0 ? SMTPD_LF_ACCEPT : SMTPD_LF_NORMALIZE;
-	cfg->ext_discard = discard_mask(pconfig_get_str("smtpd_discard_ehlo_keywords"));
+	cfg->ext_discard =
+	    discard_mask(pconfig_get_str("smtpd_discard_ehlo_keywords"));
 	if (!cfg->smtputf8)
 		cfg->ext_discard |= SMTPD_EXT_SMTPUTF8;
 	if (cfg->disable_vrfy)
 		cfg->ext_discard |= SMTPD_EXT_VRFY;
-	cfg->recipient_delimiter = xstrdup(pconfig_get_str("recipient_delimiter"));
+	cfg->recipient_delimiter =
+	    xstrdup(pconfig_get_str("recipient_delimiter"));
 	cfg->relay_code = (int)pconfig_get_int("relay_domains_reject_code");
 	cfg->access_code = (int)pconfig_get_int("access_map_reject_code");
-	cfg->unknown_addr_code = atoi(pconfig_get_str("unknown_address_reject_code"));
-	cfg->unknown_local_code = (int)pconfig_get_int("unknown_local_recipient_reject_code");
+	cfg->unknown_addr_code =
+	    atoi(pconfig_get_str("unknown_address_reject_code"));
+	cfg->unknown_local_code =
+	    (int)pconfig_get_int("unknown_local_recipient_reject_code");
 	cfg->unknown_virtual_code =
 	    (int)pconfig_get_int("unknown_virtual_mailbox_reject_code");
 	cfg->unknown_alias_code =

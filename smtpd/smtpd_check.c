@@ -127,7 +127,8 @@ smtpd_restr_t *smtpd_restr_parse(const char *param, const char *value,
 			}
 			(void)maps_add(r->tables, t, strlen(t), NULL);
 			it->table = maps_count(r->tables) - 1;
-			if (maps_broken(r->tables, it->table) != NULL && err_warn)
+			if (maps_broken(r->tables, it->table) != NULL &&
+			    err_warn)
 				str_catf(err_warn, "%s: %s %s: %s; its checks "
 				    "answer 451 4.3.0 until it can be opened\n",
 				    param, rnames[k].name, t,
@@ -494,8 +495,8 @@ static enum smtpd_chk check_access(const smtpd_check_ctx_t *ctx,
 	}
 	switch (it->kind) {
 	case R_CHECK_CLIENT:
-		rc = lookup_client(tables, t, ctx->client_name, ctx->client_addr,
-		    &val);
+		rc = lookup_client(tables, t, ctx->client_name,
+		    ctx->client_addr, &val);
 		break;
 	case R_CHECK_HELO:
 		rc = lookup_domain(tables, t, ctx->helo, &val);
